@@ -1,0 +1,125 @@
+// Lock and token helpers: the lock and one-time token operations of store.h (SPEC §2.5,
+// §2.4) with less ceremony.
+//
+// ScopedLock holds a store lock for a scope, like std::unique_lock:
+//
+//   auto lock = idem::ScopedLock::acquire(store, "stock:sku-42", {.ttl = 10s, .wait = 2s});
+//   if (!lock) return lock.status();                          // the store could not answer
+//   if (!lock->owns_lock()) return busy(lock->retry_after());  // someone else holds it
+//   deduct_stock(sku, lock->fence());                          // writes conditional on the fence
+//   // the lock is released when `lock` goes (or by lock->unlock())
+//
+// Tokens issues, consumes and restores one-time tokens of one scope:
+//
+//   idem::Tokens tokens(store, user_id, 10min);
+//   auto t = tokens.issue();                                   // put it in the form
+//   ... if (*tokens.consume(t_from_form) != idem::ConsumeOutcome::consumed) reject();
+//
+// Thread safety: a ScopedLock is one owner's handle — use it from one thread at a time
+// (it may move between threads). Tokens is safe for concurrent use. The Store must
+// outlive both.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "idem/clock.h"
+#include "idem/operations.h"
+#include "idem/record.h"
+#include "idem/status.h"
+#include "idem/store.h"
+
+namespace idem {
+
+struct LockOptions {
+  Duration ttl = std::chrono::seconds(30);  // > 0: the lock lapses after this unless extended
+  Duration wait = Duration{0};              // how long acquire retries while busy; 0 = try once
+  std::string owner;                        // empty: a fresh random owner id (192 bits)
+};
+
+class [[nodiscard]] ScopedLock {
+ public:
+  // Locks `name`, retrying while busy for up to options.wait (a backoff bounded by the
+  // holder's remaining ttl). Returns a ScopedLock that owns the lock, or — when still
+  // busy — one that does not (owns_lock() false, retry_after() set). A Status when the
+  // store could not answer (or, with an empty owner, no random id could be made);
+  // invalid_argument for an empty name or a zero ttl. Asking again with the owner of a
+  // live lock re-locks it: same fence, ttl renewed (store.h).
+  static Result<ScopedLock> acquire(Store& store, std::string name, LockOptions options = {});
+  // The same without blocking: waits on a timer of the coroutine's executor.
+  static boost::asio::awaitable<Result<ScopedLock>> async_acquire(Store& store, std::string name,
+                                                                  LockOptions options = {});
+
+  ScopedLock(ScopedLock&& other) noexcept;
+  ScopedLock& operator=(ScopedLock&& other) noexcept;
+  ScopedLock(const ScopedLock&) = delete;
+  ScopedLock& operator=(const ScopedLock&) = delete;
+
+  // Releases a lock still owned, never throwing and ignoring errors (an unreleased lock
+  // lapses after its ttl). A lock from acquire() is released before the destructor
+  // returns; one from async_acquire() is released without waiting, so that no event loop
+  // blocks — call async_unlock() first when the next step needs the lock free.
+  ~ScopedLock();
+
+  bool owns_lock() const noexcept { return owns_; }
+  const std::string& name() const noexcept { return name_; }
+  const std::string& owner() const noexcept { return owner_; }
+  // owns_lock(): greater than every fence handed out for this name before.
+  Fence fence() const noexcept { return fence_; }
+  // !owns_lock() after acquire: how long until the current holder's lock lapses.
+  Duration retry_after() const noexcept { return retry_after_; }
+
+  // Releases the lock now. `released`; or `not_owner` when this handle does not own it or
+  // the lock lapsed (another owner's lock is never touched). Afterwards owns_lock() is
+  // false — except on a Status, when nothing may have happened and the destructor tries again.
+  Result<UnlockOutcome> unlock();
+  boost::asio::awaitable<Result<UnlockOutcome>> async_unlock();
+
+  // Renews the lock for ttl from now. `not_owner` when it lapsed (owns_lock() turns false).
+  Result<LockExtendOutcome> extend(Duration ttl);
+  boost::asio::awaitable<Result<LockExtendOutcome>> async_extend(Duration ttl);
+
+ private:
+  ScopedLock(Store& store, std::string name, std::string owner, const LockOutcome& outcome, bool blocking);
+  void reset() noexcept;
+  Status settle_unlock(const Result<UnlockOutcome>& r);
+  void settle_extend(const Result<LockExtendOutcome>& r);
+
+  Store* store_;
+  std::string name_;
+  std::string owner_;
+  bool owns_ = false;
+  bool blocking_ = true;  // acquired by the blocking form: the destructor waits for the unlock
+  Fence fence_ = 0;
+  Duration retry_after_{};
+};
+
+class Tokens {
+ public:
+  // Tokens of `scope` (e.g. the user's id), issued for `ttl` (> 0) and restored for as long.
+  Tokens(Store& store, std::string scope, Duration ttl = std::chrono::minutes(10));
+
+  // A fresh token: at least 128 random bits, URL-safe text.
+  Result<std::string> issue();
+  // `consumed` for exactly one of any number of concurrent callers; `invalid` for a token
+  // unknown, expired, already consumed, or issued to another scope.
+  Result<ConsumeOutcome> consume(std::string token);
+  // Re-arms a token of this scope after a failure, so the user can submit again.
+  Result<RestoreOutcome> restore(std::string token);
+
+  boost::asio::awaitable<Result<std::string>> async_issue();
+  boost::asio::awaitable<Result<ConsumeOutcome>> async_consume(std::string token);
+  boost::asio::awaitable<Result<RestoreOutcome>> async_restore(std::string token);
+
+  const std::string& scope() const noexcept { return scope_; }
+  Duration ttl() const noexcept { return ttl_; }
+
+ private:
+  Store& store_;
+  std::string scope_;
+  Duration ttl_;
+};
+
+}  // namespace idem

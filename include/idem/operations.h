@@ -1,0 +1,130 @@
+// The arguments and outcomes of every engine operation (SPEC §2.2, §2.4, §2.5).
+// Outcomes are values, not errors: `fenced`, `mismatch`, `busy` are normal answers. A
+// Status (status.h) is reserved for "the store could not answer".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "idem/clock.h"
+#include "idem/record.h"
+
+namespace idem {
+
+// ---- records ------------------------------------------------------------------------
+
+struct BeginArgs {
+  std::string scope;
+  std::string key;
+  std::string fingerprint;  // empty: matches anything, never mismatches
+  Duration lease{};         // > 0
+  Duration retention{};     // > 0; a pending record expires at lease_until + retention
+};
+
+struct BeginOutcome {
+  enum class Kind {
+    acquired,     // the caller holds the key: run the side effect, then commit or release
+    replay,       // done with a matching fingerprint: `result` is the first result
+    in_progress,  // another holder's lease is live: retry after `retry_after`
+    mismatch,     // the record's fingerprint differs (checked first); nothing changed
+  };
+  Kind kind = Kind::mismatch;
+  Fence fence = 0;         // acquired: the caller's fence; replay: the committing fence
+  bool recovered = false;  // acquired: took over an expired lease; previous outcome unknown
+  std::string result;      // replay
+  Duration retry_after{};  // in_progress: until the holder's lease ends (at least 1 µs)
+
+  static BeginOutcome acquired(Fence f, bool recovered) { return {Kind::acquired, f, recovered, {}, {}}; }
+  static BeginOutcome replay(Fence f, std::string r) { return {Kind::replay, f, false, std::move(r), {}}; }
+  static BeginOutcome in_progress(Duration d) { return {Kind::in_progress, 0, false, {}, d}; }
+  static BeginOutcome mismatch() { return {Kind::mismatch, 0, false, {}, {}}; }
+  friend bool operator==(const BeginOutcome&, const BeginOutcome&) = default;
+};
+
+struct CommitArgs {
+  std::string scope;
+  std::string key;
+  Fence fence = 0;
+  std::string result;
+  Duration retention{};  // > 0; expires_at = commit time + retention
+};
+enum class CommitOutcome { committed, fenced };
+
+struct ReleaseArgs {
+  std::string scope;
+  std::string key;
+  Fence fence = 0;
+};
+enum class ReleaseOutcome { released, fenced };
+
+struct ExtendArgs {
+  std::string scope;
+  std::string key;
+  Fence fence = 0;
+  Duration lease{};  // > 0; lease_until = now + lease, expires_at moves with it
+};
+enum class ExtendOutcome { extended, fenced };
+
+struct RecordId {
+  std::string scope;
+  std::string key;
+};
+
+// ---- one-time tokens ------------------------------------------------------------------
+
+struct IssueTokenArgs {
+  std::string scope;
+  Duration ttl{};  // > 0
+};
+
+struct TokenArgs {
+  std::string scope;
+  std::string token;
+};
+enum class ConsumeOutcome { consumed, invalid };
+
+struct RestoreTokenArgs {
+  std::string scope;
+  std::string token;
+  Duration ttl{};  // > 0: the restored token is valid for this long
+};
+enum class RestoreOutcome { restored, invalid };
+
+// ---- locks ----------------------------------------------------------------------------
+
+struct LockArgs {
+  std::string name;
+  std::string owner;
+  Duration ttl{};  // > 0
+};
+
+struct LockOutcome {
+  enum class Kind { locked, busy };
+  Kind kind = Kind::busy;
+  Fence fence = 0;         // locked
+  Duration retry_after{};  // busy: until the current owner's lock expires
+  static LockOutcome locked(Fence f) { return {Kind::locked, f, {}}; }
+  static LockOutcome busy(Duration d) { return {Kind::busy, 0, d}; }
+  friend bool operator==(const LockOutcome&, const LockOutcome&) = default;
+};
+
+struct UnlockArgs {
+  std::string name;
+  std::string owner;
+};
+enum class UnlockOutcome { released, not_owner };
+enum class LockExtendOutcome { extended, not_owner };
+
+// Names as in SPEC §3.7: "acquired", "replay", "in_progress", "mismatch", "committed", ...
+const char* to_string(BeginOutcome::Kind) noexcept;
+const char* to_string(CommitOutcome) noexcept;
+const char* to_string(ReleaseOutcome) noexcept;
+const char* to_string(ExtendOutcome) noexcept;
+const char* to_string(ConsumeOutcome) noexcept;
+const char* to_string(RestoreOutcome) noexcept;
+const char* to_string(LockOutcome::Kind) noexcept;
+const char* to_string(UnlockOutcome) noexcept;
+const char* to_string(LockExtendOutcome) noexcept;
+
+}  // namespace idem

@@ -1,0 +1,130 @@
+// The store: the one interface behind which every backend (memory, SQLite, Redis, Redis
+// Cluster, PostgreSQL) implements the engine of SPEC §2 with identical semantics.
+//
+// Every operation exists in two forms:
+//   store.begin(args, callback)  asynchronous: returns at once; the callback runs exactly
+//                                once, on a thread of the store's choosing (possibly the
+//                                caller's, before begin returns). It must not block.
+//   store.begin(args)            blocking: waits for the answer and returns it.
+// Asio coroutines use idem/async.h, which wraps the asynchronous form and resumes the
+// coroutine on its own executor, so no event loop ever blocks on a store.
+//
+// Errors: outcomes such as `fenced` or `busy` are values; a Status (status.h) means the
+// store could not answer: `unavailable` (nothing happened, retry), `deadline_exceeded`
+// (outcome unknown), `invalid_argument` (a zero lease, an empty key), `internal`.
+// Every backend bounds each call by its own deadline, so every callback does run.
+//
+// Thread safety: all Store implementations are safe for concurrent use from any number of
+// threads. A Store must outlive the completion of every call made on it; its destructor
+// waits for calls in flight.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "idem/clock.h"
+#include "idem/detail/unique_function.h"
+#include "idem/operations.h"
+#include "idem/record.h"
+#include "idem/status.h"
+
+namespace idem {
+
+template <class T>
+using Callback = detail::UniqueFunction<void(Result<T>)>;
+
+// What a backend offers, as data: callers never branch on the backend's name.
+struct StoreTraits {
+  const char* name = "";        // "memory", "sqlite", ...
+  bool native_expiry = false;   // expired records vanish without sweep()
+  bool durable = false;         // a committed result survives a crash of the process
+  bool controllable_clock = false;  // uses the Clock given at open (tests may inject one)
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  virtual const StoreTraits& traits() const noexcept = 0;
+
+  // ---- records (SPEC §2.2) --------------------------------------------------------------
+  // begin: no live record → acquire; pending with an expired lease → take over (recovered);
+  // a differing non-empty fingerprint → mismatch (checked first); done → replay;
+  // pending with a live lease → in_progress.
+  void begin(BeginArgs a, Callback<BeginOutcome> cb) { do_begin(std::move(a), std::move(cb)); }
+  // commit: pending with this fence → done, expires_at = now + retention; else fenced.
+  void commit(CommitArgs a, Callback<CommitOutcome> cb) { do_commit(std::move(a), std::move(cb)); }
+  // release: pending with this fence → removed; a retry acquires with a greater fence.
+  void release(ReleaseArgs a, Callback<ReleaseOutcome> cb) { do_release(std::move(a), std::move(cb)); }
+  // extend: pending with this fence → lease_until = now + lease (expires_at moves along).
+  void extend(ExtendArgs a, Callback<ExtendOutcome> cb) { do_extend(std::move(a), std::move(cb)); }
+  // get: the live record, or nullopt when absent or expired.
+  void get(RecordId id, Callback<std::optional<Record>> cb) { do_get(std::move(id), std::move(cb)); }
+  // remove: operator purge; true when a live record was removed.
+  void remove(RecordId id, Callback<bool> cb) { do_remove(std::move(id), std::move(cb)); }
+  // sweep: delete expired records, tokens and locks; returns how many records went.
+  void sweep(Callback<std::uint64_t> cb) { do_sweep(std::move(cb)); }
+
+  // ---- one-time tokens (SPEC §2.4) -------------------------------------------------------
+  // issue_token: ≥128 random bits as URL-safe text, valid for ttl, bound to scope.
+  void issue_token(IssueTokenArgs a, Callback<std::string> cb) { do_issue_token(std::move(a), std::move(cb)); }
+  // consume_token: of N concurrent consumers exactly one gets `consumed`; unknown, expired,
+  // already consumed or another scope's token → invalid.
+  void consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) { do_consume_token(std::move(a), std::move(cb)); }
+  // restore_token: re-arm a token issued to this scope (consumed or not) for ttl;
+  // a token never issued to the scope (or long forgotten) → invalid.
+  void restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) {
+    do_restore_token(std::move(a), std::move(cb));
+  }
+
+  // ---- locks (SPEC §2.5) -----------------------------------------------------------------
+  // lock: free or expired → locked with a new fence (greater than any fence handed out for
+  // the name before); held by the same owner → locked again, same fence, ttl renewed;
+  // held by another owner → busy.
+  void lock(LockArgs a, Callback<LockOutcome> cb) { do_lock(std::move(a), std::move(cb)); }
+  // unlock / extend_lock: only the current, unexpired owner succeeds; others get not_owner.
+  void unlock(UnlockArgs a, Callback<UnlockOutcome> cb) { do_unlock(std::move(a), std::move(cb)); }
+  void extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) { do_extend_lock(std::move(a), std::move(cb)); }
+
+  // ---- health ----------------------------------------------------------------------------
+  // ping: ok when the store answers (for /readyz).
+  void ping(Callback<Done> cb) { do_ping(std::move(cb)); }
+
+  // ---- blocking forms: the same operations, waiting for the answer ----------------------
+  Result<BeginOutcome> begin(BeginArgs a);
+  Result<CommitOutcome> commit(CommitArgs a);
+  Result<ReleaseOutcome> release(ReleaseArgs a);
+  Result<ExtendOutcome> extend(ExtendArgs a);
+  Result<std::optional<Record>> get(RecordId id);
+  Result<bool> remove(RecordId id);
+  Result<std::uint64_t> sweep();
+  Result<std::string> issue_token(IssueTokenArgs a);
+  Result<ConsumeOutcome> consume_token(TokenArgs a);
+  Result<RestoreOutcome> restore_token(RestoreTokenArgs a);
+  Result<LockOutcome> lock(LockArgs a);
+  Result<UnlockOutcome> unlock(UnlockArgs a);
+  Result<LockExtendOutcome> extend_lock(LockArgs a);
+  Result<Done> ping();
+
+ protected:
+  virtual void do_begin(BeginArgs, Callback<BeginOutcome>) = 0;
+  virtual void do_commit(CommitArgs, Callback<CommitOutcome>) = 0;
+  virtual void do_release(ReleaseArgs, Callback<ReleaseOutcome>) = 0;
+  virtual void do_extend(ExtendArgs, Callback<ExtendOutcome>) = 0;
+  virtual void do_get(RecordId, Callback<std::optional<Record>>) = 0;
+  virtual void do_remove(RecordId, Callback<bool>) = 0;
+  virtual void do_sweep(Callback<std::uint64_t>) = 0;
+  virtual void do_issue_token(IssueTokenArgs, Callback<std::string>) = 0;
+  virtual void do_consume_token(TokenArgs, Callback<ConsumeOutcome>) = 0;
+  virtual void do_restore_token(RestoreTokenArgs, Callback<RestoreOutcome>) = 0;
+  virtual void do_lock(LockArgs, Callback<LockOutcome>) = 0;
+  virtual void do_unlock(UnlockArgs, Callback<UnlockOutcome>) = 0;
+  virtual void do_extend_lock(LockArgs, Callback<LockExtendOutcome>) = 0;
+  virtual void do_ping(Callback<Done>) = 0;
+};
+
+}  // namespace idem

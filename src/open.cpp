@@ -1,0 +1,33 @@
+#include "idem/open.h"
+
+#include <string>
+
+#include "stores/memory/memory_store.h"
+#include "stores/sqlite/sqlite_store.h"
+
+namespace idem {
+
+Result<std::unique_ptr<Store>> open_store(std::string_view uri, StoreOptions options) {
+  if (options.op_timeout.count() <= 0) return invalid_argument("op_timeout must be greater than 0");
+  if (!options.clock) options.clock = std::make_shared<SystemClock>();
+
+  const auto colon = uri.find(':');
+  if (colon == std::string_view::npos) {
+    return invalid_argument("store URI '" + std::string(uri) +
+                            "' has no scheme (expected memory:, sqlite:PATH, redis://, "
+                            "redis-cluster:// or postgres://)");
+  }
+  const auto scheme = uri.substr(0, colon);
+  const auto rest = uri.substr(colon + 1);
+  if (scheme == "memory") {
+    if (!rest.empty()) return invalid_argument("memory: takes no parameters, got '" + std::string(uri) + "'");
+    return memory::open(options);
+  }
+  if (scheme == "sqlite") return sqlite::open(rest, options);
+  if (scheme == "redis" || scheme == "redis-cluster" || scheme == "postgres" || scheme == "postgresql") {
+    return invalid_argument("store '" + std::string(scheme) + "' is not available in this build");
+  }
+  return invalid_argument("unknown store scheme '" + std::string(scheme) + "' in '" + std::string(uri) + "'");
+}
+
+}  // namespace idem

@@ -1,0 +1,253 @@
+// The memory store: 64 shards, each a mutex over hash maps. Every operation locks exactly
+// one shard, applies the shared state machine (core/state_machine.h) and answers inline
+// after unlocking. Expired entries are dropped lazily: a shard sweeps itself whenever it
+// has doubled since its last sweep, so memory stays bounded without a sweeper thread.
+#include "stores/memory/memory_store.h"
+
+#include <array>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/state_machine.h"
+
+namespace idem::memory {
+namespace {
+
+using core::Effect;
+
+// Scope and key joined without ambiguity (a scope may hold any byte).
+std::string composite(std::string_view scope, std::string_view key) {
+  std::string out;
+  out.reserve(scope.size() + key.size() + 12);
+  out.append(std::to_string(scope.size())).push_back(':');
+  out.append(scope).append(key);
+  return out;
+}
+
+// A map whose entries are optionals, so the state machine can work on the stored value in
+// place: an empty optional left behind by an operation is erased.
+template <class Entry>
+class Table {
+ public:
+  template <class Fn>
+  auto with(const std::string& id, Fn&& fn) {
+    auto [it, inserted] = map_.try_emplace(id);
+    auto erase_if_empty = [&] {
+      if (!it->second) map_.erase(it);
+    };
+    if constexpr (std::is_void_v<decltype(fn(it->second))>) {
+      fn(it->second);
+      erase_if_empty();
+    } else {
+      auto out = fn(it->second);
+      erase_if_empty();
+      return out;
+    }
+  }
+
+  // Removes entries expired at `now`; returns how many.
+  std::uint64_t sweep(TimePoint now) {
+    std::uint64_t n = 0;
+    for (auto it = map_.begin(); it != map_.end();) {
+      if (!it->second || core::expired(*it->second, now)) {
+        it = map_.erase(it);
+        ++n;
+      } else {
+        ++it;
+      }
+    }
+    next_sweep_ = std::max<std::size_t>(kMinSweepSize, 2 * map_.size());
+    return n;
+  }
+
+  void maybe_sweep(TimePoint now) {
+    if (map_.size() >= next_sweep_) sweep(now);
+  }
+
+ private:
+  static constexpr std::size_t kMinSweepSize = 1024;
+  std::unordered_map<std::string, std::optional<Entry>> map_;
+  std::size_t next_sweep_ = kMinSweepSize;
+};
+
+struct Shard {
+  std::mutex mu;
+  Table<Record> records;
+  Table<core::TokenEntry> tokens;
+  Table<core::LockEntry> locks;
+  core::FenceSource fences;
+};
+
+class MemoryStore final : public Store {
+ public:
+  explicit MemoryStore(std::shared_ptr<const Clock> clock) : clock_(std::move(clock)) {}
+
+  const StoreTraits& traits() const noexcept override {
+    static constexpr StoreTraits kTraits{"memory", /*native_expiry=*/true, /*durable=*/false,
+                                         /*controllable_clock=*/true};
+    return kTraits;
+  }
+
+ private:
+  static constexpr std::size_t kShards = 64;
+
+  // Runs fn(shard, now) under the shard's mutex and returns its value; the caller answers
+  // after the lock is gone, so a callback may call the store again.
+  template <class Fn>
+  auto locked(std::string_view id, Fn&& fn) {
+    Shard& sh = shards_[std::hash<std::string_view>{}(id) % kShards];
+    std::lock_guard lock(sh.mu);
+    return fn(sh, clock_->now());
+  }
+
+ protected:
+  void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto id = composite(a.scope, a.key);
+    cb(locked(id, [&](Shard& sh, TimePoint now) {
+      auto d = sh.records.with(id, [&](auto& slot) { return core::apply_begin(slot, a, now, sh.fences); });
+      sh.records.maybe_sweep(now);
+      return std::move(d.outcome);
+    }));
+  }
+
+  void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto id = composite(a.scope, a.key);
+    cb(locked(id, [&](Shard& sh, TimePoint now) {
+      CommitOutcome out{};
+      sh.records.with(id, [&](auto& slot) { core::apply_commit(slot, std::move(a), now, out); });
+      return out;
+    }));
+  }
+
+  void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto id = composite(a.scope, a.key);
+    cb(locked(id, [&](Shard& sh, TimePoint now) {
+      ReleaseOutcome out{};
+      sh.records.with(id, [&](auto& slot) { core::apply_release(slot, a, now, out); });
+      return out;
+    }));
+  }
+
+  void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto id = composite(a.scope, a.key);
+    cb(locked(id, [&](Shard& sh, TimePoint now) {
+      ExtendOutcome out{};
+      sh.records.with(id, [&](auto& slot) { core::apply_extend(slot, a, now, out); });
+      return out;
+    }));
+  }
+
+  void do_get(RecordId a, Callback<std::optional<Record>> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto id = composite(a.scope, a.key);
+    cb(locked(id, [&](Shard& sh, TimePoint now) {
+      return sh.records.with(id, [&](auto& slot) -> std::optional<Record> {
+        if (slot && !core::expired(*slot, now)) return slot;
+        return std::nullopt;
+      });
+    }));
+  }
+
+  void do_remove(RecordId a, Callback<bool> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto id = composite(a.scope, a.key);
+    cb(locked(id, [&](Shard& sh, TimePoint now) {
+      bool removed = false;
+      sh.records.with(id, [&](auto& slot) { core::apply_remove(slot, now, removed); });
+      return removed;
+    }));
+  }
+
+  void do_sweep(Callback<std::uint64_t> cb) override {
+    std::uint64_t records = 0;
+    for (auto& sh : shards_) {
+      std::lock_guard lock(sh.mu);
+      const TimePoint now = clock_->now();
+      records += sh.records.sweep(now);
+      sh.tokens.sweep(now);
+      sh.locks.sweep(now);
+    }
+    cb(records);
+  }
+
+  void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    auto token = core::random_token();
+    if (!token) return cb(token.status());
+    const auto id = composite(a.scope, *token);
+    locked(id, [&](Shard& sh, TimePoint now) {
+      sh.tokens.with(id, [&](auto& slot) { slot = core::issue_token_entry(a, now); });
+      sh.tokens.maybe_sweep(now);
+      return Done{};
+    });
+    cb(std::move(*token));
+  }
+
+  void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto id = composite(a.scope, a.token);
+    cb(locked(id, [&](Shard& sh, TimePoint now) {
+      ConsumeOutcome out{};
+      sh.tokens.with(id, [&](auto& slot) { core::apply_consume(slot, now, out); });
+      return out;
+    }));
+  }
+
+  void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto id = composite(a.scope, a.token);
+    cb(locked(id, [&](Shard& sh, TimePoint now) {
+      RestoreOutcome out{};
+      sh.tokens.with(id, [&](auto& slot) { core::apply_restore(slot, a, now, out); });
+      return out;
+    }));
+  }
+
+  void do_lock(LockArgs a, Callback<LockOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    cb(locked(a.name, [&](Shard& sh, TimePoint now) {
+      LockOutcome out{};
+      sh.locks.with(a.name, [&](auto& slot) { core::apply_lock(slot, a, now, sh.fences, out); });
+      sh.locks.maybe_sweep(now);
+      return out;
+    }));
+  }
+
+  void do_unlock(UnlockArgs a, Callback<UnlockOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    cb(locked(a.name, [&](Shard& sh, TimePoint now) {
+      UnlockOutcome out{};
+      sh.locks.with(a.name, [&](auto& slot) { core::apply_unlock(slot, a, now, out); });
+      return out;
+    }));
+  }
+
+  void do_extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    cb(locked(a.name, [&](Shard& sh, TimePoint now) {
+      LockExtendOutcome out{};
+      sh.locks.with(a.name, [&](auto& slot) { core::apply_extend_lock(slot, a, now, out); });
+      return out;
+    }));
+  }
+
+  void do_ping(Callback<Done> cb) override { cb(Done{}); }
+
+ private:
+  std::shared_ptr<const Clock> clock_;
+  std::array<Shard, kShards> shards_;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> open(const StoreOptions& options) {
+  auto clock = options.clock ? options.clock : std::make_shared<SystemClock>();
+  return std::make_unique<MemoryStore>(std::move(clock));
+}
+
+}  // namespace idem::memory

@@ -1,0 +1,13 @@
+// The in-process memory store (SPEC §3.6: memory:): sharded, native expiry, lost on exit.
+#pragma once
+
+#include <memory>
+
+#include "idem/open.h"
+#include "idem/store.h"
+
+namespace idem::memory {
+
+std::unique_ptr<Store> open(const StoreOptions& options);
+
+}  // namespace idem::memory

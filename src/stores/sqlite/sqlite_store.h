@@ -1,0 +1,16 @@
+// The embedded SQLite store, the default (SPEC §3.6: sqlite:PATH[?sync=normal|full]).
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "idem/open.h"
+#include "idem/store.h"
+
+namespace idem::sqlite {
+
+// `spec` is what follows "sqlite:" in the URI: a path, optionally "?sync=normal|full".
+// Errors name the file and the reason (not a database, corrupt, read-only directory, ...).
+Result<std::unique_ptr<Store>> open(std::string_view spec, const StoreOptions& options);
+
+}  // namespace idem::sqlite

@@ -1,0 +1,37 @@
+#include "testutil/backends.h"
+
+#include <atomic>
+
+#include "idem/open.h"
+#include "testutil/temp_dir.h"
+
+namespace idem::testutil {
+namespace {
+
+std::unique_ptr<Store> must_open(const std::string& uri, std::shared_ptr<const Clock> clock) {
+  StoreOptions options;
+  options.clock = std::move(clock);
+  auto store = open_store(uri, options);
+  if (!store) throw std::runtime_error("cannot open " + uri + ": " + store.status().to_string());
+  return std::move(*store);
+}
+
+}  // namespace
+
+Backend memory_backend() {
+  return {"memory", [](std::shared_ptr<const Clock> clock) { return must_open("memory:", std::move(clock)); },
+          /*controllable_clock=*/true};
+}
+
+Backend sqlite_backend() {
+  // The store tests judge SQLite by real time (short real leases), as its users will.
+  return {"sqlite",
+          [](std::shared_ptr<const Clock>) {
+            static TempDir dir;
+            static std::atomic<int> n{0};
+            return must_open("sqlite:" + dir.file("store-" + std::to_string(n++) + ".db"), nullptr);
+          },
+          /*controllable_clock=*/false};
+}
+
+}  // namespace idem::testutil
