@@ -1,0 +1,219 @@
+#include "idem/units.h"
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace idem {
+namespace {
+
+using namespace std::chrono_literals;
+
+::testing::AssertionResult Contains(const std::string& text, std::string_view part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
+}
+
+// The reason `text` is refused; fails the test when it is accepted.
+std::string duration_error(std::string_view text) {
+  Result<Duration> r = parse_duration(text);
+  if (r) {
+    ADD_FAILURE() << "\"" << text << "\" accepted as " << r->count() << "us";
+    return {};
+  }
+  EXPECT_EQ(r.status().code(), StatusCode::invalid_argument) << text;
+  return r.status().message();
+}
+
+std::string size_error(std::string_view text) {
+  Result<std::uint64_t> r = parse_size(text);
+  if (r) {
+    ADD_FAILURE() << "\"" << text << "\" accepted as " << *r;
+    return {};
+  }
+  EXPECT_EQ(r.status().code(), StatusCode::invalid_argument) << text;
+  return r.status().message();
+}
+
+Duration duration(std::string_view text) {
+  Result<Duration> r = parse_duration(text);
+  EXPECT_TRUE(r) << text << ": " << r.status().to_string();
+  return r ? *r : Duration(-1);
+}
+
+std::uint64_t size(std::string_view text) {
+  Result<std::uint64_t> r = parse_size(text);
+  EXPECT_TRUE(r) << text << ": " << r.status().to_string();
+  return r ? *r : ~std::uint64_t{0};
+}
+
+TEST(ParseDuration, EveryUnit) {
+  EXPECT_EQ(duration("250ms"), 250ms);
+  EXPECT_EQ(duration("5s"), 5s);
+  EXPECT_EQ(duration("10m"), 10min);
+  EXPECT_EQ(duration("24h"), 24h);
+  EXPECT_EQ(duration("7d"), 7 * 24h);
+}
+
+TEST(ParseDuration, Zero) {
+  EXPECT_EQ(duration("0"), Duration::zero());
+  EXPECT_EQ(duration("0s"), Duration::zero());
+  EXPECT_EQ(duration("0ms"), Duration::zero());
+  EXPECT_EQ(duration("0.0h"), Duration::zero());
+}
+
+TEST(ParseDuration, Fractions) {
+  EXPECT_EQ(duration("1.5s"), 1500ms);
+  EXPECT_EQ(duration("0.5ms"), 500us);
+  EXPECT_EQ(duration("0.25h"), 15min);
+  EXPECT_EQ(duration("1.5d"), 36h);
+  EXPECT_EQ(duration("0.001s"), 1ms);
+  EXPECT_EQ(duration("0.000001s"), 1us);
+  EXPECT_EQ(duration("007s"), 7s);
+  EXPECT_EQ(duration("1.000000000000000000000000000001s"), 1s);
+}
+
+TEST(ParseDuration, RoundsToNearestMicrosecond) {
+  EXPECT_EQ(duration("0.0004ms"), 0us);
+  EXPECT_EQ(duration("0.0005ms"), 1us);  // halves round up
+  EXPECT_EQ(duration("0.0015ms"), 2us);
+  EXPECT_EQ(duration("0.00049999999999999999999ms"), 0us);
+  EXPECT_EQ(duration("1.0000004s"), 1s);
+  EXPECT_EQ(duration("1.0000005s"), 1000001us);
+  // 0.3333333h is 1199999880us exactly; with more threes it rounds to 20 minutes.
+  EXPECT_EQ(duration("0.3333333h"), 1199999880us);
+  EXPECT_EQ(duration("0.3333333333h"), 20min);  // 1199999999.64us
+}
+
+TEST(ParseDuration, LargestValues) {
+  constexpr auto kMax = std::numeric_limits<Duration::rep>::max();
+  // About 292,000 years: INT64_MAX microseconds is 106751991.17 days.
+  EXPECT_EQ(duration("106751991d"), 106751991LL * 24h);
+  EXPECT_EQ(duration(std::to_string(kMax / 1000) + "ms"), Duration(kMax / 1000 * 1000));
+  EXPECT_TRUE(Contains(duration_error("106751992d"), "too large"));
+  EXPECT_TRUE(Contains(duration_error("106751991.2d"), "too large"));
+  EXPECT_TRUE(Contains(duration_error("99999999999999999999999s"), "too large"));
+  EXPECT_TRUE(Contains(duration_error(std::string(400, '9') + "ms"), "too large"));
+  EXPECT_TRUE(Contains(duration_error(std::to_string(kMax / 1000 + 1) + "ms"), "too large"));
+}
+
+TEST(ParseDuration, Refusals) {
+  EXPECT_TRUE(Contains(duration_error(""), "empty"));
+  EXPECT_TRUE(Contains(duration_error("-5s"), "negative"));
+  EXPECT_TRUE(Contains(duration_error("5"), "no unit"));
+  EXPECT_TRUE(Contains(duration_error("1.5"), "no unit"));
+  EXPECT_TRUE(Contains(duration_error("00"), "no unit"));
+  EXPECT_TRUE(Contains(duration_error("5w"), "unknown unit"));
+  EXPECT_TRUE(Contains(duration_error("5S"), "unknown unit"));
+  EXPECT_TRUE(Contains(duration_error("5sec"), "unknown unit"));
+  EXPECT_TRUE(Contains(duration_error("5us"), "unknown unit"));
+  EXPECT_TRUE(Contains(duration_error("5 s"), "unknown unit"));
+  EXPECT_TRUE(Contains(duration_error("1e3ms"), "unknown unit"));
+  EXPECT_TRUE(Contains(duration_error("5s5"), "unknown unit"));
+  EXPECT_TRUE(Contains(duration_error("1h30m"), "unknown unit"));
+  for (const char* text : {"+5s", "s", ".5s", "1.s", " 5s", "5s ", "1,5s", "0x10s", "inf", "NaN"}) {
+    EXPECT_FALSE(parse_duration(text)) << text;
+  }
+  EXPECT_TRUE(Contains(duration_error("fast"), "\"fast\""));  // the message quotes the text
+}
+
+TEST(ParseSize, Units) {
+  EXPECT_EQ(size("512B"), 512u);
+  EXPECT_EQ(size("64KiB"), 64u * 1024);
+  EXPECT_EQ(size("1MiB"), 1024u * 1024);
+  EXPECT_EQ(size("1.5MiB"), 1536u * 1024);
+  EXPECT_EQ(size("0.5KiB"), 512u);
+  EXPECT_EQ(size("0B"), 0u);
+  EXPECT_EQ(size("0MiB"), 0u);
+}
+
+TEST(ParseSize, BareIntegerIsBytes) {
+  EXPECT_EQ(size("0"), 0u);
+  EXPECT_EQ(size("1048576"), 1048576u);
+  EXPECT_EQ(size("18446744073709551615"), std::numeric_limits<std::uint64_t>::max());
+}
+
+TEST(ParseSize, FractionsRoundDown) {
+  EXPECT_EQ(size("1.9B"), 1u);
+  EXPECT_EQ(size("0.001KiB"), 1u);   // 1.024 bytes
+  EXPECT_EQ(size("0.0009KiB"), 0u);  // 0.9216 bytes
+  EXPECT_EQ(size("1.99999999999999999999KiB"), 2047u);
+  EXPECT_EQ(size("0.1MiB"), 104857u);  // 104857.6 bytes
+}
+
+TEST(ParseSize, Refusals) {
+  EXPECT_TRUE(Contains(size_error(""), "empty"));
+  EXPECT_TRUE(Contains(size_error("-1"), "negative"));
+  EXPECT_TRUE(Contains(size_error("1.5"), "whole"));
+  EXPECT_TRUE(Contains(size_error("1KB"), "unknown unit"));
+  EXPECT_TRUE(Contains(size_error("1MB"), "unknown unit"));
+  EXPECT_TRUE(Contains(size_error("1GiB"), "unknown unit"));
+  EXPECT_TRUE(Contains(size_error("1kib"), "unknown unit"));
+  EXPECT_TRUE(Contains(size_error("1 MiB"), "unknown unit"));
+  EXPECT_TRUE(Contains(size_error("18446744073709551616"), "too large"));
+  EXPECT_TRUE(Contains(size_error("17592186044416MiB"), "too large"));  // 2^44 MiB = 2^64 B
+  EXPECT_EQ(size("17592186044415MiB"), 17592186044415u << 20);
+  for (const char* text : {"+1", "KiB", ".5KiB", "1.KiB", "1e3", " 1", "1 ", "0x10"}) {
+    EXPECT_FALSE(parse_size(text)) << text;
+  }
+}
+
+TEST(FormatDuration, LargestExactUnit) {
+  EXPECT_EQ(format_duration(Duration::zero()), "0");
+  EXPECT_EQ(format_duration(24h), "1d");
+  EXPECT_EQ(format_duration(36h), "36h");
+  EXPECT_EQ(format_duration(7 * 24h), "7d");
+  EXPECT_EQ(format_duration(1h), "1h");
+  EXPECT_EQ(format_duration(90min), "90m");
+  EXPECT_EQ(format_duration(10min), "10m");
+  EXPECT_EQ(format_duration(90s), "90s");
+  EXPECT_EQ(format_duration(60s), "1m");
+  EXPECT_EQ(format_duration(1500ms), "1500ms");
+  EXPECT_EQ(format_duration(1ms), "1ms");
+  EXPECT_EQ(format_duration(1500us), "1500us");
+  EXPECT_EQ(format_duration(1us), "1us");
+  EXPECT_EQ(format_duration(-5s), "-5s");
+  EXPECT_EQ(format_duration(Duration::min()), "-9223372036854775808us");
+}
+
+TEST(FormatDuration, ParsesBack) {
+  for (Duration d :
+       {Duration::zero(), Duration(1ms), Duration(250ms), Duration(1500ms), Duration(59s), Duration(61s),
+        Duration(10min), Duration(25h), Duration(24h), Duration(365 * 24h), Duration(106751991LL * 24h)}) {
+    Result<Duration> back = parse_duration(format_duration(d));
+    ASSERT_TRUE(back) << format_duration(d);
+    EXPECT_EQ(*back, d) << format_duration(d);
+  }
+}
+
+TEST(RetryAfterSeconds, RoundsUpAtLeastOne) {
+  EXPECT_EQ(retry_after_seconds(Duration::zero()), 1);
+  EXPECT_EQ(retry_after_seconds(-5s), 1);
+  EXPECT_EQ(retry_after_seconds(Duration::min()), 1);
+  EXPECT_EQ(retry_after_seconds(1us), 1);
+  EXPECT_EQ(retry_after_seconds(999ms), 1);
+  EXPECT_EQ(retry_after_seconds(1s), 1);
+  EXPECT_EQ(retry_after_seconds(1s + 1us), 2);
+  EXPECT_EQ(retry_after_seconds(1500ms), 2);
+  EXPECT_EQ(retry_after_seconds(2s), 2);
+  EXPECT_EQ(retry_after_seconds(60s), 60);
+  EXPECT_EQ(retry_after_seconds(Duration::max()), Duration::max().count() / 1000000 + 1);
+}
+
+// status.h has no test file of its own in core_test; its formatting is checked here.
+TEST(Status, ToString) {
+  EXPECT_EQ(Status().to_string(), "ok");
+  EXPECT_EQ(unavailable("sqlite: database is locked").to_string(), "unavailable: sqlite: database is locked");
+  EXPECT_EQ(invalid_argument("x").to_string(), "invalid_argument: x");
+  EXPECT_EQ(deadline_exceeded("").to_string(), "deadline_exceeded");
+  EXPECT_EQ(failed_precondition("read-only").to_string(), "failed_precondition: read-only");
+  EXPECT_EQ(internal_error("bug").to_string(), "internal: bug");
+  EXPECT_STREQ(to_string(StatusCode::ok), "ok");
+  EXPECT_STREQ(to_string(StatusCode::internal), "internal");
+}
+
+}  // namespace
+}  // namespace idem
