@@ -49,7 +49,9 @@ idem::BeginArgs begin_args(std::string key) { return {"bench", std::move(key), "
 // One begin+commit on a fresh key, or one begin that replays.
 struct Pair {
   static asio::awaitable<void> coro(Store& s, std::uint64_t i) {
-    auto b = co_await idem::async_begin(s, begin_args("k" + std::to_string(i)), asio::use_awaitable);
+    // Arguments are named locals: g++ 12 mis-destroys temporaries inside co_await.
+    idem::BeginArgs args = begin_args("k" + std::to_string(i));
+    auto b = co_await idem::async_begin(s, std::move(args), asio::use_awaitable);
     if (!b || b->kind != idem::BeginOutcome::Kind::acquired) throw std::runtime_error("begin failed");
     idem::CommitArgs c{"bench", "k" + std::to_string(i), b->fence, "{\"order\":42}", 1h};
     auto r = co_await idem::async_commit(s, std::move(c), asio::use_awaitable);
@@ -67,7 +69,8 @@ constexpr std::uint64_t kReplayKeys = 1000;
 
 struct Replay {
   static asio::awaitable<void> coro(Store& s, std::uint64_t i) {
-    auto b = co_await idem::async_begin(s, begin_args("r" + std::to_string(i % kReplayKeys)), asio::use_awaitable);
+    idem::BeginArgs args = begin_args("r" + std::to_string(i % kReplayKeys));
+    auto b = co_await idem::async_begin(s, std::move(args), asio::use_awaitable);
     if (!b || b->kind != idem::BeginOutcome::Kind::replay) throw std::runtime_error("not a replay");
   }
   static void blocking(Store& s, std::uint64_t i) {
@@ -132,19 +135,24 @@ void bench(benchmark::State& state, const char* uri) {
   state.SetItemsProcessed(static_cast<std::int64_t>(first));
 }
 
-#define IDEM_BENCH(name, Op, coro, uri) \
-  BENCHMARK_CAPTURE((bench<Op, coro>), name, uri)->Arg(1)->Arg(64)->UseRealTime()->MinTime(1.0)
+// BENCHMARK_CAPTURE pastes the function's name into an identifier: give each one a name.
+void pairs_coro(benchmark::State& s, const char* uri) { bench<Pair, true>(s, uri); }
+void pairs_thread(benchmark::State& s, const char* uri) { bench<Pair, false>(s, uri); }
+void replay_coro(benchmark::State& s, const char* uri) { bench<Replay, true>(s, uri); }
+void replay_thread(benchmark::State& s, const char* uri) { bench<Replay, false>(s, uri); }
 
-IDEM_BENCH(Pairs/memory/coro, Pair, true, "memory:");
-IDEM_BENCH(Pairs/memory/thread, Pair, false, "memory:");
-IDEM_BENCH(Pairs/sqlite_normal/coro, Pair, true, "sqlite:?sync=normal");
-IDEM_BENCH(Pairs/sqlite_normal/thread, Pair, false, "sqlite:?sync=normal");
-IDEM_BENCH(Pairs/sqlite_full/coro, Pair, true, "sqlite:?sync=full");
-IDEM_BENCH(Pairs/sqlite_full/thread, Pair, false, "sqlite:?sync=full");
-IDEM_BENCH(Replay/memory/coro, Replay, true, "memory:");
-IDEM_BENCH(Replay/memory/thread, Replay, false, "memory:");
-IDEM_BENCH(Replay/sqlite_normal/coro, Replay, true, "sqlite:?sync=normal");
-IDEM_BENCH(Replay/sqlite_normal/thread, Replay, false, "sqlite:?sync=normal");
+#define IDEM_BENCH(fn, name, uri) BENCHMARK_CAPTURE(fn, name, uri)->Arg(1)->Arg(64)->UseRealTime()->MinTime(1.0)
+
+IDEM_BENCH(pairs_coro, memory, "memory:");
+IDEM_BENCH(pairs_thread, memory, "memory:");
+IDEM_BENCH(pairs_coro, sqlite_normal, "sqlite:?sync=normal");
+IDEM_BENCH(pairs_thread, sqlite_normal, "sqlite:?sync=normal");
+IDEM_BENCH(pairs_coro, sqlite_full, "sqlite:?sync=full");
+IDEM_BENCH(pairs_thread, sqlite_full, "sqlite:?sync=full");
+IDEM_BENCH(replay_coro, memory, "memory:");
+IDEM_BENCH(replay_thread, memory, "memory:");
+IDEM_BENCH(replay_coro, sqlite_normal, "sqlite:?sync=normal");
+IDEM_BENCH(replay_thread, sqlite_normal, "sqlite:?sync=normal");
 
 }  // namespace
 

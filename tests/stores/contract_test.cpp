@@ -495,17 +495,19 @@ TEST_P(StoreContract, CoroutinesResumeOnTheirOwnExecutor) {
       [&]() -> boost::asio::awaitable<void> {
         namespace asio = boost::asio;
         const auto me = std::this_thread::get_id();
-        auto b = co_await async_begin(store(), begin_args("co"), asio::use_awaitable);
+        // Arguments are named locals, never temporaries inside the co_await: g++ 12
+        // mis-destroys those.
+        BeginArgs first = begin_args("co"), again = begin_args("co"), bad_args = begin_args("");
+        auto b = co_await async_begin(store(), std::move(first), asio::use_awaitable);
         EXPECT_EQ(std::this_thread::get_id(), me);
         EXPECT_TRUE(b.is_ok());
         EXPECT_EQ(b->kind, Kind::acquired);
-        // Named, not braced in the co_await: g++ 12 mis-destroys such temporaries.
         CommitArgs commit{"s", "co", b->fence, "co-result", kLong};
         auto c = co_await async_commit(store(), std::move(commit), asio::use_awaitable);
         EXPECT_EQ(c.value(), CommitOutcome::committed);
-        auto r = co_await async_begin(store(), begin_args("co"), asio::use_awaitable);
+        auto r = co_await async_begin(store(), std::move(again), asio::use_awaitable);
         EXPECT_EQ(r->result, "co-result");
-        auto bad = co_await async_begin(store(), begin_args(""), asio::use_awaitable);
+        auto bad = co_await async_begin(store(), std::move(bad_args), asio::use_awaitable);
         EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument);
         finished = true;
       },
