@@ -25,6 +25,9 @@
 // broker only redelivers messages that were never acknowledged; `fail` reports them as
 // `uncertain` instead (at most once: park them for a person).
 //
+// GCC 12 and coroutines: see the note at the top of guard.h (name lambdas that capture
+// strings by value before `co_await dedup.async_handle(...)`).
+//
 // Thread safety: safe for concurrent use from any number of threads and coroutines. The
 // Store must outlive the Deduplicator.
 #pragma once
@@ -54,11 +57,11 @@ struct Delivery {
     uncertain,    // a consumer died mid-message and on_recovered = fail: park it
   };
   Kind kind = Kind::processed;
-  Fence fence = 0;           // processed: the fence fn ran under
-  bool recovered = false;    // processed: a crashed consumer's claim was taken over
-  bool stored = true;        // processed: false when the claim was lost while fn ran
-  Duration retry_after{};    // in_progress: until the other consumer's lease ends
-  std::string result;        // processed / duplicate: fn's result (usually empty)
+  Fence fence = 0;         // processed: the fence fn ran under
+  bool recovered = false;  // processed: a crashed consumer's claim was taken over
+  bool stored = true;      // processed: false when the claim was lost while fn ran
+  Duration retry_after{};  // in_progress: until the other consumer's lease ends
+  std::string result;      // processed / duplicate: fn's result (usually empty)
 
   // True when the broker should consider the message handled.
   bool ack() const noexcept { return kind == Kind::processed || kind == Kind::duplicate; }

@@ -33,14 +33,18 @@
 // result, `executed` with stored() == false, and never overwrites the newer holder.
 // With `renew`, the lease is extended every lease/3 while fn runs, so a slow fn keeps it.
 //
-// Errors are values: a failed store call (begin, or unavailable before fn ran) answers
-// `failed` with the store's Status; nothing ran. A store failure at commit, after fn ran,
-// answers `executed` with stored() == false and store_status() set: the caller has its
-// result, and the pending claim makes repeats wait, then follow `on_recovered`.
+// Errors are values: when the store cannot answer begin, the run answers `failed` with
+// the store's Status and nothing runs. When commit fails after fn ran, the run answers
+// `executed` with stored() == false and store_status() set: the caller has its result,
+// and the claim left pending makes repeats wait, then follow `on_recovered`.
 //
 // Thread safety: a Guard is safe for concurrent use from any number of threads and
 // coroutines. The Store must outlive the Guard. run() blocks the calling thread;
-// async_run() never blocks its executor.
+// async_run() never blocks its executor (fn aside).
+//
+// GCC 12 miscompiles some temporaries in a full-expression that contains co_await: a
+// braced aggregate (`Options{...}`) or a lambda capturing a std::string by value is
+// destroyed twice. Build such arguments as named variables before `co_await`.
 #pragma once
 
 #include <cassert>
@@ -69,10 +73,10 @@ enum class OnRecovered {
 };
 
 struct GuardOptions {
-  Duration lease = std::chrono::seconds(60);      // > 0: how long a claim is held
-  Duration retention = std::chrono::hours(24);    // > 0: how long the result is replayed
-  Duration wait = std::chrono::seconds(5);        // how long a repeat waits for a running first; 0 = never
-  bool renew = true;                              // extend the lease every lease/3 while fn runs
+  Duration lease = std::chrono::seconds(60);    // > 0: how long a claim is held
+  Duration retention = std::chrono::hours(24);  // > 0: how long the result is replayed
+  Duration wait = std::chrono::seconds(5);      // how long a repeat waits for a running first; 0 = never
+  bool renew = true;                            // extend the lease every lease/3 while fn runs
   OnRecovered on_recovered = OnRecovered::fail;
 };
 
@@ -96,6 +100,10 @@ class [[nodiscard]] GuardResult {
     outcome_unknown,  // on_recovered = fail and an earlier run did not finish; nothing ran
     failed,           // fn or the store failed (status()); nothing stored, a retry runs again
   };
+
+  // `failed` with an internal error: only so that a GuardResult can be what Asio's co_spawn
+  // and awaitable operators complete with (they need default-constructible values).
+  GuardResult() : GuardResult(Outcome::failed, internal_error("guard: no answer")) {}
 
   bool is_ok() const noexcept { return outcome_ == Outcome::executed || outcome_ == Outcome::replayed; }
   explicit operator bool() const noexcept { return is_ok(); }
@@ -135,12 +143,12 @@ class [[nodiscard]] GuardResult {
   Duration retry_after() const noexcept { return retry_after_; }
 
   // Constructors for the outcomes; the guard builds these, tests and fakes may too.
-  static GuardResult executed(std::string value, Fence fence, bool recovered, Status store_status);
-  static GuardResult replayed(std::string value, Fence fence);
-  static GuardResult in_progress(Duration retry_after);
-  static GuardResult key_reused();
-  static GuardResult outcome_unknown();
-  static GuardResult failed(Status why);
+  static GuardResult make_executed(std::string value, Fence fence, bool recovered, Status store_status);
+  static GuardResult make_replayed(std::string value, Fence fence);
+  static GuardResult make_in_progress(Duration retry_after);
+  static GuardResult make_key_reused();
+  static GuardResult make_outcome_unknown();
+  static GuardResult make_failed(Status why);
 
  private:
   GuardResult(Outcome o, Status s) : outcome_(o), status_(std::move(s)) {}
@@ -168,7 +176,8 @@ decltype(auto) call_with_attempt(Fn& fn, const Attempt& a) {
   } else if constexpr (std::is_invocable_v<Fn&, Fence>) {
     return fn(a.fence);
   } else {
-    static_assert(std::is_invocable_v<Fn&>, "a guarded function takes (const idem::Attempt&), (idem::Fence) or ()");
+    static_assert(std::is_invocable_v<Fn&>,
+                  "a guarded function takes (const idem::Attempt&), (idem::Fence) or ()");
     return fn();
   }
 }
@@ -251,14 +260,15 @@ class Guard {
         if (s.is_ok()) co_return std::string();
         co_return s;
       } else {
-        co_return Result<std::string>(co_await detail::call_with_attempt(fn, a));
+        R value = co_await detail::call_with_attempt(fn, a);
+        co_return Result<std::string>(std::move(value));
       }
     }
   };
 
   GuardResult run_body(std::string scope, std::string key, std::string fingerprint, Body body);
-  boost::asio::awaitable<GuardResult> async_run_body(std::string scope, std::string key, std::string fingerprint,
-                                                     AsyncBody body);
+  boost::asio::awaitable<GuardResult> async_run_body(std::string scope, std::string key,
+                                                     std::string fingerprint, AsyncBody body);
 
   class Renewer;  // the blocking form's lease renewal: one timer thread per Guard, started lazily
 

@@ -15,6 +15,10 @@
 //   auto t = tokens.issue();                                   // put it in the form
 //   ... if (*tokens.consume(t_from_form) != idem::ConsumeOutcome::consumed) reject();
 //
+// Coroutines: `co_await ScopedLock::async_acquire(store, name, options)` with `options` a
+// named variable — GCC 12 destroys a braced LockOptions temporary in a co_await
+// expression twice (see guard.h).
+//
 // Thread safety: a ScopedLock is one owner's handle — use it from one thread at a time
 // (it may move between threads). Tokens is safe for concurrent use. The Store must
 // outlive both.
@@ -36,7 +40,7 @@ namespace idem {
 struct LockOptions {
   Duration ttl = std::chrono::seconds(30);  // > 0: the lock lapses after this unless extended
   Duration wait = Duration{0};              // how long acquire retries while busy; 0 = try once
-  std::string owner;                        // empty: a fresh random owner id (192 bits)
+  std::string owner = {};                   // empty: a fresh random owner id (192 bits)
 };
 
 class [[nodiscard]] ScopedLock {
