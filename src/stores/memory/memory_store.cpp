@@ -16,12 +16,13 @@ namespace {
 
 using core::Effect;
 
-// Scope and key joined without ambiguity (a scope may hold any byte).
+// Scope and key joined without ambiguity (a scope may hold any byte): the scope's length
+// as four raw bytes, the scope, the key.
 std::string composite(std::string_view scope, std::string_view key) {
+  const auto n = static_cast<std::uint32_t>(scope.size());
   std::string out;
-  out.reserve(scope.size() + key.size() + 12);
-  out.append(std::to_string(scope.size())).push_back(':');
-  out.append(scope).append(key);
+  out.reserve(sizeof n + scope.size() + key.size());
+  out.append(reinterpret_cast<const char*>(&n), sizeof n).append(scope).append(key);
   return out;
 }
 
