@@ -1,0 +1,48 @@
+// The addresses a config names: listeners (`listen`, `admin.listen`), the upstream URL and
+// the store URI. Parsing only, no resolution or I/O; each returns invalid_argument with a
+// reason fit for "idem.yaml:3: listen: <reason>". Pure; safe for concurrent use.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "idem/status.h"
+
+namespace idem::gateway {
+
+// HOST:PORT: an IPv4 address, an IPv6 address in brackets ([::1]:8080) or a host name
+// (localhost:8080); the port 0–65535 (0 = any free port, for tests).
+struct ListenAddress {
+  std::string host;  // as written, IPv6 without its brackets
+  std::uint16_t port = 0;
+
+  // "127.0.0.1:8080", "[::1]:8080", "localhost:8080".
+  std::string to_string() const;
+  // 127.0.0.0/8, ::1 or localhost: reachable from this machine only.
+  bool is_loopback() const;
+
+  friend bool operator==(const ListenAddress&, const ListenAddress&) = default;
+};
+
+Result<ListenAddress> parse_listen_address(std::string_view text);
+
+// http://HOST[:PORT][/BASE]: the protected service. https, other schemes, user info, a
+// query or a fragment are refused (the gateway speaks plain HTTP/1.1 to its upstream).
+struct UpstreamUrl {
+  std::string text;  // as written
+  std::string host;  // a name or an IP address, IPv6 without brackets
+  std::uint16_t port = 80;
+  std::string base_path;  // "" or "/api" (percent-encoded, no trailing '/'): prefixed to forwarded targets
+
+  friend bool operator==(const UpstreamUrl&, const UpstreamUrl&) = default;
+};
+
+Result<UpstreamUrl> parse_upstream_url(std::string_view text);
+
+// A light check of a store URI (SPEC §3.6) so that a typo fails at config load: a known
+// scheme (memory:, sqlite:PATH, redis://, redis-cluster://, postgres://) with the parts it
+// needs. Opening the store (idem::open_store) checks the rest.
+Status check_store_uri(std::string_view uri);
+
+}  // namespace idem::gateway

@@ -1,0 +1,97 @@
+// The gateway's configuration (SPEC §3.1) and how it is read: a YAML file, the defaults
+// `idem serve --upstream URL` runs with, and the command-line flags that override both.
+// Loading validates everything a config can get wrong, so a running gateway never meets
+// an invalid setting; any mistake throws ConfigError naming the file, line and key.
+// Loading has no global state (it reads the environment for admin.token_env, and the file
+// in load_config_file); a loaded Config is immutable and safe to share between threads.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/address.h"
+#include "gateway/policy.h"
+#include "gateway/route.h"
+#include "idem/clock.h"
+
+namespace idem::gateway {
+
+// An invalid configuration. what() reads "idem.yaml:12: routes[1].match.path: must start
+// with '/'" (source:line: key: reason); parts that do not apply are left out: no line for
+// a file that cannot be read, no source and line for a flag ("--upstream: ...").
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(std::string source, int line, std::string key, std::string reason);
+
+  const std::string& source() const noexcept { return source_; }  // file name, or "" for flags
+  int line() const noexcept { return line_; }                     // 1-based; 0 when none applies
+  const std::string& key() const noexcept { return key_; }        // "routes[1].match.path", "--upstream"
+  const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  std::string source_;
+  int line_;
+  std::string key_;
+  std::string reason_;
+};
+
+struct AdminConfig {
+  ListenAddress listen{"127.0.0.1", 9901};
+  std::string token_env;  // the variable named by admin.token_env, or "" for none
+  std::string token;      // its value at load time; never empty when token_env is set
+};
+
+struct TokensConfig {
+  Duration ttl = std::chrono::minutes(10);  // at least 1s
+  Subject subject;                          // defaults to defaults.subject
+};
+
+struct Config {
+  ListenAddress listen{"127.0.0.1", 8080};
+  std::optional<UpstreamUrl> upstream;  // required to serve: from the file or --upstream
+  std::string store = "sqlite:./idem.db";
+  AdminConfig admin;
+  Policy defaults;
+  TokensConfig tokens;
+  // In order; the first match wins. Never empty: without `routes` the default route
+  // (default_route(defaults)).
+  std::vector<Route> routes;
+};
+
+// What `idem serve` runs without a config file: listen 127.0.0.1:8080, admin
+// 127.0.0.1:9901 without a token, store sqlite:./idem.db, every default, the default route
+// and no upstream (to be given by --upstream).
+Config default_config();
+
+// Reads the YAML text of a config; `name` is the file name used in messages. Every key of
+// SPEC §3.1 is read and checked; unknown or repeated keys, values of the wrong type or out
+// of range, and the rules of §3.1 (token_env set and non-empty; lease, retention,
+// upstream_timeout > 0; tokens.ttl ≥ 1s; no `key: token` with `mode: lock`; no route-level
+// `subject` on a token route; unique route names; templates naming path parameters the
+// route has) throw ConfigError, as do YAML syntax errors and more than one YAML document.
+// An empty text is the default config.
+Config load_config_text(std::string_view yaml, std::string_view name);
+
+// load_config_text of the file at `path`; ConfigError also when it cannot be read.
+Config load_config_file(const std::string& path);
+
+// Command-line flags (SPEC §4), which override the config file.
+struct CliOverrides {
+  std::optional<std::string> listen{};    // --listen ADDR
+  std::optional<std::string> upstream{};  // --upstream URL
+  std::optional<std::string> store{};     // --store URI
+  std::optional<std::string> admin{};     // --admin ADDR
+};
+
+// Applies the flags that are set, validated as the config keys are; ConfigError names the
+// flag ("--upstream: https is not supported ...").
+void apply_overrides(Config& config, const CliOverrides& flags);
+
+// ConfigError unless the config can be served: an upstream is required (from the file or
+// --upstream). `idem check` does not require one, since --upstream may supply it.
+void require_upstream(const Config& config);
+
+}  // namespace idem::gateway

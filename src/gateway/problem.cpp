@@ -1,0 +1,62 @@
+#include "gateway/problem.h"
+
+namespace idem::gateway {
+namespace {
+
+struct Entry {
+  std::string_view name;
+  std::string_view metric;
+  int status;
+  std::string_view title;
+};
+
+Entry entry(Problem p) noexcept {
+  switch (p) {
+    case Problem::key_missing:
+      return {"key-missing", "key_missing", 400, "Idempotency key missing"};
+    case Problem::key_invalid:
+      return {"key-invalid", "key_invalid", 400, "Idempotency key invalid"};
+    case Problem::subject_missing:
+      return {"subject-missing", "subject_missing", 400, "Subject missing"};
+    case Problem::body_too_large:
+      return {"body-too-large", "body_too_large", 413, "Request body too large"};
+    case Problem::body_invalid:
+      return {"body-invalid", "body_invalid", 400, "Request body invalid"};
+    case Problem::token_missing:
+      return {"token-missing", "token_missing", 400, "Idempotency token missing"};
+    case Problem::token_invalid:
+      return {"token-invalid", "token_invalid", 400, "Idempotency token invalid"};
+    case Problem::key_reused:
+      return {"key-reused", "key_reused", 422, "Idempotency key reused for a different request"};
+    case Problem::in_progress:
+      return {"in-progress", "in_progress", 409, "Request in progress"};
+    case Problem::duplicate:
+      return {"duplicate", "duplicate", 409, "Duplicate request"};
+    case Problem::outcome_uncertain:
+      return {"outcome-uncertain", "outcome_uncertain", 409, "Outcome of the first request unknown"};
+    case Problem::result_not_stored:
+      return {"result-not-stored", "result_not_stored", 409, "Result not stored"};
+    case Problem::locked:
+      return {"locked", "locked", 409, "Resource locked"};
+    case Problem::upstream_unavailable:
+      return {"upstream-unavailable", "upstream_unavailable", 502, "Upstream unavailable"};
+    case Problem::upstream_timeout:
+      return {"upstream-timeout", "upstream_timeout", 504, "Upstream timed out"};
+    case Problem::store_unavailable:
+      return {"store-unavailable", "store_unavailable", 503, "Store unavailable"};
+    case Problem::unauthorized:
+      return {"unauthorized", "unauthorized", 401, "Unauthorized"};
+    case Problem::request_invalid:
+      return {"request-invalid", "request_invalid", 400, "Request invalid"};
+  }
+  return {"internal", "internal", 500, "Internal error"};  // unreachable for valid enumerators
+}
+
+}  // namespace
+
+std::string_view problem_name(Problem p) noexcept { return entry(p).name; }
+std::string_view problem_metric_name(Problem p) noexcept { return entry(p).metric; }
+int problem_status(Problem p) noexcept { return entry(p).status; }
+std::string_view problem_title(Problem p) noexcept { return entry(p).title; }
+
+}  // namespace idem::gateway

@@ -1,0 +1,82 @@
+// The problems the gateway itself answers with (SPEC §3.2–§3.5), as values: the core
+// decides which problem applies, the HTTP layer turns it into an application/problem+json
+// reply with the status given here. This is the one place that maps problems to HTTP
+// status codes. Pure; safe for concurrent use.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace idem::gateway {
+
+enum class Problem {
+  key_missing,        // 400 key required but absent
+  key_invalid,        // 400 key not 1–255 visible ASCII characters, or a template value is an object/array
+  subject_missing,    // 400 subject configured but absent
+  body_too_large,     // 413 body over max_body
+  body_invalid,       // 400 json.* template or json fingerprint, body not JSON
+  token_missing,      // 400 Idempotency-Token absent on a token route
+  token_invalid,      // 400 token never issued, expired, or issued to another subject
+  key_reused,         // 422 same key, different fingerprint
+  in_progress,        // 409 the first request is still in flight
+  duplicate,          // 409 on_duplicate: reject and a completed repeat
+  outcome_uncertain,  // 409 the first request's outcome is unknown (on_uncertain: hold)
+  result_not_stored,  // 409 the first response was over max_result
+  locked,             // 409 lock mode, key busy
+  upstream_unavailable,  // 502
+  upstream_timeout,      // 504
+  store_unavailable,     // 503
+  unauthorized,          // 401 admin listener without the bearer token
+  request_invalid,       // 400 malformed control API request
+};
+
+// "key-missing": the <name> of "urn:idem:problem:<name>".
+std::string_view problem_name(Problem p) noexcept;
+
+// "key_missing": the outcome label of idem_requests_total (SPEC §3.5: `-` written `_`).
+std::string_view problem_metric_name(Problem p) noexcept;
+
+// The HTTP status the problem is answered with (400, 409, 413, 422, 502, 503, 504, 401).
+int problem_status(Problem p) noexcept;
+
+// A short human title for the problem+json "title" ("Idempotency key missing").
+std::string_view problem_title(Problem p) noexcept;
+
+// Why a request was rejected: the problem and a detail for the problem+json "detail"
+// field. Details name headers and fields, never the values the client sent.
+struct Rejection {
+  Problem problem;
+  std::string detail;
+};
+
+// A value or the Rejection that explains its absence; the core's request-path result
+// (no exceptions on the request path).
+template <class T>
+class [[nodiscard]] ProblemOr {
+ public:
+  ProblemOr(T value) : v_(std::in_place_index<0>, std::move(value)) {}
+  ProblemOr(Rejection rejection) : v_(std::in_place_index<1>, std::move(rejection)) {}
+
+  bool is_ok() const noexcept { return v_.index() == 0; }
+  explicit operator bool() const noexcept { return is_ok(); }
+
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+
+  // The rejection; only when !is_ok().
+  const Rejection& rejection() const& { return std::get<1>(v_); }
+  Rejection&& rejection() && { return std::get<1>(std::move(v_)); }
+  Problem problem() const { return rejection().problem; }
+
+ private:
+  std::variant<T, Rejection> v_;
+};
+
+}  // namespace idem::gateway

@@ -1,0 +1,28 @@
+// The fingerprint of a request under a route's `fingerprint` rule (SPEC §3.2): what tells
+// a repeat of the first request from a different request that reuses its key.
+//
+// The fields are part of the stored format (fingerprints persist in durable stores and are
+// compared across gateway versions), so they must never change. Each rule starts with its
+// own name, so two rules never produce the same fingerprint for one request:
+//   body    "body", method, target (path with query), Content-Type (absent when missing),
+//           raw body
+//   json    "json", method, target (path with query), RFC 8785 canonical form of the body
+//   fields  "fields", method, path (without query), then for each template the fields
+//           add_to_fingerprint gives (typed values; absent for missing and null)
+//   none    "" (the empty fingerprint, which matches every fingerprint)
+// Pure; safe for concurrent use with distinct RequestContexts.
+#pragma once
+
+#include <string>
+
+#include "gateway/policy.h"
+#include "gateway/problem.h"
+#include "gateway/request.h"
+
+namespace idem::gateway {
+
+// The 16 fingerprint bytes, "" for `none`, or body_invalid when `json` meets a body that
+// is not JSON (empty included) or a template needs a body that is not JSON / not a form.
+ProblemOr<std::string> request_fingerprint(const FingerprintRule& rule, RequestContext& request);
+
+}  // namespace idem::gateway

@@ -1,0 +1,107 @@
+#include "gateway/route.h"
+
+#include <algorithm>
+
+namespace idem::gateway {
+namespace {
+
+bool is_identifier(std::string_view s) {
+  if (s.empty()) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// "a/b/c" → {"a", "b", "c"}; "" → {""}.
+std::vector<std::string_view> split_segments(std::string_view s) {
+  std::vector<std::string_view> out;
+  for (;;) {
+    std::size_t slash = s.find('/');
+    out.push_back(s.substr(0, slash));
+    if (slash == std::string_view::npos) return out;
+    s.remove_prefix(slash + 1);
+  }
+}
+
+}  // namespace
+
+Result<PathPattern> PathPattern::parse(std::string_view text) {
+  if (text.empty() || text.front() != '/') return invalid_argument("must start with '/'");
+  if (text.find_first_of("?#") != std::string_view::npos) {
+    return invalid_argument("a path pattern has no query or fragment ('?', '#')");
+  }
+  PathPattern p;
+  p.text_ = std::string(text);
+  std::vector<std::string_view> segments = split_segments(text.substr(1));
+  if (segments.back() == "*") {
+    p.prefix_ = true;
+    segments.pop_back();
+  }
+  for (std::string_view s : segments) {
+    if (s.find('*') != std::string_view::npos) {
+      return invalid_argument("'*' is allowed only as a trailing \"/*\" (a prefix match)");
+    }
+    if (s.size() >= 2 && s.front() == '{' && s.back() == '}') {
+      std::string_view name = s.substr(1, s.size() - 2);
+      if (!is_identifier(name)) {
+        return invalid_argument("parameter {" + std::string(name) + "}: names are letters, digits and '_'");
+      }
+      if (p.has_param(name)) return invalid_argument("parameter {" + std::string(name) + "} appears twice");
+      p.segments_.push_back({true, std::string(name)});
+    } else if (s.find_first_of("{}") != std::string_view::npos) {
+      return invalid_argument("a {parameter} must be a whole path segment (\"/a/{name}/b\")");
+    } else {
+      p.segments_.push_back({false, percent_decode(s, false)});
+    }
+  }
+  return p;
+}
+
+bool PathPattern::has_param(std::string_view name) const noexcept {
+  return std::any_of(segments_.begin(), segments_.end(),
+                     [&](const Segment& s) { return s.param && s.text == name; });
+}
+
+std::optional<PathParams> PathPattern::match(std::string_view path) const {
+  if (path.empty() || path.front() != '/' || text_.empty()) return std::nullopt;
+  std::vector<std::string_view> segments = split_segments(path.substr(1));
+  // A prefix pattern needs at least one more segment: "/forms/*" matches "/forms/" and
+  // "/forms/a/b", not "/forms".
+  if (prefix_ ? segments.size() <= segments_.size() : segments.size() != segments_.size()) {
+    return std::nullopt;
+  }
+  PathParams params;
+  for (std::size_t i = 0; i < segments_.size(); ++i) {
+    std::string decoded = percent_decode(segments[i], false);
+    if (segments_[i].param) {
+      params.emplace_back(segments_[i].text, std::move(decoded));
+    } else if (decoded != segments_[i].text) {
+      return std::nullopt;
+    }
+  }
+  return params;
+}
+
+Route default_route(const Policy& defaults) {
+  Route r;
+  r.name = "default";
+  r.methods = {"POST", "PATCH"};
+  r.path = *PathPattern::parse("/*");
+  r.required = false;
+  r.policy = defaults;
+  return r;
+}
+
+std::optional<RouteMatch> match_route(std::span<const Route> routes, std::string_view method,
+                                      std::string_view target) {
+  std::string_view path = target_path(target);
+  for (const Route& route : routes) {
+    if (std::find(route.methods.begin(), route.methods.end(), method) == route.methods.end()) continue;
+    if (std::optional<PathParams> params = route.path.match(path)) {
+      return RouteMatch{&route, std::move(*params)};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace idem::gateway

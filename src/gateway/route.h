@@ -1,0 +1,89 @@
+// Routes (SPEC §3.1 `routes`): which requests are protected and how. A route matches by
+// method and path pattern; the first matching route wins; unmatched requests are proxied
+// untouched. Pure; a loaded route table is immutable and safe to share between threads.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/key_template.h"
+#include "gateway/policy.h"
+#include "gateway/request.h"
+#include "idem/status.h"
+
+namespace idem::gateway {
+
+// `match.path`: "/orders" (exact), "/forms/*" (every path below "/forms/", the trailing
+// "/*" only), "/skus/{sku}/deduct" ({name} segments capture path parameters). Paths are
+// compared segment by segment after percent-decoding each request segment, case-sensitively
+// and without normalization ("/orders/" is not "/orders"). "/*" matches every path.
+class PathPattern {
+ public:
+  // invalid_argument naming the reason: not starting with '/', a '?' or '#', a '*' other
+  // than a trailing "/*", a '{' or '}' that does not enclose a whole segment, a parameter
+  // name that is not letters, digits and '_', a parameter named twice.
+  static Result<PathPattern> parse(std::string_view text);
+
+  PathPattern() = default;  // matches nothing
+
+  const std::string& text() const noexcept { return text_; }
+  bool is_prefix() const noexcept { return prefix_; }
+  bool has_param(std::string_view name) const noexcept;
+
+  // The captured parameters when `path` (the path of an origin-form target, still
+  // percent-encoded, without the query) matches; nullopt otherwise.
+  std::optional<PathParams> match(std::string_view path) const;
+
+ private:
+  struct Segment {
+    bool param = false;
+    std::string text;  // a literal segment (decoded), or the parameter's name
+  };
+  std::string text_;
+  std::vector<Segment> segments_;
+  bool prefix_ = false;
+};
+
+enum class Mode { replay, lock };
+
+// `key`: header:NAME (a client-chosen key, default header:Idempotency-Key), token (a
+// one-time token sent as Idempotency-Token), or a template ("pay:{json.out_trade_no}").
+struct KeyRule {
+  enum class Kind { header, token, templated };
+  Kind kind = Kind::header;
+  std::string header = "Idempotency-Key";  // kind == header
+  KeyTemplate key_template;                // kind == templated
+};
+
+inline constexpr std::string_view kTokenHeader = "Idempotency-Token";
+
+struct Route {
+  std::string name;                  // unique; the `route` label of metrics and logs
+  std::vector<std::string> methods;  // upper case; a request's method must be one of them
+  PathPattern path;
+  KeyRule key;
+  bool required = true;  // false: a request without a key is forwarded unprotected
+  Mode mode = Mode::replay;
+  // defaults overridden by the route's own keys. On a token route, policy.subject is
+  // tokens.subject (SPEC §3.3), so the identity code reads the subject in one place.
+  Policy policy;
+};
+
+// The route protecting requests when the config has no `routes`: POST and PATCH on every
+// path, with an optional (required: false) Idempotency-Key header, named "default".
+Route default_route(const Policy& defaults);
+
+struct RouteMatch {
+  const Route* route;  // points into the table given to match_route
+  PathParams params;
+};
+
+// The first route whose methods include `method` and whose path pattern matches the path
+// of `target` (origin-form; the query is ignored); nullopt when none does.
+std::optional<RouteMatch> match_route(std::span<const Route> routes, std::string_view method,
+                                      std::string_view target);
+
+}  // namespace idem::gateway

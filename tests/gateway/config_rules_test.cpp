@@ -1,0 +1,374 @@
+// Every way a config can be wrong, with the message it gets: "file:line: key: reason".
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+
+#include "gateway/config.h"
+
+namespace idem::gateway {
+namespace {
+
+// what() of the ConfigError that loading `yaml` throws, or "no error".
+std::string error(std::string_view yaml) {
+  try {
+    (void)load_config_text(yaml, "idem.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+bool starts_with(const std::string& text, std::string_view prefix) { return text.rfind(prefix, 0) == 0; }
+
+#define EXPECT_ERROR(yaml, prefix) EXPECT_PRED2(starts_with, error(yaml), prefix)
+
+TEST(ConfigError, MessageShape) {
+  EXPECT_STREQ(ConfigError("idem.yaml", 12, "routes[1].match.path", "must start with '/'").what(),
+               "idem.yaml:12: routes[1].match.path: must start with '/'");
+  EXPECT_STREQ(ConfigError("", 0, "--upstream", "bad").what(), "--upstream: bad");
+  EXPECT_STREQ(ConfigError("idem.yaml", 3, "", "invalid YAML: x").what(), "idem.yaml:3: invalid YAML: x");
+  EXPECT_STREQ(ConfigError("idem.yaml", 0, "", "cannot open").what(), "idem.yaml: cannot open");
+  ConfigError e("f", 2, "k", "r");
+  EXPECT_EQ(e.source(), "f");
+  EXPECT_EQ(e.line(), 2);
+  EXPECT_EQ(e.key(), "k");
+  EXPECT_EQ(e.reason(), "r");
+}
+
+TEST(ConfigRules, TheExampleOfTheBrief) {
+  EXPECT_EQ(error(R"(routes:
+  - name: a
+    match: {method: POST, path: /a}
+  - name: b
+    match:
+      method: POST
+      path: orders
+)"),
+            "idem.yaml:7: routes[1].match.path: must start with '/'");
+}
+
+TEST(ConfigRules, YamlSyntaxErrorsNameFileAndLine) {
+  EXPECT_ERROR("listen: 127.0.0.1:8080\nroutes:\n  - name: [a\n", "idem.yaml:4: invalid YAML: ");
+  EXPECT_ERROR("a: b\n  c: d\n", "idem.yaml:2: invalid YAML: ");
+  EXPECT_EQ(
+      error("listen: 127.0.0.1:8080\nstore: memory:\n"),
+      "idem.yaml:2: invalid YAML: illegal map value (quote a value that holds ': ' or ends in ':', such as "
+      "store: \"memory:\")");
+  EXPECT_ERROR("listen: \"unterminated\n", "idem.yaml:");
+  EXPECT_EQ(error("listen: 127.0.0.1:1\n---\nlisten: 127.0.0.1:2\n"),
+            "idem.yaml:3: more than one YAML document; a config is one");
+  EXPECT_EQ(error("listen: 127.0.0.1:1\n---\n---\n# nothing\n"), "no error");  // empty documents after it
+}
+
+// yaml-cpp 0.7's LoadAll never returns for these (jbeder/yaml-cpp#1040), and Load quietly
+// drops what follows the ',' (",listen: x" would load as an empty config).
+TEST(ConfigRules, StrayCommaIsAnErrorNotAHang) {
+  EXPECT_EQ(error(",listen: 127.0.0.1:1\n"), "idem.yaml:1: invalid YAML: unexpected ','");
+  EXPECT_EQ(error(","), "idem.yaml:1: invalid YAML: unexpected ','");
+  EXPECT_EQ(error("- a\n,\n"), "idem.yaml:2: invalid YAML: unexpected ','");
+  EXPECT_EQ(error("routes:\n  - name: a\n    match: {method: POST, path: /a}\n,\n"),
+            "idem.yaml:4: invalid YAML: end of map not found");
+}
+
+TEST(ConfigRules, UnknownKeysAnywhere) {
+  EXPECT_EQ(error("listen: 127.0.0.1:8080\nlistne: 1\n"),
+            "idem.yaml:2: listne: unknown key (expected one of: listen, upstream, store, admin, defaults, "
+            "tokens, routes)");
+  EXPECT_ERROR("admin:\n  token: x\n",
+               "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env)");
+  EXPECT_ERROR("defaults:\n  lease: 1s\n  leese: 2s\n", "idem.yaml:3: defaults.leese: unknown key");
+  EXPECT_ERROR("tokens:\n  tll: 1m\n",
+               "idem.yaml:2: tokens.tll: unknown key (expected one of: ttl, subject)");
+  EXPECT_ERROR("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    requried: false\n",
+               "idem.yaml:4: routes[0].requried: unknown key");
+  EXPECT_ERROR("routes:\n  - name: a\n    match: {method: POST, path: /a, host: x}\n",
+               "idem.yaml:3: routes[0].match.host: unknown key (expected one of: method, path)");
+  // tokens keys are not route keys.
+  EXPECT_ERROR("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    ttl: 1m\n",
+               "idem.yaml:4: routes[0].ttl: unknown key");
+}
+
+TEST(ConfigRules, RepeatedKeys) {
+  EXPECT_EQ(error("defaults:\n  lease: 1s\n  lease: 2s\n"),
+            "idem.yaml:3: defaults.lease: repeated key (first set on line 2)");
+}
+
+TEST(ConfigRules, WrongShapes) {
+  EXPECT_EQ(error("- a\n- b\n"),
+            "idem.yaml:1: expected a mapping of settings (listen, upstream, store, routes, ...)");
+  EXPECT_EQ(error("listen: [a]\n"), "idem.yaml:1: listen: expected HOST:PORT, got a list");
+  EXPECT_EQ(error("store:\n"), "idem.yaml:1: store: needs a value: a store URI such as sqlite:./idem.db");
+  EXPECT_EQ(error("defaults: 5\n"), "idem.yaml:1: defaults: expected a mapping of keys");
+  EXPECT_EQ(error("routes: {name: a}\n"), "idem.yaml:1: routes: expected a list");
+  EXPECT_EQ(error("routes:\n  - just-a-name\n"),
+            "idem.yaml:2: routes[0]: expected a route: a mapping with name and match");
+  EXPECT_EQ(error("defaults:\n  cache_5xx: maybe\n"),
+            "idem.yaml:2: defaults.cache_5xx: expected true or false, got 'maybe'");
+  EXPECT_EQ(error("defaults:\n  on_duplicate: ignore\n"),
+            "idem.yaml:2: defaults.on_duplicate: expected replay, reject, got 'ignore'");
+  EXPECT_EQ(error("defaults:\n  on_store_error: [reject]\n"),
+            "idem.yaml:2: defaults.on_store_error: expected one of reject, pass, got a list");
+  EXPECT_EQ(error("defaults:\n  on_uncertain: wait\n"),
+            "idem.yaml:2: defaults.on_uncertain: expected hold, retry, got 'wait'");
+  EXPECT_EQ(error("defaults:\n  max_body: 1MB\n"),
+            "idem.yaml:2: defaults.max_body: size \"1MB\": unknown unit (use B, KiB or MiB)");
+  EXPECT_EQ(error("defaults:\n  max_result: -1\n"),
+            "idem.yaml:2: defaults.max_result: size \"-1\": must not be negative");
+}
+
+TEST(ConfigRules, Durations) {
+  EXPECT_EQ(error("defaults:\n  lease: 0\n"), "idem.yaml:2: defaults.lease: must be greater than 0");
+  EXPECT_EQ(error("defaults:\n  retention: 0s\n"), "idem.yaml:2: defaults.retention: must be greater than 0");
+  EXPECT_EQ(error("defaults:\n  upstream_timeout: 0ms\n"),
+            "idem.yaml:2: defaults.upstream_timeout: must be greater than 0");
+  EXPECT_EQ(error("defaults:\n  wait: 0\n"), "no error");  // only wait may be 0
+  EXPECT_EQ(error("defaults:\n  wait: -1s\n"),
+            "idem.yaml:2: defaults.wait: duration \"-1s\": must not be negative");
+  EXPECT_EQ(error("defaults:\n  lease: 60\n"),
+            "idem.yaml:2: defaults.lease: duration \"60\": no unit (use ms, s, m, h or d)");
+  EXPECT_EQ(error("tokens:\n  ttl: 999ms\n"), "idem.yaml:2: tokens.ttl: must be at least 1s");
+  EXPECT_EQ(error("tokens:\n  ttl: 0\n"), "idem.yaml:2: tokens.ttl: must be at least 1s");
+  EXPECT_EQ(error("tokens:\n  ttl: 1s\n"), "no error");
+  // Route-level values follow the same rules.
+  EXPECT_EQ(error("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    lease: 0\n"),
+            "idem.yaml:4: routes[0].lease: must be greater than 0");
+}
+
+TEST(ConfigRules, Addresses) {
+  EXPECT_EQ(error("listen: 127.0.0.1\n"),
+            "idem.yaml:1: listen: expected HOST:PORT, such as 127.0.0.1:8080, got '127.0.0.1'");
+  EXPECT_EQ(error("listen: 127.0.0.1:65536\n"), "idem.yaml:1: listen: port 65536 is above 65535");
+  EXPECT_EQ(error("listen: 127.0.0.1:http\n"),
+            "idem.yaml:1: listen: port 'http' is not a number from 0 to 65535");
+  EXPECT_EQ(error("listen: '::1:80'\n"),
+            "idem.yaml:1: listen: an IPv6 address is written in brackets, such as [::1]:8080");
+  EXPECT_EQ(error("listen: 300.1.1.1:80\n"), "idem.yaml:1: listen: '300.1.1.1' is not an IPv4 address");
+  EXPECT_EQ(error("listen: ':80'\n"),
+            "idem.yaml:1: listen: missing host (0.0.0.0 listens on every interface)");
+  EXPECT_EQ(error("listen: localhost:0\n"), "no error");
+  EXPECT_EQ(error("listen: '[::]:65535'\n"), "no error");
+  EXPECT_EQ(error("listen: 127.0.0.1:9901\n"),
+            "idem.yaml:1: listen: the admin listener cannot share the address of listen (127.0.0.1:9901)");
+}
+
+TEST(ConfigRules, Upstream) {
+  EXPECT_EQ(error("upstream: https://svc\n"),
+            "idem.yaml:1: upstream: https is not supported: the upstream is spoken to in plain http://");
+  EXPECT_EQ(error("upstream: ftp://svc\n"),
+            "idem.yaml:1: upstream: scheme 'ftp' is not supported: only http://");
+  EXPECT_EQ(error("upstream: svc:9000\n"),
+            "idem.yaml:1: upstream: scheme 'svc' is not supported: only http://");
+  EXPECT_EQ(error("upstream: 127.0.0.1:9000\n"),
+            "idem.yaml:1: upstream: '127.0.0.1:9000' is not an absolute URL, such as http://127.0.0.1:9000");
+  EXPECT_EQ(error("upstream: http://u:p@svc\n"),
+            "idem.yaml:1: upstream: user info (user:password@) is not supported in the upstream URL");
+  EXPECT_EQ(error("upstream: http://svc/?a=1\n"),
+            "idem.yaml:1: upstream: the upstream URL may not have a query or a fragment");
+  EXPECT_EQ(error("upstream: http://svc:0\n"),
+            "idem.yaml:1: upstream: upstream port 0 is not a port one can connect to");
+  EXPECT_EQ(error("upstream: http:///path\n"), "idem.yaml:1: upstream: the upstream URL has no host");
+}
+
+TEST(ConfigRules, Store) {
+  EXPECT_ERROR("store: mysql://x\n", "idem.yaml:1: store: unknown store scheme 'mysql' (expected memory:");
+  EXPECT_ERROR("store: idem.db\n", "idem.yaml:1: store: 'idem.db' has no scheme");
+  EXPECT_EQ(error("store: 'sqlite:'\n"),
+            "idem.yaml:1: store: sqlite: needs a file path, such as sqlite:./idem.db");
+  EXPECT_EQ(error("store: memory:x\n"), "idem.yaml:1: store: memory: takes no parameters");
+  for (std::string_view ok : {"memory:", "sqlite:/var/lib/idem.db?sync=full", "redis://127.0.0.1:6379/0",
+                              "redis-cluster://a:1,b:2", "postgres://u:p@h:5432/db"}) {
+    EXPECT_EQ(error("store: '" + std::string(ok) + "'\n"), "no error") << ok;
+  }
+}
+
+TEST(ConfigRules, AdminTokenEnv) {
+  ::unsetenv("IDEM_GW_TEST_TOKEN");
+  EXPECT_EQ(error("admin:\n  token_env: IDEM_GW_TEST_TOKEN\n"),
+            "idem.yaml:2: admin.token_env: the environment variable IDEM_GW_TEST_TOKEN is not set");
+  ::setenv("IDEM_GW_TEST_TOKEN", "", 1);
+  EXPECT_EQ(error("admin:\n  token_env: IDEM_GW_TEST_TOKEN\n"),
+            "idem.yaml:2: admin.token_env: the environment variable IDEM_GW_TEST_TOKEN is empty");
+  ::setenv("IDEM_GW_TEST_TOKEN", "t0ken", 1);
+  Config c =
+      load_config_text("admin:\n  listen: 0.0.0.0:9901\n  token_env: IDEM_GW_TEST_TOKEN\n", "idem.yaml");
+  EXPECT_EQ(c.admin.token, "t0ken");
+  EXPECT_EQ(c.admin.token_env, "IDEM_GW_TEST_TOKEN");
+  ::unsetenv("IDEM_GW_TEST_TOKEN");
+  // Without a token the admin listener stays on loopback.
+  EXPECT_EQ(error("admin:\n  listen: 0.0.0.0:9901\n"),
+            "idem.yaml:2: admin.listen: a non-loopback admin address needs admin.token_env (records and the "
+            "control API would be open to the network)");
+  EXPECT_EQ(error("admin:\n  listen: '[::1]:9901'\n"), "no error");
+  EXPECT_EQ(error("admin:\n  listen: localhost:9901\n"), "no error");
+  EXPECT_EQ(error("admin:\n  listen: 127.1.2.3:9901\n"), "no error");
+}
+
+TEST(ConfigRules, SubjectAndFingerprintValues) {
+  EXPECT_EQ(error("defaults:\n  subject: user\n"),
+            "idem.yaml:2: defaults.subject: expected none, header:NAME or header-hash:NAME, got 'user'");
+  EXPECT_EQ(error("defaults:\n  subject: 'header:'\n"),
+            "idem.yaml:2: defaults.subject: '' is not a header name");
+  EXPECT_EQ(error("tokens:\n  subject: header-hash:a b\n"),
+            "idem.yaml:2: tokens.subject: 'a b' is not a header name");
+  EXPECT_EQ(error("defaults:\n  fingerprint: sha256\n"),
+            "idem.yaml:2: defaults.fingerprint: expected body, json, none or a list of templates such as "
+            "[\"{json.amount}\"], got 'sha256'");
+  EXPECT_EQ(error("defaults:\n  fingerprint: []\n"),
+            "idem.yaml:2: defaults.fingerprint: an empty list of templates; give some, or write none");
+  EXPECT_EQ(error("defaults:\n  fingerprint:\n    - '{json.a}'\n    - amount\n"),
+            "idem.yaml:4: defaults.fingerprint[1]: a template without {placeholders} is the same for every "
+            "request");
+  EXPECT_EQ(error("defaults:\n  fingerprint: ['{json.a']\n"),
+            "idem.yaml:2: defaults.fingerprint[0]: '{' at position 1 is not closed");
+}
+
+TEST(ConfigRules, RouteFields) {
+  const std::string head = "routes:\n  - name: a\n";
+  EXPECT_EQ(error("routes:\n  - match: {method: POST, path: /a}\n"), "idem.yaml:2: routes[0].name: required");
+  EXPECT_EQ(error(head), "idem.yaml:2: routes[0].match: required");
+  EXPECT_EQ(error(head + "    match: {path: /a}\n"), "idem.yaml:3: routes[0].match.method: required");
+  EXPECT_EQ(error(head + "    match: {method: POST}\n"), "idem.yaml:3: routes[0].match.path: required");
+  EXPECT_EQ(error("routes:\n  - name: 'a b'\n    match: {method: POST, path: /a}\n"),
+            "idem.yaml:2: routes[0].name: a route name is letters, digits, '-', '_' and '.'");
+  EXPECT_EQ(error(head + "    match: {method: [], path: /a}\n"),
+            "idem.yaml:3: routes[0].match.method: an empty list of methods matches nothing");
+  EXPECT_EQ(error(head + "    match:\n      method: [POST, 'GE T']\n      path: /a\n"),
+            "idem.yaml:4: routes[0].match.method[1]: 'GE T' is not an HTTP method");
+  EXPECT_EQ(error(head + "    match: {method: POST, path: /a/*/b}\n"),
+            "idem.yaml:3: routes[0].match.path: '*' is allowed only as a trailing \"/*\" (a prefix match)");
+  EXPECT_EQ(error(head + "    match: {method: POST, path: /a}\n    mode: exclusive\n"),
+            "idem.yaml:4: routes[0].mode: expected replay, lock, got 'exclusive'");
+  EXPECT_EQ(error(head + "    match: {method: POST, path: /a}\n    required: 1\n"),
+            "idem.yaml:4: routes[0].required: expected true or false, got '1'");
+}
+
+TEST(ConfigRules, DuplicateRouteNames) {
+  EXPECT_EQ(error(R"(routes:
+  - name: a
+    match: {method: POST, path: /a}
+  - name: b
+    match: {method: POST, path: /b}
+  - name: a
+    match: {method: POST, path: /c}
+)"),
+            "idem.yaml:6: routes[2].name: route name 'a' is already used by routes[0]");
+}
+
+TEST(ConfigRules, TokenRoutes) {
+  const std::string head =
+      "routes:\n  - name: f\n    match: {method: POST, path: /forms/*}\n    key: token\n";
+  EXPECT_EQ(error(head + "    mode: lock\n"),
+            "idem.yaml:5: routes[0].mode: lock cannot be used with key: token");
+  EXPECT_EQ(
+      error(head + "    subject: header:X-User\n"),
+      "idem.yaml:5: routes[0].subject: a token route takes its subject from tokens.subject; remove it here");
+  EXPECT_EQ(error(head + "    mode: replay\n"), "no error");
+}
+
+TEST(ConfigRules, KeyTemplates) {
+  const std::string head = "routes:\n  - name: a\n    match: {method: POST, path: '/skus/{sku}'}\n";
+  EXPECT_EQ(error(head + "    key: 'pay:{json.out_trade_no'\n"),
+            "idem.yaml:4: routes[0].key: '{' at position 5 is not closed");
+  EXPECT_EQ(error(head + "    key: 'pay:}'\n"), "idem.yaml:4: routes[0].key: '}' at position 5 has no '{'");
+  EXPECT_EQ(error(head + "    key: '{body.id}'\n"),
+            "idem.yaml:4: routes[0].key: unknown placeholder {body.id} (expected json.*, header.*, query.*, "
+            "path.*, form.* or subject)");
+  EXPECT_EQ(error(head + "    key: '{json}'\n"),
+            "idem.yaml:4: routes[0].key: {json} needs a name: {json.NAME}");
+  EXPECT_EQ(error(head + "    key: '{path.id}'\n"),
+            "idem.yaml:4: routes[0].key: {path.id} is not a parameter of match.path \"/skus/{sku}\"");
+  EXPECT_EQ(error(head + "    key: 'u:{subject}'\n"),
+            "idem.yaml:4: routes[0].key: {subject} needs a subject (header:NAME or header-hash:NAME)");
+  EXPECT_EQ(error(head + "    key: 'u:{subject}'\n    subject: header:X-User\n"), "no error");
+  EXPECT_EQ(error(head + "    key: Idempotency-Key\n"),
+            "idem.yaml:4: routes[0].key: a key without {placeholders} is the same for every request (write "
+            "header:NAME for a key sent in a header)");
+  EXPECT_EQ(error(head + "    key: 'order {json.id}'\n"),
+            "idem.yaml:4: routes[0].key: keys are visible ASCII: the template's text may not hold spaces or "
+            "other characters");
+  EXPECT_EQ(error(head + "    key: 'stock:{path.sku}'\n"), "no error");
+}
+
+TEST(ConfigRules, DefaultTemplatesAreCheckedAgainstEveryRoute) {
+  EXPECT_EQ(error(R"(defaults:
+  fingerprint: ["{path.sku}"]
+routes:
+  - name: with-sku
+    match: {method: POST, path: "/skus/{sku}"}
+  - name: without
+    match: {method: POST, path: /orders}
+)"),
+            "idem.yaml:2: defaults.fingerprint[0]: {path.sku} is not a parameter of match.path \"/orders\" "
+            "of route 'without'");
+  EXPECT_EQ(error("defaults:\n  fingerprint: ['{path.x}']\n"),
+            "idem.yaml:2: defaults.fingerprint[0]: {path.x} is not a parameter of match.path \"/*\" of route "
+            "'default'");
+  EXPECT_EQ(error("defaults:\n  fingerprint: ['{subject}']\n"),
+            "idem.yaml:2: defaults.fingerprint[0]: {subject} needs a subject (header:NAME or "
+            "header-hash:NAME), and route 'default' has none");
+  // A route's own fingerprint replaces the default one.
+  EXPECT_EQ(error(R"(defaults:
+  fingerprint: ["{path.sku}"]
+routes:
+  - name: without
+    match: {method: POST, path: /orders}
+    fingerprint: json
+)"),
+            "no error");
+}
+
+TEST(CliOverrides, ReplaceTheFileSettings) {
+  Config c = default_config();
+  apply_overrides(c, {"0.0.0.0:80", "http://svc:9000/base", "memory:", "127.0.0.1:9999"});
+  EXPECT_EQ(c.listen, (ListenAddress{"0.0.0.0", 80}));
+  ASSERT_TRUE(c.upstream.has_value());
+  EXPECT_EQ(c.upstream->host, "svc");
+  EXPECT_EQ(c.upstream->base_path, "/base");
+  EXPECT_EQ(c.store, "memory:");
+  EXPECT_EQ(c.admin.listen, (ListenAddress{"127.0.0.1", 9999}));
+  // Unset flags change nothing.
+  Config before = c;
+  apply_overrides(c, {});
+  EXPECT_EQ(c.listen, before.listen);
+  EXPECT_EQ(c.store, before.store);
+}
+
+TEST(CliOverrides, ErrorsNameTheFlag) {
+  auto flag_error = [](CliOverrides flags) -> std::string {
+    Config c = default_config();
+    try {
+      apply_overrides(c, flags);
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.line(), 0);
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(flag_error({.upstream = "https://svc"}),
+            "--upstream: https is not supported: the upstream is spoken to in plain http://");
+  EXPECT_EQ(flag_error({.listen = "8080"}),
+            "--listen: expected HOST:PORT, such as 127.0.0.1:8080, got '8080'");
+  EXPECT_EQ(flag_error({.store = "mysql:x"}).rfind("--store: unknown store scheme 'mysql'", 0), 0u);
+  EXPECT_EQ(
+      flag_error({.admin = "0.0.0.0:9901"}),
+      "--admin: a non-loopback admin address needs admin.token_env (records and the control API would be "
+      "open to the network)");
+  EXPECT_EQ(flag_error({.listen = "127.0.0.1:9901"}),
+            "--listen: the admin listener cannot share the address of listen (127.0.0.1:9901)");
+}
+
+TEST(RequireUpstream, ServeNeedsOne) {
+  Config c = default_config();
+  try {
+    require_upstream(c);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "upstream: not set: name the protected service in the config or with --upstream URL");
+  }
+  apply_overrides(c, {.upstream = "http://127.0.0.1:9000"});
+  EXPECT_NO_THROW(require_upstream(c));
+}
+
+}  // namespace
+}  // namespace idem::gateway

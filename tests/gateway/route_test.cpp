@@ -1,0 +1,165 @@
+// Path patterns and route matching (SPEC §3.1 `match`).
+#include "gateway/route.h"
+
+#include <gtest/gtest.h>
+
+#include "gateway/config.h"
+
+namespace idem::gateway {
+namespace {
+
+PathPattern pattern(std::string_view text) {
+  Result<PathPattern> p = PathPattern::parse(text);
+  EXPECT_TRUE(p.is_ok()) << text << ": " << p.status().message();
+  return p ? *p : PathPattern();
+}
+
+bool matches(std::string_view pat, std::string_view path) { return pattern(pat).match(path).has_value(); }
+
+std::string parse_error(std::string_view text) {
+  Result<PathPattern> p = PathPattern::parse(text);
+  return p ? "no error" : p.status().message();
+}
+
+TEST(PathPattern, Exact) {
+  EXPECT_TRUE(matches("/orders", "/orders"));
+  EXPECT_FALSE(matches("/orders", "/orders/"));
+  EXPECT_FALSE(matches("/orders", "/orders/1"));
+  EXPECT_FALSE(matches("/orders", "/order"));
+  EXPECT_FALSE(matches("/orders", "/Orders"));  // case-sensitive
+  EXPECT_FALSE(matches("/orders", "/"));
+  EXPECT_FALSE(matches("/orders", "orders"));
+  EXPECT_FALSE(matches("/orders", ""));
+  EXPECT_TRUE(matches("/", "/"));
+  EXPECT_FALSE(matches("/", "/a"));
+  EXPECT_TRUE(matches("/a/b/c", "/a/b/c"));
+}
+
+TEST(PathPattern, PercentDecodedSegments) {
+  EXPECT_TRUE(matches("/caf%C3%A9", "/caf\xC3\xA9"));
+  EXPECT_TRUE(matches("/a b", "/a%20b"));
+  EXPECT_FALSE(matches("/a+b", "/a%20b"));  // '+' is not a space in paths
+  EXPECT_TRUE(matches("/a%", "/a%"));       // a stray '%' is itself
+}
+
+TEST(PathPattern, Prefix) {
+  EXPECT_TRUE(matches("/forms/*", "/forms/x"));
+  EXPECT_TRUE(matches("/forms/*", "/forms/x/y/z"));
+  EXPECT_TRUE(matches("/forms/*", "/forms/"));
+  EXPECT_FALSE(matches("/forms/*", "/forms"));
+  EXPECT_FALSE(matches("/forms/*", "/formsx/y"));
+  EXPECT_FALSE(matches("/forms/*", "/other/x"));
+  EXPECT_TRUE(pattern("/forms/*").is_prefix());
+  EXPECT_FALSE(pattern("/forms").is_prefix());
+  // "/*" is every path.
+  for (std::string_view path : {"/", "/a", "/a/b/", "//"}) EXPECT_TRUE(matches("/*", path)) << path;
+}
+
+TEST(PathPattern, Params) {
+  PathPattern p = pattern("/skus/{sku}/deduct");
+  EXPECT_TRUE(p.has_param("sku"));
+  EXPECT_FALSE(p.has_param("id"));
+  std::optional<PathParams> m = p.match("/skus/A-17/deduct");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(*m, (PathParams{{"sku", "A-17"}}));
+  EXPECT_EQ(*p.match("/skus/a%2Fb%20c/deduct"), (PathParams{{"sku", "a/b c"}}));
+  EXPECT_EQ(*p.match("/skus//deduct"), (PathParams{{"sku", ""}}));  // an empty segment is a value
+  EXPECT_FALSE(p.match("/skus/1/2/deduct").has_value());
+  EXPECT_FALSE(p.match("/skus/1").has_value());
+
+  PathPattern two = pattern("/u/{user_id}/o/{order}/*");
+  EXPECT_EQ(*two.match("/u/7/o/9/items/3"), (PathParams{{"user_id", "7"}, {"order", "9"}}));
+  EXPECT_FALSE(two.match("/u/7/o/9").has_value());
+}
+
+TEST(PathPattern, Errors) {
+  EXPECT_EQ(parse_error("orders"), "must start with '/'");
+  EXPECT_EQ(parse_error(""), "must start with '/'");
+  EXPECT_EQ(parse_error("/a?b=1"), "a path pattern has no query or fragment ('?', '#')");
+  EXPECT_EQ(parse_error("/a/*/b"), "'*' is allowed only as a trailing \"/*\" (a prefix match)");
+  EXPECT_EQ(parse_error("/a*"), "'*' is allowed only as a trailing \"/*\" (a prefix match)");
+  EXPECT_EQ(parse_error("/a/{b}c"), "a {parameter} must be a whole path segment (\"/a/{name}/b\")");
+  EXPECT_EQ(parse_error("/a/{b"), "a {parameter} must be a whole path segment (\"/a/{name}/b\")");
+  EXPECT_EQ(parse_error("/a/{}"), "parameter {}: names are letters, digits and '_'");
+  EXPECT_EQ(parse_error("/a/{b-c}"), "parameter {b-c}: names are letters, digits and '_'");
+  EXPECT_EQ(parse_error("/{a}/{a}"), "parameter {a} appears twice");
+  EXPECT_EQ(parse_error("/a/{b}/*"), "no error");
+}
+
+TEST(PathPattern, DefaultConstructedMatchesNothing) {
+  PathPattern p;
+  EXPECT_FALSE(p.match("/").has_value());
+  EXPECT_FALSE(p.match("/a").has_value());
+}
+
+std::vector<Route> table() {
+  Config c = load_config_text(R"(
+routes:
+  - name: one-order
+    match: {method: [POST, PUT], path: "/orders/{id}"}
+  - name: orders
+    match: {method: POST, path: /orders/*}
+  - name: catch-all
+    match: {method: POST, path: /*}
+  - name: patch-exact
+    match: {method: patch, path: /orders/special}
+)",
+                              "routes.yaml");
+  return c.routes;
+}
+
+std::string matched(const std::vector<Route>& routes, std::string_view method, std::string_view target) {
+  std::optional<RouteMatch> m = match_route(routes, method, target);
+  return m ? m->route->name : "none";
+}
+
+TEST(MatchRoute, FirstMatchWins) {
+  std::vector<Route> routes = table();
+  EXPECT_EQ(matched(routes, "POST", "/orders/7"), "one-order");
+  EXPECT_EQ(matched(routes, "PUT", "/orders/7"), "one-order");
+  EXPECT_EQ(matched(routes, "POST", "/orders/7/items"), "orders");
+  EXPECT_EQ(matched(routes, "POST", "/orders"), "catch-all");
+  EXPECT_EQ(matched(routes, "POST", "/"), "catch-all");
+  // Even where a later route is more specific.
+  EXPECT_EQ(matched(routes, "POST", "/orders/special"), "one-order");
+  EXPECT_EQ(matched(routes, "PATCH", "/orders/special"), "patch-exact");
+}
+
+TEST(MatchRoute, MethodMustBeListed) {
+  std::vector<Route> routes = table();
+  EXPECT_EQ(matched(routes, "GET", "/orders/7"), "none");
+  EXPECT_EQ(matched(routes, "DELETE", "/x"), "none");
+  EXPECT_EQ(matched(routes, "post", "/x"), "none");  // methods are case-sensitive on the wire
+  EXPECT_EQ(matched(routes, "PATCH", "/orders/7"), "none");
+}
+
+TEST(MatchRoute, QueryIsIgnoredAndParamsAreReturned) {
+  std::vector<Route> routes = table();
+  std::optional<RouteMatch> m = match_route(routes, "PUT", "/orders/a%20b?x=1&y=/2");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->route, &routes[0]);
+  EXPECT_EQ(m->params, (PathParams{{"id", "a b"}}));
+  EXPECT_TRUE(match_route(routes, "POST", "/orders/1/x?")->params.empty());
+}
+
+TEST(MatchRoute, UnmatchedTargets) {
+  std::vector<Route> routes = table();
+  EXPECT_EQ(matched(routes, "POST", "*"), "none");  // asterisk-form
+  EXPECT_EQ(matched(routes, "POST", ""), "none");
+  EXPECT_EQ(matched({}, "POST", "/"), "none");
+}
+
+TEST(MatchRoute, DefaultRoute) {
+  std::vector<Route> routes = default_config().routes;
+  for (std::string_view target : {"/", "/orders", "/a/b/c?x=1"}) {
+    EXPECT_EQ(matched(routes, "POST", target), "default") << target;
+    EXPECT_EQ(matched(routes, "PATCH", target), "default") << target;
+  }
+  for (std::string_view method : {"GET", "PUT", "DELETE", "HEAD", "OPTIONS"}) {
+    EXPECT_EQ(matched(routes, method, "/orders"), "none") << method;
+  }
+  EXPECT_FALSE(routes[0].required);
+}
+
+}  // namespace
+}  // namespace idem::gateway
