@@ -141,7 +141,8 @@ void pairs_thread(benchmark::State& s, const char* uri) { bench<Pair, false>(s, 
 void replay_coro(benchmark::State& s, const char* uri) { bench<Replay, true>(s, uri); }
 void replay_thread(benchmark::State& s, const char* uri) { bench<Replay, false>(s, uri); }
 
-#define IDEM_BENCH(fn, name, uri) BENCHMARK_CAPTURE(fn, name, uri)->Arg(1)->Arg(64)->UseRealTime()->MinTime(1.0)
+#define IDEM_BENCH(fn, name, uri) \
+  BENCHMARK_CAPTURE(fn, name, uri)->Arg(1)->Arg(64)->UseRealTime()->MinTime(1.0)
 
 IDEM_BENCH(pairs_coro, memory, "memory:");
 IDEM_BENCH(pairs_thread, memory, "memory:");

@@ -30,8 +30,8 @@ Result<T> wait_for(Start&& start) {
 
 }  // namespace
 
-#define IDEM_BLOCKING(Ret, name, Arg)                                                 \
-  Result<Ret> Store::name(Arg a) {                                                    \
+#define IDEM_BLOCKING(Ret, name, Arg)                                                        \
+  Result<Ret> Store::name(Arg a) {                                                           \
     return wait_for<Ret>([&](Callback<Ret> cb) { do_##name(std::move(a), std::move(cb)); }); \
   }
 
@@ -61,20 +61,38 @@ const char* to_string(RecordState s) noexcept { return s == RecordState::pending
 
 const char* to_string(BeginOutcome::Kind k) noexcept {
   switch (k) {
-    case BeginOutcome::Kind::acquired: return "acquired";
-    case BeginOutcome::Kind::replay: return "replay";
-    case BeginOutcome::Kind::in_progress: return "in_progress";
-    case BeginOutcome::Kind::mismatch: return "mismatch";
+    case BeginOutcome::Kind::acquired:
+      return "acquired";
+    case BeginOutcome::Kind::replay:
+      return "replay";
+    case BeginOutcome::Kind::in_progress:
+      return "in_progress";
+    case BeginOutcome::Kind::mismatch:
+      return "mismatch";
   }
   return "?";
 }
-const char* to_string(CommitOutcome o) noexcept { return o == CommitOutcome::committed ? "committed" : "fenced"; }
-const char* to_string(ReleaseOutcome o) noexcept { return o == ReleaseOutcome::released ? "released" : "fenced"; }
-const char* to_string(ExtendOutcome o) noexcept { return o == ExtendOutcome::extended ? "extended" : "fenced"; }
-const char* to_string(ConsumeOutcome o) noexcept { return o == ConsumeOutcome::consumed ? "consumed" : "invalid"; }
-const char* to_string(RestoreOutcome o) noexcept { return o == RestoreOutcome::restored ? "restored" : "invalid"; }
-const char* to_string(LockOutcome::Kind k) noexcept { return k == LockOutcome::Kind::locked ? "locked" : "busy"; }
-const char* to_string(UnlockOutcome o) noexcept { return o == UnlockOutcome::released ? "released" : "not_owner"; }
+const char* to_string(CommitOutcome o) noexcept {
+  return o == CommitOutcome::committed ? "committed" : "fenced";
+}
+const char* to_string(ReleaseOutcome o) noexcept {
+  return o == ReleaseOutcome::released ? "released" : "fenced";
+}
+const char* to_string(ExtendOutcome o) noexcept {
+  return o == ExtendOutcome::extended ? "extended" : "fenced";
+}
+const char* to_string(ConsumeOutcome o) noexcept {
+  return o == ConsumeOutcome::consumed ? "consumed" : "invalid";
+}
+const char* to_string(RestoreOutcome o) noexcept {
+  return o == RestoreOutcome::restored ? "restored" : "invalid";
+}
+const char* to_string(LockOutcome::Kind k) noexcept {
+  return k == LockOutcome::Kind::locked ? "locked" : "busy";
+}
+const char* to_string(UnlockOutcome o) noexcept {
+  return o == UnlockOutcome::released ? "released" : "not_owner";
+}
 const char* to_string(LockExtendOutcome o) noexcept {
   return o == LockExtendOutcome::extended ? "extended" : "not_owner";
 }

@@ -36,12 +36,14 @@ auto async_store_op(Start start, Token&& token) {
 
 }  // namespace detail
 
-#define IDEM_ASYNC_OP(T, name, Args)                                                              \
-  template <class Token>                                                                          \
-  auto async_##name(Store& store, Args args, Token&& token) {                                     \
-    return detail::async_store_op<T>(                                                             \
-        [&store, args = std::move(args)](Callback<T> cb) mutable { store.name(std::move(args), std::move(cb)); }, \
-        std::forward<Token>(token));                                                              \
+#define IDEM_ASYNC_OP(T, name, Args)                               \
+  template <class Token>                                           \
+  auto async_##name(Store& store, Args args, Token&& token) {      \
+    return detail::async_store_op<T>(                              \
+        [&store, args = std::move(args)](Callback<T> cb) mutable { \
+          store.name(std::move(args), std::move(cb));              \
+        },                                                         \
+        std::forward<Token>(token));                               \
   }
 
 IDEM_ASYNC_OP(BeginOutcome, begin, BeginArgs)

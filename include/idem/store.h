@@ -36,9 +36,9 @@ using Callback = detail::UniqueFunction<void(Result<T>)>;
 
 // What a backend offers, as data: callers never branch on the backend's name.
 struct StoreTraits {
-  const char* name = "";        // "memory", "sqlite", ...
-  bool native_expiry = false;   // expired records vanish without sweep()
-  bool durable = false;         // a committed result survives a crash of the process
+  const char* name = "";            // "memory", "sqlite", ...
+  bool native_expiry = false;       // expired records vanish without sweep()
+  bool durable = false;             // a committed result survives a crash of the process
   bool controllable_clock = false;  // uses the Clock given at open (tests may inject one)
 };
 
@@ -71,10 +71,14 @@ class Store {
 
   // ---- one-time tokens (SPEC §2.4) -------------------------------------------------------
   // issue_token: ≥128 random bits as URL-safe text, valid for ttl, bound to scope.
-  void issue_token(IssueTokenArgs a, Callback<std::string> cb) { do_issue_token(std::move(a), std::move(cb)); }
+  void issue_token(IssueTokenArgs a, Callback<std::string> cb) {
+    do_issue_token(std::move(a), std::move(cb));
+  }
   // consume_token: of N concurrent consumers exactly one gets `consumed`; unknown, expired,
   // already consumed or another scope's token → invalid.
-  void consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) { do_consume_token(std::move(a), std::move(cb)); }
+  void consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) {
+    do_consume_token(std::move(a), std::move(cb));
+  }
   // restore_token: re-arm a token issued to this scope (consumed or not) for ttl;
   // a token never issued to the scope (or long forgotten) → invalid.
   void restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) {
@@ -88,7 +92,9 @@ class Store {
   void lock(LockArgs a, Callback<LockOutcome> cb) { do_lock(std::move(a), std::move(cb)); }
   // unlock / extend_lock: only the current, unexpired owner succeeds; others get not_owner.
   void unlock(UnlockArgs a, Callback<UnlockOutcome> cb) { do_unlock(std::move(a), std::move(cb)); }
-  void extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) { do_extend_lock(std::move(a), std::move(cb)); }
+  void extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) {
+    do_extend_lock(std::move(a), std::move(cb));
+  }
 
   // ---- health ----------------------------------------------------------------------------
   // ping: ok when the store answers (for /readyz).

@@ -107,7 +107,8 @@ Effect apply_commit(std::optional<Record>& slot, CommitArgs&& args, TimePoint no
   return Effect::write;
 }
 
-Effect apply_release(std::optional<Record>& slot, const ReleaseArgs& args, TimePoint now, ReleaseOutcome& out) {
+Effect apply_release(std::optional<Record>& slot, const ReleaseArgs& args, TimePoint now,
+                     ReleaseOutcome& out) {
   if (!live_pending_with(slot, args.fence, now)) {
     out = ReleaseOutcome::fenced;
     return Effect::none;
@@ -185,7 +186,8 @@ Effect apply_lock(std::optional<LockEntry>& slot, const LockArgs& args, TimePoin
   return Effect::write;
 }
 
-Effect apply_unlock(std::optional<LockEntry>& slot, const UnlockArgs& args, TimePoint now, UnlockOutcome& out) {
+Effect apply_unlock(std::optional<LockEntry>& slot, const UnlockArgs& args, TimePoint now,
+                    UnlockOutcome& out) {
   if (!slot || expired(*slot, now) || slot->owner != args.owner) {
     out = UnlockOutcome::not_owner;
     return Effect::none;

@@ -61,7 +61,8 @@ BeginDecision apply_begin(std::optional<Record>& slot, const BeginArgs& args, Ti
 
 // Moves args.result into the record on success.
 Effect apply_commit(std::optional<Record>& slot, CommitArgs&& args, TimePoint now, CommitOutcome& out);
-Effect apply_release(std::optional<Record>& slot, const ReleaseArgs& args, TimePoint now, ReleaseOutcome& out);
+Effect apply_release(std::optional<Record>& slot, const ReleaseArgs& args, TimePoint now,
+                     ReleaseOutcome& out);
 Effect apply_extend(std::optional<Record>& slot, const ExtendArgs& args, TimePoint now, ExtendOutcome& out);
 // remove: erase when live; `removed` tells whether a live record went.
 Effect apply_remove(std::optional<Record>& slot, TimePoint now, bool& removed);
@@ -70,8 +71,8 @@ Effect apply_remove(std::optional<Record>& slot, TimePoint now, bool& removed);
 
 struct TokenEntry {
   bool consumed = false;
-  Duration ttl{};         // as issued; a consumed token stays restorable this long
-  TimePoint expires_at{}; // armed: valid until; consumed: forgotten after
+  Duration ttl{};          // as issued; a consumed token stays restorable this long
+  TimePoint expires_at{};  // armed: valid until; consumed: forgotten after
   friend bool operator==(const TokenEntry&, const TokenEntry&) = default;
 };
 
@@ -95,7 +96,8 @@ struct LockEntry {
 // next acquisition); it is never treated as held.
 Effect apply_lock(std::optional<LockEntry>& slot, const LockArgs& args, TimePoint now, FenceSource& fences,
                   LockOutcome& out);
-Effect apply_unlock(std::optional<LockEntry>& slot, const UnlockArgs& args, TimePoint now, UnlockOutcome& out);
+Effect apply_unlock(std::optional<LockEntry>& slot, const UnlockArgs& args, TimePoint now,
+                    UnlockOutcome& out);
 Effect apply_extend_lock(std::optional<LockEntry>& slot, const LockArgs& args, TimePoint now,
                          LockExtendOutcome& out);
 inline bool expired(const LockEntry& l, TimePoint now) noexcept { return now >= l.expires_at; }

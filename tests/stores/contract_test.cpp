@@ -55,7 +55,8 @@ TEST_P(StoreContract, ReplayIsByteExactWithNulBytesAndOneMebibyte) {
   big[0] = '\0';
   big[big.size() - 1] = '\0';
   const std::string small("a\0b\0\0c", 6);
-  for (const auto& [key, result] : {std::pair{"big", big}, std::pair{"small", small}, std::pair{"empty", std::string()}}) {
+  for (const auto& [key, result] :
+       {std::pair{"big", big}, std::pair{"small", small}, std::pair{"empty", std::string()}}) {
     const Fence f = must_acquire(begin_args(key));
     ASSERT_EQ(must_commit(key, f, result), CommitOutcome::committed);
     auto o = must_begin(begin_args(key));
@@ -268,9 +269,15 @@ TEST_P(StoreContract, FencesNeverRepeatForAKey) {
     const Fence f = must_acquire(begin_args("k"));
     seen.push_back(f);
     switch (i % 3) {
-      case 0: ASSERT_EQ(store().release({"s", "k", f}).value(), ReleaseOutcome::released); break;
-      case 1: ASSERT_TRUE(store().remove({"s", "k"}).value()); break;
-      case 2: ASSERT_EQ(store().release({"s", "k", f}).value(), ReleaseOutcome::released); break;
+      case 0:
+        ASSERT_EQ(store().release({"s", "k", f}).value(), ReleaseOutcome::released);
+        break;
+      case 1:
+        ASSERT_TRUE(store().remove({"s", "k"}).value());
+        break;
+      case 2:
+        ASSERT_EQ(store().release({"s", "k", f}).value(), ReleaseOutcome::released);
+        break;
     }
   }
   for (std::size_t i = 1; i < seen.size(); ++i) ASSERT_GT(seen[i], seen[i - 1]) << "at " << i;
@@ -278,10 +285,12 @@ TEST_P(StoreContract, FencesNeverRepeatForAKey) {
 
 TEST_P(StoreContract, InvalidArgumentsAreRejected) {
   EXPECT_EQ(store().begin(begin_args("")).status().code(), StatusCode::invalid_argument);
-  EXPECT_EQ(store().begin(begin_args("k", "", Duration::zero())).status().code(), StatusCode::invalid_argument);
+  EXPECT_EQ(store().begin(begin_args("k", "", Duration::zero())).status().code(),
+            StatusCode::invalid_argument);
   EXPECT_EQ(store().begin(begin_args("k", "", kLong, Duration::zero())).status().code(),
             StatusCode::invalid_argument);
-  EXPECT_EQ(store().commit({"s", "k", 1, "r", Duration::zero()}).status().code(), StatusCode::invalid_argument);
+  EXPECT_EQ(store().commit({"s", "k", 1, "r", Duration::zero()}).status().code(),
+            StatusCode::invalid_argument);
   EXPECT_EQ(store().extend({"s", "k", 1, Duration::zero()}).status().code(), StatusCode::invalid_argument);
   EXPECT_EQ(store().issue_token({"s", Duration::zero()}).status().code(), StatusCode::invalid_argument);
   EXPECT_EQ(store().lock({"n", "", kLong}).status().code(), StatusCode::invalid_argument);
@@ -332,7 +341,10 @@ TEST_P(StoreContract, AtMostOneHolderUnderChurn) {
         const int k = (t + i) % kKeys;
         const std::string key = "churn-" + std::to_string(k);
         auto r = store().begin(begin_args(key));
-        if (!r) { ++errors; continue; }
+        if (!r) {
+          ++errors;
+          continue;
+        }
         if (r->kind != Kind::acquired) continue;
         ++acquisitions;
         if (holders[k].fetch_add(1) != 0) ++violations;

@@ -83,14 +83,19 @@ class Client {
   T pick(std::initializer_list<T> xs) {
     return *(xs.begin() + std::uniform_int_distribution<std::size_t>(0, xs.size() - 1)(rng_));
   }
-  const std::string& key() { return keys_[std::uniform_int_distribution<std::size_t>(0, keys_.size() - 1)(rng_)]; }
+  const std::string& key() {
+    return keys_[std::uniform_int_distribution<std::size_t>(0, keys_.size() - 1)(rng_)];
+  }
   // The current fence most of the time; sometimes a stale or a made-up one.
   Fence fence_for(const std::string& k) {
     const Fence cur = m_.recs.count(k) ? m_.recs[k].fence : m_.highest[k];
     switch (std::uniform_int_distribution<int>(0, 5)(rng_)) {
-      case 0: return cur > 0 ? cur - 1 : 0;
-      case 1: return cur + 1;
-      default: return cur;
+      case 0:
+        return cur > 0 ? cur - 1 : 0;
+      case 1:
+        return cur + 1;
+      default:
+        return cur;
     }
   }
 
@@ -106,17 +111,31 @@ class Client {
   void step() {
     const TimePoint now = clock_.now();
     switch (std::uniform_int_distribution<int>(0, 13)(rng_)) {
-      case 0: case 1: case 2: return do_begin(now);
-      case 3: case 4: return do_commit(now);
-      case 5: return do_release(now);
-      case 6: return do_extend(now);
-      case 7: return check_get(key());
-      case 8: return do_remove(now);
-      case 9: return do_lock(now);
-      case 10: return do_unlock(now);
-      case 11: return do_issue(now);
-      case 12: return do_consume(now);
-      case 13: return do_restore(now);
+      case 0:
+      case 1:
+      case 2:
+        return do_begin(now);
+      case 3:
+      case 4:
+        return do_commit(now);
+      case 5:
+        return do_release(now);
+      case 6:
+        return do_extend(now);
+      case 7:
+        return check_get(key());
+      case 8:
+        return do_remove(now);
+      case 9:
+        return do_lock(now);
+      case 10:
+        return do_unlock(now);
+      case 11:
+        return do_issue(now);
+      case 12:
+        return do_consume(now);
+      case 13:
+        return do_restore(now);
     }
   }
 
@@ -127,13 +146,15 @@ class Client {
     if (!ok(r, "begin")) return;
     Model::Rec* rec = m_.live(k, now);
     auto expect = [&](Kind kind) {
-      if (r->kind != kind) fail("begin " + k + ": got " + to_string(r->kind) + ", model says " + to_string(kind));
+      if (r->kind != kind)
+        fail("begin " + k + ": got " + to_string(r->kind) + ", model says " + to_string(kind));
       return r->kind == kind;
     };
     if (rec && !rec->fp.empty() && !a.fingerprint.empty() && rec->fp != a.fingerprint) {
       expect(Kind::mismatch);
     } else if (rec && rec->done) {
-      if (expect(Kind::replay) && (r->result != rec->result || r->fence != rec->fence)) fail("replay of " + k);
+      if (expect(Kind::replay) && (r->result != rec->result || r->fence != rec->fence))
+        fail("replay of " + k);
     } else if (rec && now < rec->lease_until) {
       if (expect(Kind::in_progress) && timed_ && r->retry_after != rec->lease_until - now) {
         fail("retry_after of " + k);
@@ -218,7 +239,8 @@ class Client {
         got.fingerprint != rec->fp || got.result != rec->result || got.lease_until.has_value() == rec->done) {
       return fail("get " + k + ": fields differ");
     }
-    if (timed_ && (got.expires_at != rec->expires_at || (!rec->done && *got.lease_until != rec->lease_until))) {
+    if (timed_ &&
+        (got.expires_at != rec->expires_at || (!rec->done && *got.lease_until != rec->lease_until))) {
       fail("get " + k + ": times differ");
     }
   }
@@ -338,7 +360,8 @@ TEST_P(StoreModel, RandomConcurrentClientsAgreeWithTheModel) {
     for (auto& c : clients) {
       ASSERT_TRUE(c.error().empty()) << c.error() << " (round " << round << ", IDEM_SEED=" << seed << ")";
     }
-    if (timed) clock_->advance(Duration(std::uniform_int_distribution<std::int64_t>(0, 40'000'000)(time_rng)));
+    if (timed)
+      clock_->advance(Duration(std::uniform_int_distribution<std::int64_t>(0, 40'000'000)(time_rng)));
     if (round % 10 == 9) {
       ASSERT_TRUE(store_->sweep().is_ok());
     }
