@@ -1,0 +1,230 @@
+// The `idem` command (SPEC §4): serve, check, record get|delete, sweep, version.
+// Exit codes: 0 ok, 2 usage or config error, 1 runtime failure. Diagnostics go to standard
+// error; `idem serve` writes one JSON line per protected request to standard output.
+#include <signal.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "gateway/admin.h"
+#include "gateway/config.h"
+#include "gateway/gateway.h"
+#include "gateway/metrics.h"
+#include "gateway/record_json.h"
+#include "gateway/server.h"
+#include "gateway/upstream.h"
+#include "idem/open.h"
+
+namespace asio = boost::asio;
+using namespace idem;
+using namespace idem::gateway;
+
+namespace {
+
+constexpr int kOk = 0;
+constexpr int kRuntime = 1;
+constexpr int kUsage = 2;
+
+// The longest a request in flight may still take at shutdown.
+Duration longest_upstream_timeout(const Config& c) {
+  Duration d = c.defaults.upstream_timeout;
+  for (const auto& r : c.routes) d = std::max(d, r.policy.upstream_timeout);
+  return d;
+}
+
+void require_admin_token_off_loopback(const Config& c) {
+  if (!c.admin.listen.is_loopback() && c.admin.token.empty())
+    throw ConfigError(
+        "", 0, "admin.listen",
+        "refusing a non-loopback admin address (" + c.admin.listen.to_string() + ") without admin.token_env");
+}
+
+std::unique_ptr<Store> open_or_die(const std::string& uri) {
+  auto store = open_store(uri);
+  if (!store) {
+    std::cerr << "idem: cannot open store " << uri << ": " << store.status().to_string() << "\n";
+    return nullptr;
+  }
+  return std::move(*store);
+}
+
+asio::awaitable<void> drain(Server& server, UpstreamClient& upstream, asio::io_context& ioc, Duration bound) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (!server.drained() && std::chrono::steady_clock::now() < deadline) {
+    timer.expires_after(std::chrono::milliseconds(20));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  upstream.close_idle();
+  ioc.stop();
+}
+
+int serve(const std::string& config_file, const CliOverrides& flags) {
+  Config config;
+  try {
+    config = config_file.empty() ? default_config() : load_config_file(config_file);
+    apply_overrides(config, flags);
+    require_upstream(config);
+    require_admin_token_off_loopback(config);
+  } catch (const ConfigError& e) {
+    std::cerr << "idem: " << e.what() << "\n";
+    return kUsage;
+  }
+  auto store = open_or_die(config.store);
+  if (!store) return kRuntime;
+
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  asio::io_context ioc(static_cast<int>(threads));
+  UpstreamClient upstream(ioc, *config.upstream);
+  Metrics metrics;
+  Gateway gateway(config, *store, upstream, metrics);
+  Admin admin(config, *store, metrics);
+  Server server(ioc, gateway, admin, metrics);
+  try {
+    auto client = server.listen_client(config.listen);
+    auto admin_ep = server.listen_admin(config.admin.listen);
+    std::cerr << "idem: serving on " << client << " (admin " << admin_ep << ", upstream "
+              << config.upstream->text << ", store " << config.store << ")" << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "idem: cannot listen: " << e.what() << "\n";
+    return kRuntime;
+  }
+
+  asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    std::cerr << "idem: shutting down" << std::endl;
+    server.shutdown();
+    asio::co_spawn(ioc,
+                   drain(server, upstream, ioc, longest_upstream_timeout(config) + std::chrono::seconds(5)),
+                   asio::detached);
+  });
+
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });
+  ioc.run();
+  for (auto& t : pool) t.join();
+  std::cerr << "idem: stopped" << std::endl;
+  return kOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"idem: an idempotency gateway, library and control API"};
+  app.require_subcommand(1);
+
+  std::string config_file;
+  CliOverrides flags;
+  std::string listen, upstream, store_uri, admin_addr;
+  auto* serve_cmd = app.add_subcommand("serve", "Run the HTTP gateway");
+  serve_cmd->add_option("--config", config_file, "YAML config file")->check(CLI::ExistingFile);
+  serve_cmd->add_option("--listen", listen, "Client-facing listener HOST:PORT");
+  serve_cmd->add_option("--upstream", upstream, "The protected service, http://HOST:PORT");
+  serve_cmd->add_option("--store", store_uri, "Store URI (memory:, sqlite:PATH, redis://, postgres://)");
+  serve_cmd->add_option("--admin", admin_addr, "Admin listener HOST:PORT");
+
+  std::string check_file;
+  auto* check_cmd = app.add_subcommand("check", "Validate a config file");
+  check_cmd->add_option("FILE", check_file, "YAML config file")->required();
+
+  std::string record_store, record_scope, record_key;
+  auto* record_cmd = app.add_subcommand("record", "Inspect or remove a record");
+  record_cmd->require_subcommand(1);
+  for (const char* name : {"get", "delete"}) {
+    auto* sub = record_cmd->add_subcommand(name, std::string(name) + " a record");
+    sub->add_option("--store", record_store, "Store URI")->required();
+    sub->add_option("--scope", record_scope, "The record's scope (default: empty)");
+    sub->add_option("KEY", record_key, "The idempotency key")->required();
+  }
+
+  std::string sweep_store;
+  auto* sweep_cmd = app.add_subcommand("sweep", "Remove expired records");
+  sweep_cmd->add_option("--store", sweep_store, "Store URI")->required();
+
+  auto* version_cmd = app.add_subcommand("version", "Print the version");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kOk : kUsage;
+  }
+
+  if (*serve_cmd) {
+    if (!listen.empty()) flags.listen = listen;
+    if (!upstream.empty()) flags.upstream = upstream;
+    if (!store_uri.empty()) flags.store = store_uri;
+    if (!admin_addr.empty()) flags.admin = admin_addr;
+    return serve(config_file, flags);
+  }
+  if (*check_cmd) {
+    try {
+      Config c = load_config_file(check_file);
+      require_admin_token_off_loopback(c);
+      std::cout << check_file << ": ok (" << c.routes.size() << " route" << (c.routes.size() == 1 ? "" : "s")
+                << ")\n";
+      return kOk;
+    } catch (const ConfigError& e) {
+      std::cerr << "idem: " << e.what() << "\n";
+      return kUsage;
+    }
+  }
+  if (*record_cmd) {
+    auto store = open_or_die(record_store);
+    if (!store) return kRuntime;
+    RecordId id{record_scope, record_key};
+    if (record_cmd->got_subcommand("get")) {
+      auto r = store->get(std::move(id));
+      if (!r) {
+        std::cerr << "idem: " << r.status().to_string() << "\n";
+        return kRuntime;
+      }
+      if (!*r) {
+        std::cerr << "idem: not found\n";
+        return kRuntime;
+      }
+      std::cout << record_json(**r) << "\n";
+      return kOk;
+    }
+    auto r = store->remove(std::move(id));
+    if (!r) {
+      std::cerr << "idem: " << r.status().to_string() << "\n";
+      return kRuntime;
+    }
+    if (!*r) {
+      std::cerr << "idem: not found\n";
+      return kRuntime;
+    }
+    std::cout << "removed\n";
+    return kOk;
+  }
+  if (*sweep_cmd) {
+    auto store = open_or_die(sweep_store);
+    if (!store) return kRuntime;
+    auto n = store->sweep();
+    if (!n) {
+      std::cerr << "idem: " << n.status().to_string() << "\n";
+      return kRuntime;
+    }
+    std::cout << *n << "\n";
+    return kOk;
+  }
+  if (*version_cmd) {
+    std::cout << "idem 0.1.0\n";
+    return kOk;
+  }
+  return kUsage;
+}

@@ -1,0 +1,295 @@
+#include "gateway/admin.h"
+
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include "gateway/record_json.h"
+#include "gateway/request.h"
+#include "gateway/stored_result.h"
+#include "idem/async.h"
+
+namespace idem::gateway {
+namespace asio = boost::asio;
+namespace json = boost::json;
+using asio::awaitable;
+using asio::use_awaitable;
+
+namespace {
+
+// The fields of a control API body, checked as they are read; the first problem is kept
+// for the request-invalid detail.
+class Fields {
+ public:
+  explicit Fields(const json::object& o) : o_(o) {}
+  std::string str(const char* name, bool required = true) {
+    const json::value* v = o_.if_contains(name);
+    if (!v || v->is_null()) {
+      if (required) fail(std::string("missing field \"") + name + "\"");
+      return {};
+    }
+    if (!v->is_string()) {
+      fail(std::string("field \"") + name + "\" must be a string");
+      return {};
+    }
+    return std::string(v->get_string());
+  }
+  std::optional<std::uint64_t> u64(const char* name, bool required = true) {
+    const json::value* v = o_.if_contains(name);
+    if (!v || v->is_null()) {
+      if (required) fail(std::string("missing field \"") + name + "\"");
+      return std::nullopt;
+    }
+    if (v->is_uint64()) return v->get_uint64();
+    if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
+    fail(std::string("field \"") + name + "\" must be a non-negative integer");
+    return std::nullopt;
+  }
+  // A positive duration in milliseconds, or `fallback` when omitted and not required.
+  Duration millis(const char* name, Duration fallback, bool required = false) {
+    auto v = u64(name, required);
+    if (!v) return fallback;
+    if (*v == 0 || *v > 100ull * 365 * 24 * 3600 * 1000)
+      fail(std::string("field \"") + name + "\" out of range");
+    return std::chrono::duration_cast<Duration>(std::chrono::milliseconds(*v));
+  }
+  const json::value* any(const char* name) {
+    const json::value* v = o_.if_contains(name);
+    if (!v) fail(std::string("missing field \"") + name + "\"");
+    return v;
+  }
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  void fail(std::string e) {
+    if (error_.empty()) error_ = std::move(e);
+  }
+  const json::object& o_;
+  std::string error_;
+};
+
+std::string outcome(const char* name) { return json::serialize(json::object{{"outcome", name}}); }
+
+}  // namespace
+
+Admin::Admin(const Config& config, Store& store, Metrics& metrics)
+    : config_(config), store_(store), metrics_(metrics) {}
+
+bool Admin::authorized(const HttpRequest& req) const {
+  if (config_.admin.token.empty()) return true;
+  auto it = req.find(http::field::authorization);
+  return it != req.end() && it->value() == "Bearer " + config_.admin.token;
+}
+
+awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
+  const unsigned v = req.version();
+  const bool ka = req.keep_alive();
+  const std::string_view path = target_path(req.target());
+  if (path == "/healthz" && req.method() == http::verb::get)
+    co_return json_response(http::status::ok, "{\"status\":\"ok\"}", v, ka);
+  if (path == "/readyz" && req.method() == http::verb::get) {
+    auto call = async_ping(store_, use_awaitable);
+    Result<Done> r = co_await std::move(call);
+    if (!r)
+      co_return problem_response(Problem::store_unavailable, r.status().message(), v, ka,
+                                 Duration(1'000'000));
+    co_return json_response(http::status::ok, "{\"status\":\"ready\"}", v, ka);
+  }
+  if (path == "/metrics" && req.method() == http::verb::get) {
+    HttpResponse res{http::status::ok, v};
+    res.set(http::field::content_type, "text/plain; version=0.0.4");
+    res.body() = metrics_.render();
+    res.keep_alive(ka);
+    res.prepare_payload();
+    co_return res;
+  }
+  constexpr std::string_view kRecords = "/v1/records/";
+  const bool records_path = path.starts_with(kRecords);
+  const bool control_path = path.starts_with("/v1/") && !records_path;
+  if (!records_path && !control_path)
+    co_return problem_response(404, "not-found", "Not found", "no such admin endpoint", v, ka);
+  if (!authorized(req))
+    co_return problem_response(Problem::unauthorized, "a valid Authorization: Bearer token is required", v,
+                               ka);
+  if (records_path) co_return co_await records(req, path.substr(kRecords.size()));
+  if (req.method() != http::verb::post)
+    co_return problem_response(405, "method-not-allowed", "Method not allowed", "the control API takes POST",
+                               v, ka);
+  co_return co_await control(req, path.substr(3));
+}
+
+awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view rest) {
+  const unsigned v = req.version();
+  const bool ka = req.keep_alive();
+  const auto slash = rest.find('/');
+  if (slash == std::string_view::npos || rest.find('/', slash + 1) != std::string_view::npos ||
+      slash + 1 == rest.size())
+    co_return problem_response(Problem::request_invalid, "expected /v1/records/{scope}/{key}", v, ka);
+  const std::string_view raw_scope = rest.substr(0, slash);
+  RecordId id{raw_scope == "_" ? std::string() : percent_decode(raw_scope, false),
+              percent_decode(rest.substr(slash + 1), false)};
+  if (req.method() == http::verb::get) {
+    auto call = async_get(store_, std::move(id), use_awaitable);
+    Result<std::optional<Record>> r = co_await std::move(call);
+    if (!r)
+      co_return problem_response(Problem::store_unavailable, r.status().message(), v, ka,
+                                 Duration(1'000'000));
+    if (!*r)
+      co_return problem_response(404, "not-found", "Not found", "no record with this scope and key", v, ka);
+    co_return json_response(http::status::ok, record_json(**r), v, ka);
+  }
+  if (req.method() == http::verb::delete_) {
+    auto call = async_remove(store_, std::move(id), use_awaitable);
+    Result<bool> r = co_await std::move(call);
+    if (!r)
+      co_return problem_response(Problem::store_unavailable, r.status().message(), v, ka,
+                                 Duration(1'000'000));
+    if (!*r)
+      co_return problem_response(404, "not-found", "Not found", "no record with this scope and key", v, ka);
+    HttpResponse res{http::status::no_content, v};
+    res.keep_alive(ka);
+    co_return res;
+  }
+  co_return problem_response(405, "method-not-allowed", "Method not allowed", "records take GET or DELETE", v,
+                             ka);
+}
+
+awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view op) {
+  const unsigned v = req.version();
+  const bool ka = req.keep_alive();
+  auto invalid = [&](std::string_view detail) {
+    return problem_response(Problem::request_invalid, detail, v, ka);
+  };
+  auto unavailable = [&](const Status& s) {
+    return problem_response(Problem::store_unavailable, s.message(), v, ka, Duration(1'000'000));
+  };
+  auto ok = [&](std::string body) { return json_response(http::status::ok, std::move(body), v, ka); };
+  auto conflict = [&](const char* name) {
+    return json_response(http::status::conflict, outcome(name), v, ka);
+  };
+
+  boost::system::error_code ec;
+  json::value body = json::parse(req.body(), ec);
+  if (ec || !body.is_object()) co_return invalid("the body must be a JSON object");
+  Fields f(body.get_object());
+  const Policy& d = config_.defaults;
+
+  if (op == "/begin") {
+    BeginArgs a{f.str("scope"), f.str("key"), f.str("fingerprint", false), f.millis("lease_ms", d.lease),
+                f.millis("retention_ms", d.retention)};
+    if (!f.ok() || a.key.empty()) co_return invalid(f.ok() ? "field \"key\" must not be empty" : f.error());
+    auto call = async_begin(store_, std::move(a), use_awaitable);
+    Result<BeginOutcome> r = co_await std::move(call);
+    if (!r) co_return unavailable(r.status());
+    json::object o{{"outcome", to_string(r->kind)}};
+    if (r->kind == BeginOutcome::Kind::acquired) {
+      o["fence"] = r->fence;
+      o["recovered"] = r->recovered;
+    } else if (r->kind == BeginOutcome::Kind::in_progress) {
+      o["retry_after_ms"] = (r->retry_after.count() + 999) / 1000;
+    } else if (r->kind == BeginOutcome::Kind::replay) {
+      Result<StoredResult> s = decode_stored_result(r->result);
+      json::value result;
+      if (s && s->kind == StoredResult::Kind::json) {
+        result = json::parse(s->json, ec);
+        if (ec) result = json::value(s->json);
+      } else if (s && s->kind == StoredResult::Kind::response) {
+        result = json::object{{"response_status", s->response.status}, {"body", s->response.body}};
+      }
+      o["result"] = std::move(result);
+    }
+    co_return ok(json::serialize(o));
+  }
+  if (op == "/commit") {
+    const json::value* result = f.any("result");
+    CommitArgs a{
+        f.str("scope"), f.str("key"), f.u64("fence").value_or(0), {}, f.millis("retention_ms", d.retention)};
+    if (!f.ok()) co_return invalid(f.error());
+    StoredResult stored;
+    stored.kind = StoredResult::Kind::json;
+    stored.json = json::serialize(*result);
+    a.result = encode(stored);
+    auto call = async_commit(store_, std::move(a), use_awaitable);
+    Result<CommitOutcome> r = co_await std::move(call);
+    if (!r) co_return unavailable(r.status());
+    if (*r == CommitOutcome::fenced) co_return conflict("fenced");
+    co_return ok(outcome("committed"));
+  }
+  if (op == "/release") {
+    ReleaseArgs a{f.str("scope"), f.str("key"), f.u64("fence").value_or(0)};
+    if (!f.ok()) co_return invalid(f.error());
+    auto call = async_release(store_, std::move(a), use_awaitable);
+    Result<ReleaseOutcome> r = co_await std::move(call);
+    if (!r) co_return unavailable(r.status());
+    if (*r == ReleaseOutcome::fenced) co_return conflict("fenced");
+    co_return ok(outcome("released"));
+  }
+  if (op == "/extend") {
+    ExtendArgs a{f.str("scope"), f.str("key"), f.u64("fence").value_or(0),
+                 f.millis("lease_ms", d.lease, true)};
+    if (!f.ok()) co_return invalid(f.error());
+    auto call = async_extend(store_, std::move(a), use_awaitable);
+    Result<ExtendOutcome> r = co_await std::move(call);
+    if (!r) co_return unavailable(r.status());
+    if (*r == ExtendOutcome::fenced) co_return conflict("fenced");
+    co_return ok(outcome("extended"));
+  }
+  if (op == "/tokens") {
+    IssueTokenArgs a{f.str("scope"), f.millis("ttl_ms", config_.tokens.ttl)};
+    if (!f.ok()) co_return invalid(f.error());
+    auto call = async_issue_token(store_, std::move(a), use_awaitable);
+    Result<std::string> r = co_await std::move(call);
+    if (!r) co_return unavailable(r.status());
+    metrics_.count_token_issued();
+    co_return ok(json::serialize(json::object{{"token", *r}}));
+  }
+  if (op == "/tokens/consume") {
+    TokenArgs a{f.str("scope"), f.str("token")};
+    if (!f.ok()) co_return invalid(f.error());
+    auto call = async_consume_token(store_, std::move(a), use_awaitable);
+    Result<ConsumeOutcome> r = co_await std::move(call);
+    if (!r) co_return unavailable(r.status());
+    co_return ok(outcome(to_string(*r)));
+  }
+  if (op == "/tokens/restore") {
+    RestoreTokenArgs a{f.str("scope"), f.str("token"), f.millis("ttl_ms", config_.tokens.ttl)};
+    if (!f.ok()) co_return invalid(f.error());
+    auto call = async_restore_token(store_, std::move(a), use_awaitable);
+    Result<RestoreOutcome> r = co_await std::move(call);
+    if (!r) co_return unavailable(r.status());
+    co_return ok(outcome(to_string(*r)));
+  }
+  if (op == "/locks/acquire" || op == "/locks/extend") {
+    LockArgs a{f.str("name"), f.str("owner"), f.millis("ttl_ms", Duration{}, true)};
+    if (!f.ok() || a.name.empty() || a.owner.empty())
+      co_return invalid(f.ok() ? "fields \"name\" and \"owner\" must not be empty" : f.error());
+    if (op == "/locks/extend") {
+      auto call = async_extend_lock(store_, std::move(a), use_awaitable);
+      Result<LockExtendOutcome> r = co_await std::move(call);
+      if (!r) co_return unavailable(r.status());
+      if (*r == LockExtendOutcome::not_owner) co_return conflict("not_owner");
+      co_return ok(outcome("extended"));
+    }
+    auto call = async_lock(store_, std::move(a), use_awaitable);
+    Result<LockOutcome> r = co_await std::move(call);
+    if (!r) co_return unavailable(r.status());
+    json::object o{{"outcome", to_string(r->kind)}};
+    if (r->kind == LockOutcome::Kind::locked)
+      o["fence"] = r->fence;
+    else
+      o["retry_after_ms"] = (r->retry_after.count() + 999) / 1000;
+    co_return ok(json::serialize(o));
+  }
+  if (op == "/locks/release") {
+    UnlockArgs a{f.str("name"), f.str("owner")};
+    if (!f.ok()) co_return invalid(f.error());
+    auto call = async_unlock(store_, std::move(a), use_awaitable);
+    Result<UnlockOutcome> r = co_await std::move(call);
+    if (!r) co_return unavailable(r.status());
+    if (*r == UnlockOutcome::not_owner) co_return conflict("not_owner");
+    co_return ok(outcome("released"));
+  }
+  co_return problem_response(404, "not-found", "Not found", "no such control API endpoint", v, ka);
+}
+
+}  // namespace idem::gateway

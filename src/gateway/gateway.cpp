@@ -1,0 +1,420 @@
+#include "gateway/gateway.h"
+
+#include <cstdio>
+#include <random>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include "gateway/stored_result.h"
+#include "idem/async.h"
+
+namespace idem::gateway {
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::use_awaitable;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto kTuple = asio::as_tuple(use_awaitable);
+// How often a waiter asks the store again, for holders on other instances.
+constexpr auto kPollInterval = std::chrono::milliseconds(200);
+
+Duration since(Steady::time_point t0) { return std::chrono::duration_cast<Duration>(Steady::now() - t0); }
+
+// Upstream answers after which a retry must run again (SPEC §3.2).
+bool releases_claim(unsigned status, bool cache_5xx) {
+  if (status >= 500) return !cache_5xx;
+  return status == 408 || status == 409 || status == 425 || status == 429;
+}
+
+StoredResult to_stored(const HttpResponse& res) {
+  StoredResult r;
+  r.kind = StoredResult::Kind::response;
+  r.response.status = res.result_int();
+  for (const auto& f : res)
+    if (!is_unstorable_header(f.name_string()) && !is_hop_by_hop(f.name_string()))
+      r.response.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+  r.response.body = res.body();
+  return r;
+}
+
+Problem failure_problem(UpstreamResult::Kind k) {
+  return k == UpstreamResult::Kind::timeout ? Problem::upstream_timeout : Problem::upstream_unavailable;
+}
+
+}  // namespace
+
+std::vector<HeaderField> header_fields(const HttpRequest& req) {
+  std::vector<HeaderField> out;
+  for (const auto& f : req) out.push_back({f.name_string(), f.value()});
+  return out;
+}
+
+Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics)
+    : config_(config), store_(store), upstream_(upstream), metrics_(metrics) {
+  std::random_device rd;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%08x%08x", rd(), rd());
+  instance_ = buf;
+}
+
+std::string Gateway::next_owner() { return instance_ + "-" + std::to_string(++requests_); }
+
+template <class T>
+awaitable<Result<T>> Gateway::observe(const char* op, awaitable<Result<T>> call) {
+  const auto t0 = Steady::now();
+  Result<T> r = co_await std::move(call);
+  metrics_.observe_store(op, since(t0));
+  if (!r) {
+    metrics_.count_store_error();
+    std::fprintf(stderr, "idem: store %s failed: %s\n", op, r.status().to_string().c_str());
+  }
+  co_return r;
+}
+
+Gateway::Reply Gateway::problem(const HttpRequest& req, Problem p, std::string_view detail,
+                                std::optional<Duration> retry_after) const {
+  return {problem_response(p, detail, req.version(), req.keep_alive(), retry_after), problem_metric_name(p)};
+}
+
+void Gateway::log(const Route& route, const Identity* id, std::string_view outcome, unsigned status,
+                  Duration latency) const {
+  boost::json::object o;
+  o["route"] = route.name;
+  o["outcome"] = outcome;
+  o["status"] = status;
+  o["latency_us"] = latency.count();
+  if (id && !id->key.empty()) o["key_hash"] = hash_subject(id->scope + '\n' + id->key).substr(0, 12);
+  std::string line = boost::json::serialize(o);
+  line.push_back('\n');
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fflush(stdout);
+}
+
+HttpResponse Gateway::reject_early(const Route& route, const HttpRequest& req, const Rejection& r,
+                                   bool keep_alive) {
+  auto res = problem_response(r.problem, r.detail, req.version(), keep_alive);
+  metrics_.count_request(route.name, problem_metric_name(r.problem));
+  log(route, nullptr, problem_metric_name(r.problem), res.result_int(), Duration{});
+  return res;
+}
+
+awaitable<HttpResponse> Gateway::protect(const RouteMatch& match, const HttpRequest& req, Decision head) {
+  const auto t0 = Steady::now();
+  const Route& route = *match.route;
+  const auto headers = header_fields(req);
+  const RequestView view{req.method_string(), req.target(), headers, req.body()};
+  Decision d = identify(route, match.params, view, std::move(head));
+
+  Reply reply;
+  if (d.verdict == Verdict::reject) {
+    reply = problem(req, d.rejection.problem, d.rejection.detail);
+  } else if (d.verdict == Verdict::unprotected) {
+    reply = co_await forward_unprotected(route, req, false);
+  } else if (route.mode == Mode::lock) {
+    reply = co_await lock_mode(route, d.identity, req);
+  } else {
+    reply = co_await replay_mode(route, d.identity, req);
+  }
+  metrics_.count_request(route.name, reply.outcome);
+  log(route, d.verdict == Verdict::protect ? &d.identity : nullptr, reply.outcome,
+      reply.response.result_int(), since(t0));
+  co_return std::move(reply.response);
+}
+
+awaitable<Gateway::Reply> Gateway::replay_mode(const Route& route, const Identity& id,
+                                               const HttpRequest& req) {
+  const Policy& p = route.policy;
+  const auto wait_until = Steady::now() + p.wait;
+  // Registered on the first in_progress, then the store is asked again before waiting, so a
+  // commit between the store's answer and the registration is not missed.
+  std::unique_ptr<Waiters::Registration> reg;
+  bool waited = false;
+  for (;;) {
+    BeginArgs args{id.scope, id.key, id.fingerprint, p.lease, p.retention};
+    auto call = async_begin(store_, std::move(args), use_awaitable);
+    Result<BeginOutcome> r = co_await observe("begin", std::move(call));
+    if (!r) co_return co_await store_failed(route, req, r.status());
+    switch (r->kind) {
+      case BeginOutcome::Kind::mismatch:
+        co_return problem(req, Problem::key_reused, "this key was used with a different request");
+      case BeginOutcome::Kind::replay:
+        co_return answer_replay(route, req, r->result, waited);
+      case BeginOutcome::Kind::acquired:
+        reg.reset();
+        co_return co_await run_claimed(route, id, req, r->fence, r->recovered);
+      case BeginOutcome::Kind::in_progress:
+        break;
+    }
+    const auto now = Steady::now();
+    if (now >= wait_until)
+      co_return problem(req, Problem::in_progress, "a request with this key is in progress", r->retry_after);
+    if (!reg) {
+      reg = waiters_.add(id.scope, id.key, co_await asio::this_coro::executor);
+      continue;
+    }
+    auto& w = reg->waiter();
+    if (!w.notified.exchange(false)) {
+      const auto left = wait_until - now;
+      w.timer.expires_after(left < kPollInterval ? left : Steady::duration(kPollInterval));
+      co_await w.timer.async_wait(kTuple);
+      w.notified.store(false);
+    }
+    waited = true;
+  }
+}
+
+Gateway::Reply Gateway::answer_replay(const Route& route, const HttpRequest& req, std::string_view stored,
+                                      bool waited) const {
+  Result<StoredResult> r = decode_stored_result(stored);
+  if (!r || r->kind == StoredResult::Kind::json)
+    return problem(req, Problem::result_not_stored, "the record of this key holds no HTTP response");
+  if (r->kind == StoredResult::Kind::uncertain)
+    return problem(req, Problem::outcome_uncertain,
+                   "the outcome of the first request with this key is unknown; an operator must decide");
+  if (route.policy.on_duplicate == OnDuplicate::reject)
+    return problem(req, Problem::duplicate, "a request with this key was already completed");
+  if (r->kind == StoredResult::Kind::not_stored)
+    return problem(
+        req, Problem::result_not_stored,
+        "the first response (status " + std::to_string(r->response.status) + ") was too large to store");
+  HttpResponse res{static_cast<http::status>(r->response.status), req.version()};
+  for (const auto& [name, value] : r->response.headers) res.insert(name, value);
+  res.set(kReplayedHeader, "true");
+  res.body() = std::move(r->response.body);
+  res.keep_alive(req.keep_alive());
+  res.prepare_payload();
+  return {std::move(res), waited ? "waited" : "replayed"};
+}
+
+awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identity& id, const HttpRequest& req,
+                                               Fence fence, bool recovered) {
+  const Policy& p = route.policy;
+  if (recovered && p.on_uncertain == OnUncertain::hold) {
+    // The previous holder died mid-request: its outcome is unknown, so nothing runs again.
+    StoredResult marker;
+    marker.kind = StoredResult::Kind::uncertain;
+    co_await commit_claim(route, id, fence, encode(marker));
+    co_return problem(req, Problem::outcome_uncertain,
+                      "the first request with this key did not finish; its outcome is unknown");
+  }
+  if (route.key.kind == KeyRule::Kind::token && !recovered) {
+    TokenArgs args{id.scope, id.key};
+    auto call = async_consume_token(store_, std::move(args), use_awaitable);
+    Result<ConsumeOutcome> c = co_await observe("consume_token", std::move(call));
+    if (!c || *c == ConsumeOutcome::invalid) {
+      // The claim was ours only while the token was checked: give it back, token untouched.
+      ReleaseArgs rel{id.scope, id.key, fence};
+      auto rcall = async_release(store_, std::move(rel), use_awaitable);
+      Result<ReleaseOutcome> released = co_await observe("release", std::move(rcall));
+      (void)released;
+      waiters_.notify(id.scope, id.key);
+      if (!c)
+        co_return problem(req, Problem::store_unavailable, "the store is unavailable", Duration(1'000'000));
+      co_return problem(req, Problem::token_invalid,
+                        "the Idempotency-Token is unknown, expired or already used");
+    }
+  }
+
+  HttpRequest fwd = make_forward_request(req, upstream_.url());
+  fwd.set("Idempotency-Key", id.key);
+  fwd.set(kFenceHeader, std::to_string(fence));
+  bool conflict = false;
+  UpstreamResult up = co_await exchange_renewing(fwd, route, id, fence, false, std::string(), conflict);
+
+  if (up.kind == UpstreamResult::Kind::response) {
+    const unsigned status = up.response.result_int();
+    if (conflict) {
+      std::fprintf(stderr, "idem: route %s: claim lost while the upstream worked; result not stored\n",
+                   route.name.c_str());
+    } else if (releases_claim(status, p.cache_5xx)) {
+      co_await release_claim(route, id, fence);
+    } else if (up.response.body().size() > p.max_result) {
+      StoredResult marker;
+      marker.kind = StoredResult::Kind::not_stored;
+      marker.response.status = status;
+      co_await commit_claim(route, id, fence, encode(marker));
+    } else {
+      co_await commit_claim(route, id, fence, encode(to_stored(up.response)));
+    }
+    co_return Reply{make_client_response(std::move(up.response), req.version(), req.keep_alive()),
+                    "forwarded"};
+  }
+  if (up.kind == UpstreamResult::Kind::refused) {
+    co_await release_claim(route, id, fence);
+    co_return problem(req, Problem::upstream_unavailable, "the upstream is unavailable: " + up.error);
+  }
+  // Outcome unknown: hold completes the record as uncertain; retry keeps the claim until
+  // its lease expires, after which a repeat runs again with a higher fence.
+  if (p.on_uncertain == OnUncertain::hold && !conflict) {
+    StoredResult marker;
+    marker.kind = StoredResult::Kind::uncertain;
+    co_await commit_claim(route, id, fence, encode(marker));
+  }
+  co_return problem(req, failure_problem(up.kind), "the upstream did not answer: " + up.error);
+}
+
+awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity& id, const HttpRequest& req) {
+  const Policy& p = route.policy;
+  const std::string name = id.scope.empty() ? id.key : id.scope + "\n" + id.key;
+  const std::string owner = next_owner();
+  LockArgs args{name, owner, p.lease};
+  auto call = async_lock(store_, std::move(args), use_awaitable);
+  Result<LockOutcome> r = co_await observe("lock", std::move(call));
+  if (!r) co_return co_await store_failed(route, req, r.status());
+  if (r->kind == LockOutcome::Kind::busy)
+    co_return problem(req, Problem::locked, "another request holds this key", r->retry_after);
+
+  HttpRequest fwd = make_forward_request(req, upstream_.url());
+  fwd.set("Idempotency-Key", id.key);
+  fwd.set(kFenceHeader, std::to_string(r->fence));
+  bool conflict = false;
+  Identity lock_id{id.scope, name, {}};
+  UpstreamResult up = co_await exchange_renewing(fwd, route, lock_id, r->fence, true, owner, conflict);
+  UnlockArgs unlock{name, owner};
+  auto ucall = async_unlock(store_, std::move(unlock), use_awaitable);
+  Result<UnlockOutcome> u = co_await observe("unlock", std::move(ucall));
+  if (u && *u == UnlockOutcome::not_owner) metrics_.count_store_conflict();
+  if (up.kind != UpstreamResult::Kind::response)
+    co_return problem(req, failure_problem(up.kind), "the upstream did not answer: " + up.error);
+  co_return Reply{make_client_response(std::move(up.response), req.version(), req.keep_alive()), "forwarded"};
+}
+
+awaitable<UpstreamResult> Gateway::exchange_renewing(const HttpRequest& fwd, const Route& route,
+                                                     const Identity& id, Fence fence, bool lock,
+                                                     std::string owner, bool& conflict) {
+  using namespace asio::experimental::awaitable_operators;
+  const auto t0 = Steady::now();
+  auto exchange = upstream_.exchange(fwd, route.policy.upstream_timeout);
+  auto renewal = renew(route, id, fence, lock, std::move(owner), conflict);
+  auto both = co_await (std::move(exchange) || std::move(renewal));
+  metrics_.observe_upstream(since(t0));
+  if (both.index() == 0) co_return std::get<0>(std::move(both));
+  co_return UpstreamResult{UpstreamResult::Kind::broken, {}, "interrupted"};
+}
+
+awaitable<void> Gateway::renew(const Route& route, const Identity& id, Fence fence, bool lock,
+                               std::string owner, bool& conflict) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  const Duration lease = route.policy.lease;
+  for (;;) {
+    timer.expires_after(lease / 3);
+    auto [ec] = co_await timer.async_wait(kTuple);
+    if (ec) co_return;  // the exchange finished
+    if (conflict) continue;
+    bool fenced = false;
+    if (lock) {
+      LockArgs args{id.key, owner, lease};
+      auto call = async_extend_lock(store_, std::move(args), use_awaitable);
+      Result<LockExtendOutcome> r = co_await observe("extend_lock", std::move(call));
+      fenced = r && *r == LockExtendOutcome::not_owner;
+    } else {
+      ExtendArgs args{id.scope, id.key, fence, lease};
+      auto call = async_extend(store_, std::move(args), use_awaitable);
+      Result<ExtendOutcome> r = co_await observe("extend", std::move(call));
+      fenced = r && *r == ExtendOutcome::fenced;
+    }
+    if (fenced) {
+      conflict = true;
+      metrics_.count_store_conflict();
+    }
+    auto cs = co_await asio::this_coro::cancellation_state;
+    if (cs.cancelled() != asio::cancellation_type::none) co_return;
+  }
+}
+
+awaitable<void> Gateway::release_claim(const Route& route, const Identity& id, Fence fence) {
+  ReleaseArgs args{id.scope, id.key, fence};
+  auto call = async_release(store_, std::move(args), use_awaitable);
+  Result<ReleaseOutcome> r = co_await observe("release", std::move(call));
+  if (r && *r == ReleaseOutcome::fenced) metrics_.count_store_conflict();
+  waiters_.notify(id.scope, id.key);
+  if (route.key.kind == KeyRule::Kind::token && r && *r == ReleaseOutcome::released) {
+    // The user may submit again with the same token (SPEC §3.3).
+    RestoreTokenArgs restore{id.scope, id.key, config_.tokens.ttl};
+    auto rcall = async_restore_token(store_, std::move(restore), use_awaitable);
+    Result<RestoreOutcome> restored = co_await observe("restore_token", std::move(rcall));
+    (void)restored;
+  }
+}
+
+awaitable<void> Gateway::commit_claim(const Route& route, const Identity& id, Fence fence,
+                                      std::string result) {
+  CommitArgs args{id.scope, id.key, fence, std::move(result), route.policy.retention};
+  auto call = async_commit(store_, std::move(args), use_awaitable);
+  Result<CommitOutcome> r = co_await observe("commit", std::move(call));
+  if (r && *r == CommitOutcome::fenced) {
+    metrics_.count_store_conflict();
+    std::fprintf(stderr, "idem: route %s: commit fenced (lease taken over or record removed)\n",
+                 route.name.c_str());
+  }
+  waiters_.notify(id.scope, id.key);
+}
+
+awaitable<Gateway::Reply> Gateway::store_failed(const Route& route, const HttpRequest& req, const Status& s) {
+  if (route.policy.on_store_error == OnStoreError::pass)
+    co_return co_await forward_unprotected(route, req, true);
+  co_return problem(req, Problem::store_unavailable, "the idempotency store is unavailable: " + s.message(),
+                    Duration(1'000'000));
+}
+
+awaitable<Gateway::Reply> Gateway::forward_unprotected(const Route& route, const HttpRequest& req,
+                                                       bool mark) {
+  HttpRequest fwd = make_forward_request(req, upstream_.url());
+  const auto t0 = Steady::now();
+  UpstreamResult up = co_await upstream_.exchange(fwd, route.policy.upstream_timeout);
+  metrics_.observe_upstream(since(t0));
+  if (up.kind != UpstreamResult::Kind::response) {
+    Reply r = problem(req, failure_problem(up.kind), "the upstream did not answer: " + up.error);
+    if (mark) r.response.set(kStatusHeader, "unprotected");
+    r.outcome = "unprotected";
+    co_return r;
+  }
+  HttpResponse res = make_client_response(std::move(up.response), req.version(), req.keep_alive(),
+                                          req.method() == http::verb::head);
+  if (mark) res.set(kStatusHeader, "unprotected");
+  co_return Reply{std::move(res), "unprotected"};
+}
+
+awaitable<HttpResponse> Gateway::proxy(const HttpRequest& req) {
+  HttpRequest fwd = make_forward_request(req, upstream_.url());
+  const auto t0 = Steady::now();
+  UpstreamResult up = co_await upstream_.exchange(fwd, config_.defaults.upstream_timeout);
+  metrics_.observe_upstream(since(t0));
+  if (up.kind != UpstreamResult::Kind::response)
+    co_return problem_response(failure_problem(up.kind), "the upstream did not answer: " + up.error,
+                               req.version(), req.keep_alive());
+  co_return make_client_response(std::move(up.response), req.version(), req.keep_alive(),
+                                 req.method() == http::verb::head);
+}
+
+awaitable<HttpResponse> Gateway::issue_token(const HttpRequest& req) {
+  const Subject& subject = config_.tokens.subject;
+  std::string scope;
+  if (subject.kind != Subject::Kind::none) {
+    auto it = req.find(subject.header);
+    if (it == req.end() || it->value().empty())
+      co_return problem_response(Problem::subject_missing, "the " + subject.header + " header is missing",
+                                 req.version(), req.keep_alive());
+    scope = subject.kind == Subject::Kind::header_hash ? hash_subject(it->value()) : std::string(it->value());
+  }
+  IssueTokenArgs args{scope, config_.tokens.ttl};
+  auto call = async_issue_token(store_, std::move(args), use_awaitable);
+  Result<std::string> token = co_await observe("issue_token", std::move(call));
+  if (!token)
+    co_return problem_response(Problem::store_unavailable, "the idempotency store is unavailable",
+                               req.version(), req.keep_alive(), Duration(1'000'000));
+  metrics_.count_token_issued();
+  boost::json::object o;
+  o["token"] = *token;
+  o["expires_in"] = std::chrono::duration_cast<std::chrono::seconds>(config_.tokens.ttl).count();
+  co_return json_response(http::status::created, boost::json::serialize(o), req.version(), req.keep_alive());
+}
+
+}  // namespace idem::gateway

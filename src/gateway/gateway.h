@@ -1,0 +1,99 @@
+// The request pipeline of `idem serve` (SPEC §3.2, §3.3): what happens to a request once
+// the HTTP layer has read it. validate → claim → forward or local reply → capture the
+// response → store or release → answer, with every store and upstream call bounded by a
+// deadline and every outcome counted and logged once.
+//
+// The HTTP layer (server.h) reads the request head, asks check_head, reads the body within
+// the route's max_body, then calls protect(); unmatched requests go to proxy(). Nothing
+// here touches the client's connection, so a client that disconnects never cancels an
+// upstream exchange: the result is stored all the same.
+// Safe for concurrent use from any number of coroutines on any executors.
+#pragma once
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "gateway/config.h"
+#include "gateway/http_reply.h"
+#include "gateway/metrics.h"
+#include "gateway/request_identity.h"
+#include "gateway/upstream.h"
+#include "gateway/waiters.h"
+#include "idem/store.h"
+
+namespace idem::gateway {
+
+// The fields of a Beast request as the core's HeaderField views (valid while `req` lives).
+std::vector<HeaderField> header_fields(const HttpRequest& req);
+
+class Gateway {
+ public:
+  Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics);
+
+  const Config& config() const noexcept { return config_; }
+
+  // A request of a protected route whose head was checked (`head` is check_head's answer)
+  // and whose body is read. Answers, counts idem_requests_total and logs one line.
+  boost::asio::awaitable<HttpResponse> protect(const RouteMatch& match, const HttpRequest& req,
+                                               Decision head);
+
+  // A protected request rejected before its body was read (check_head, max_body).
+  HttpResponse reject_early(const Route& route, const HttpRequest& req, const Rejection& r, bool keep_alive);
+
+  // An unmatched request: forwarded untouched but for hop-by-hop fields and a client-sent
+  // Idempotency-Fence.
+  boost::asio::awaitable<HttpResponse> proxy(const HttpRequest& req);
+
+  // POST /_idem/tokens (SPEC §3.3).
+  boost::asio::awaitable<HttpResponse> issue_token(const HttpRequest& req);
+
+ private:
+  struct Reply {
+    HttpResponse response;
+    std::string_view outcome;  // the idem_requests_total label
+  };
+  Reply problem(const HttpRequest& req, Problem p, std::string_view detail,
+                std::optional<Duration> retry_after = std::nullopt) const;
+
+  boost::asio::awaitable<Reply> replay_mode(const Route& route, const Identity& id, const HttpRequest& req);
+  boost::asio::awaitable<Reply> run_claimed(const Route& route, const Identity& id, const HttpRequest& req,
+                                            Fence fence, bool recovered);
+  boost::asio::awaitable<Reply> lock_mode(const Route& route, const Identity& id, const HttpRequest& req);
+  boost::asio::awaitable<Reply> forward_unprotected(const Route& route, const HttpRequest& req, bool mark);
+  boost::asio::awaitable<Reply> store_failed(const Route& route, const HttpRequest& req, const Status& s);
+  Reply answer_replay(const Route& route, const HttpRequest& req, std::string_view stored, bool waited) const;
+
+  // The upstream exchange while the claim (or lock) is renewed every lease/3; `conflict`
+  // becomes true when a renewal came back fenced / not_owner.
+  boost::asio::awaitable<UpstreamResult> exchange_renewing(const HttpRequest& fwd, const Route& route,
+                                                           const Identity& id, Fence fence, bool lock,
+                                                           std::string owner, bool& conflict);
+  boost::asio::awaitable<void> renew(const Route& route, const Identity& id, Fence fence, bool lock,
+                                     std::string owner, bool& conflict);
+  // Release a claim (and, on a token route, re-arm the token), then wake waiters.
+  boost::asio::awaitable<void> release_claim(const Route& route, const Identity& id, Fence fence);
+  boost::asio::awaitable<void> commit_claim(const Route& route, const Identity& id, Fence fence,
+                                            std::string result);
+
+  template <class T>
+  boost::asio::awaitable<Result<T>> observe(const char* op, boost::asio::awaitable<Result<T>> call);
+
+  void log(const Route& route, const Identity* id, std::string_view outcome, unsigned status,
+           Duration latency) const;
+  std::string next_owner();
+
+  const Config& config_;
+  Store& store_;
+  UpstreamClient& upstream_;
+  Metrics& metrics_;
+  Waiters waiters_;
+  std::string instance_;  // random, names lock owners
+  std::atomic<std::uint64_t> requests_{0};
+};
+
+}  // namespace idem::gateway

@@ -1,0 +1,94 @@
+#include "gateway/http_reply.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <vector>
+
+#include <boost/json.hpp>
+
+namespace idem::gateway {
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) noexcept {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+}  // namespace
+
+long retry_after_seconds(Duration d) noexcept {
+  const auto us = d.count();
+  const long s = static_cast<long>((us + 999'999) / 1'000'000);
+  return std::max(1L, s);
+}
+
+HttpResponse problem_response(unsigned status, std::string_view name, std::string_view title,
+                              std::string_view detail, unsigned version, bool keep_alive) {
+  boost::json::object o;
+  o["type"] = "urn:idem:problem:" + std::string(name);
+  o["title"] = title;
+  o["status"] = status;
+  o["detail"] = detail;
+  HttpResponse res{static_cast<http::status>(status), version};
+  res.set(http::field::content_type, "application/problem+json");
+  res.set(http::field::cache_control, "no-store");
+  res.body() = boost::json::serialize(o);
+  res.keep_alive(keep_alive);
+  res.prepare_payload();
+  return res;
+}
+
+HttpResponse problem_response(Problem p, std::string_view detail, unsigned version, bool keep_alive,
+                              std::optional<Duration> retry_after) {
+  auto res = problem_response(static_cast<unsigned>(problem_status(p)), problem_name(p), problem_title(p),
+                              detail, version, keep_alive);
+  if (retry_after) res.set(http::field::retry_after, std::to_string(retry_after_seconds(*retry_after)));
+  return res;
+}
+
+HttpResponse json_response(http::status status, std::string body, unsigned version, bool keep_alive) {
+  HttpResponse res{status, version};
+  res.set(http::field::content_type, "application/json");
+  res.set(http::field::cache_control, "no-store");
+  res.body() = std::move(body);
+  res.keep_alive(keep_alive);
+  res.prepare_payload();
+  return res;
+}
+
+bool is_hop_by_hop(std::string_view name) noexcept {
+  static constexpr std::array<std::string_view, 9> kNames = {
+      "connection", "keep-alive",         "proxy-connection",   "te", "trailer", "transfer-encoding",
+      "upgrade",    "proxy-authenticate", "proxy-authorization"};
+  return std::any_of(kNames.begin(), kNames.end(), [&](std::string_view n) { return iequals(n, name); });
+}
+
+void strip_hop_by_hop(http::fields& fields) {
+  // Fields the Connection header names are hop-by-hop for this message too.
+  std::vector<std::string> named;
+  for (auto it = fields.find(http::field::connection);
+       it != fields.end() && it->name() == http::field::connection; ++it) {
+    std::string_view v = it->value();
+    while (!v.empty()) {
+      auto comma = v.find(',');
+      named.push_back(trim(v.substr(0, comma)));
+      v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
+    }
+  }
+  for (const auto& n : named)
+    if (!n.empty()) fields.erase(n);
+  std::vector<std::string> drop;
+  for (const auto& f : fields)
+    if (is_hop_by_hop(f.name_string())) drop.emplace_back(f.name_string());
+  for (const auto& n : drop) fields.erase(n);
+}
+
+}  // namespace idem::gateway

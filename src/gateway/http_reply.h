@@ -1,0 +1,51 @@
+// HTTP building blocks shared by the gateway's listeners and its upstream client: the
+// message types, problem+json replies (SPEC §3.4), Retry-After and hop-by-hop handling.
+// Problem → status comes from problem.h, the one place that maps them.
+// Pure functions; safe for concurrent use.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/beast/http.hpp>
+
+#include "gateway/problem.h"
+#include "idem/clock.h"
+
+namespace idem::gateway {
+
+namespace http = boost::beast::http;
+using HttpRequest = http::request<http::string_body>;
+using HttpResponse = http::response<http::string_body>;
+
+// `Retry-After` in whole seconds, rounded up, at least 1 (SPEC §3.1).
+long retry_after_seconds(Duration d) noexcept;
+
+// An application/problem+json reply:
+// {"type":"urn:idem:problem:<name>","title":...,"status":...,"detail":...}.
+HttpResponse problem_response(Problem p, std::string_view detail, unsigned version, bool keep_alive,
+                              std::optional<Duration> retry_after = std::nullopt);
+
+// The same shape for the few HTTP-level errors that are not gateway problems of SPEC §3.2
+// (431 header too large, 404 unknown admin path, 405).
+HttpResponse problem_response(unsigned status, std::string_view name, std::string_view title,
+                              std::string_view detail, unsigned version, bool keep_alive);
+
+// A JSON reply (admin listener, control API, token issue).
+HttpResponse json_response(http::status status, std::string body, unsigned version, bool keep_alive);
+
+// True for hop-by-hop fields (RFC 9110 §7.6.1) that a proxy never forwards.
+bool is_hop_by_hop(std::string_view name) noexcept;
+
+// Removes the hop-by-hop fields (Transfer-Encoding among them) and those the Connection
+// field names. Content-Length stays: the caller recomputes it with prepare_payload(), except
+// for answers to HEAD, where it describes the body a GET would have had.
+void strip_hop_by_hop(http::fields& fields);
+
+// The forwarded-request fields that the gateway alone may set (SPEC §3.2).
+inline constexpr std::string_view kFenceHeader = "Idempotency-Fence";
+inline constexpr std::string_view kReplayedHeader = "Idempotent-Replayed";
+inline constexpr std::string_view kStatusHeader = "Idempotency-Status";
+
+}  // namespace idem::gateway

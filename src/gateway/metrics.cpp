@@ -1,0 +1,93 @@
+#include "gateway/metrics.h"
+
+#include <cstdio>
+
+namespace idem::gateway {
+namespace {
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string label_value(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+void Histogram::observe(Duration d) noexcept {
+  const double s = static_cast<double>(d.count()) / 1e6;
+  std::size_t i = 0;
+  while (i < kBounds.size() && s > kBounds[i]) ++i;
+  buckets_[i].fetch_add(1, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  sum_us_.fetch_add(static_cast<std::uint64_t>(d.count() > 0 ? d.count() : 0), std::memory_order_relaxed);
+}
+
+void Histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
+  const std::string sep = labels.empty() ? "" : std::string(labels) + ",";
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i <= kBounds.size(); ++i) {
+    cumulative += buckets_[i].load(std::memory_order_relaxed);
+    const std::string le = i < kBounds.size() ? number(kBounds[i]) : "+Inf";
+    out += std::string(name) + "_bucket{" + sep + "le=\"" + le + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  const std::string braces = labels.empty() ? "" : "{" + std::string(labels) + "}";
+  out += std::string(name) + "_sum" + braces + " " +
+         number(static_cast<double>(sum_us_.load(std::memory_order_relaxed)) / 1e6) + "\n";
+  out += std::string(name) + "_count" + braces + " " +
+         std::to_string(count_.load(std::memory_order_relaxed)) + "\n";
+}
+
+void Metrics::count_request(std::string_view route, std::string_view outcome) {
+  std::lock_guard lock(mu_);
+  ++requests_[{std::string(route), std::string(outcome)}];
+}
+
+void Metrics::observe_store(std::string_view op, Duration d) {
+  Histogram* h = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    auto it = store_.find(op);
+    if (it == store_.end()) it = store_.try_emplace(std::string(op)).first;
+    h = &it->second;  // map nodes are stable
+  }
+  h->observe(d);
+}
+
+std::string Metrics::render() const {
+  std::string out;
+  std::lock_guard lock(mu_);
+  out += "# HELP idem_requests_total Protected requests by route and outcome.\n";
+  out += "# TYPE idem_requests_total counter\n";
+  for (const auto& [k, v] : requests_)
+    out += "idem_requests_total{route=\"" + label_value(k.first) + "\",outcome=\"" + label_value(k.second) +
+           "\"} " + std::to_string(v) + "\n";
+  auto counter = [&](const char* name, const char* help, std::uint64_t v) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " " +
+           std::to_string(v) + "\n";
+  };
+  counter("idem_tokens_issued_total", "One-time tokens issued.", tokens_issued_.load());
+  counter("idem_store_errors_total", "Store calls that failed.", store_errors_.load());
+  counter("idem_store_conflicts_total", "Commits or extends answered fenced.", store_conflicts_.load());
+  out += "# HELP idem_store_seconds Store call latency.\n# TYPE idem_store_seconds histogram\n";
+  for (const auto& [op, h] : store_) h.render(out, "idem_store_seconds", "op=\"" + label_value(op) + "\"");
+  out += "# HELP idem_upstream_seconds Upstream exchange latency.\n# TYPE idem_upstream_seconds histogram\n";
+  upstream_.render(out, "idem_upstream_seconds", "");
+  out += "# HELP idem_inflight Requests being handled.\n# TYPE idem_inflight gauge\nidem_inflight " +
+         std::to_string(inflight_.load()) + "\n";
+  return out;
+}
+
+}  // namespace idem::gateway

@@ -1,0 +1,19 @@
+// A record as the admin API and `idem record get` show it (SPEC §3.5): scope, key, state,
+// fence, expires_at (RFC 3339), lease_until (pending) and, for done records, what the
+// result holds (response with response_status, uncertain, not_stored, or json with value).
+// Pure; safe for concurrent use.
+#pragma once
+
+#include <string>
+
+#include "idem/record.h"
+
+namespace idem::gateway {
+
+// "2026-11-29T21:07:59.123456Z".
+std::string rfc3339(TimePoint t);
+
+// The record as a JSON text.
+std::string record_json(const Record& record);
+
+}  // namespace idem::gateway

@@ -1,0 +1,133 @@
+#include "gateway/upstream.h"
+
+#include <tuple>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+
+namespace idem::gateway {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using asio::ip::tcp;
+
+namespace {
+
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::uint64_t kMaxResponseBody = 256ull * 1024 * 1024;
+constexpr std::size_t kMaxIdle = 256;
+
+// A pooled connection the upstream has closed (or sent stray bytes on) is not usable.
+bool still_open(beast::tcp_stream& s) {
+  auto& sock = s.socket();
+  if (!sock.is_open()) return false;
+  boost::system::error_code ec;
+  sock.non_blocking(true, ec);
+  if (ec) return false;
+  char c;
+  sock.receive(asio::buffer(&c, 1), tcp::socket::message_peek, ec);
+  const bool idle = ec == asio::error::would_block;  // nothing to read, not even end of stream
+  sock.non_blocking(false, ec);
+  return idle && !ec;
+}
+
+}  // namespace
+
+HttpRequest make_forward_request(const HttpRequest& client, const UpstreamUrl& upstream) {
+  HttpRequest req = client;
+  strip_hop_by_hop(req.base());
+  req.erase(kFenceHeader);
+  req.erase(http::field::expect);
+  if (!upstream.base_path.empty()) req.target(upstream.base_path + std::string(client.target()));
+  req.version(11);
+  req.keep_alive(true);
+  if (!req.body().empty() || req.method() == http::verb::post || req.method() == http::verb::put ||
+      req.method() == http::verb::patch)
+    req.prepare_payload();
+  return req;
+}
+
+HttpResponse make_client_response(HttpResponse upstream, unsigned version, bool keep_alive, bool head) {
+  HttpResponse res = std::move(upstream);
+  strip_hop_by_hop(res.base());
+  res.version(version);
+  res.keep_alive(keep_alive);
+  if (!head) res.prepare_payload();
+  return res;
+}
+
+UpstreamClient::UpstreamClient(asio::io_context& ioc, UpstreamUrl url,
+                               std::chrono::steady_clock::duration max_idle)
+    : ioc_(ioc), url_(std::move(url)), max_idle_(max_idle) {}
+
+std::optional<beast::tcp_stream> UpstreamClient::checkout() {
+  std::lock_guard lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  while (!idle_.empty()) {
+    Idle c = std::move(idle_.back());
+    idle_.pop_back();
+    if (now - c.since < max_idle_ && still_open(c.stream)) return std::move(c.stream);
+    boost::system::error_code ec;
+    c.stream.socket().close(ec);
+  }
+  return std::nullopt;
+}
+
+void UpstreamClient::checkin(beast::tcp_stream stream) {
+  std::lock_guard lock(mu_);
+  stream.expires_never();
+  if (idle_.size() >= kMaxIdle) return;  // closes the stream
+  idle_.push_back({std::move(stream), std::chrono::steady_clock::now()});
+}
+
+void UpstreamClient::close_idle() {
+  std::lock_guard lock(mu_);
+  idle_.clear();
+}
+
+asio::awaitable<UpstreamResult> UpstreamClient::exchange(const HttpRequest& request, Duration timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pooled = checkout();
+  beast::tcp_stream stream = pooled ? std::move(*pooled) : beast::tcp_stream(ioc_.get_executor());
+  if (!pooled) {
+    boost::system::error_code cec;
+    const auto address = asio::ip::make_address(url_.host, cec);
+    if (!cec) {  // an IP address: no resolver round trip
+      const tcp::endpoint endpoint(address, url_.port);
+      stream.expires_at(deadline);
+      std::tie(cec) = co_await stream.async_connect(endpoint, kTuple);
+    } else {
+      tcp::resolver resolver(ioc_.get_executor());
+      auto [rec, endpoints] = co_await resolver.async_resolve(url_.host, std::to_string(url_.port), kTuple);
+      if (rec) co_return UpstreamResult{UpstreamResult::Kind::refused, {}, "resolve: " + rec.message()};
+      stream.expires_at(deadline);
+      tcp::endpoint ep;
+      std::tie(cec, ep) = co_await stream.async_connect(endpoints, kTuple);
+    }
+    if (cec) co_return UpstreamResult{UpstreamResult::Kind::refused, {}, "connect: " + cec.message()};
+    stream.socket().set_option(tcp::no_delay(true), cec);
+  }
+
+  stream.expires_at(deadline);
+  auto [wec, written] = co_await http::async_write(stream, request, kTuple);
+  if (wec == beast::error::timeout)
+    co_return UpstreamResult{UpstreamResult::Kind::timeout, {}, "timed out sending the request"};
+  if (wec) co_return UpstreamResult{UpstreamResult::Kind::broken, {}, "send: " + wec.message()};
+
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kMaxResponseBody);
+  if (request.method() == http::verb::head) parser.skip(true);
+  auto [rec, read] = co_await http::async_read(stream, buffer, parser, kTuple);
+  if (rec == beast::error::timeout)
+    co_return UpstreamResult{UpstreamResult::Kind::timeout, {}, "timed out waiting for the response"};
+  if (rec) co_return UpstreamResult{UpstreamResult::Kind::broken, {}, "receive: " + rec.message()};
+
+  HttpResponse res = parser.release();
+  if (res.keep_alive() && buffer.size() == 0) checkin(std::move(stream));
+  co_return UpstreamResult{UpstreamResult::Kind::response, std::move(res), {}};
+}
+
+}  // namespace idem::gateway

@@ -1,0 +1,145 @@
+// End to end: the admin listener (SPEC §3.5), the control API (§3.7), metrics and logs.
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "gateway/e2e_fixture.h"
+#include "gateway/request_identity.h"
+
+namespace idem::e2e {
+namespace {
+
+TEST_F(GatewayE2E, HeaderHashSubjectScopesRecordsByTheHash) {
+  const std::string key = unique("hashed");
+  EXPECT_EQ(post("/hashed", key, "{}", {{"Authorization", "Bearer alice"}}).result_int(), 201u);
+  const std::string scope = idem::gateway::hash_subject("Bearer alice");
+  Response rec = request(admin_, verb::get, "/v1/records/" + scope + "/" + key);
+  EXPECT_EQ(rec.result_int(), 200u) << rec.body();
+  EXPECT_EQ(body_json(rec).at("scope").as_string(), scope);
+  Response other = post("/hashed", key, "{}", {{"Authorization", "Bearer bob"}});
+  EXPECT_EQ(header(other, "Idempotent-Replayed"), "");
+}
+
+TEST_F(GatewayE2E, AdminHealthMetricsAndRecords) {
+  EXPECT_EQ(request(admin_, verb::get, "/healthz").result_int(), 200u);
+  EXPECT_EQ(request(admin_, verb::get, "/readyz").result_int(), 200u);
+  const std::string key = unique("rec");
+  ASSERT_EQ(post("/orders", key).result_int(), 201u);
+  Response rec = request(admin_, verb::get, "/v1/records/_/" + key);
+  ASSERT_EQ(rec.result_int(), 200u) << rec.body();
+  auto o = body_json(rec);
+  EXPECT_EQ(o.at("scope").as_string(), "");
+  EXPECT_EQ(o.at("key").as_string(), key);
+  EXPECT_EQ(o.at("state").as_string(), "done");
+  EXPECT_EQ(o.at("result").as_string(), "response");
+  EXPECT_EQ(o.at("response_status").as_int64(), 201);
+  EXPECT_TRUE(o.contains("fence"));
+  EXPECT_TRUE(o.contains("expires_at"));
+
+  Response metrics = request(admin_, verb::get, "/metrics");
+  EXPECT_NE(metrics.body().find("idem_requests_total{route=\"orders\",outcome=\"forwarded\"}"),
+            std::string::npos);
+  for (const char* name :
+       {"idem_tokens_issued_total", "idem_store_errors_total", "idem_store_conflicts_total",
+        "idem_store_seconds_bucket", "idem_upstream_seconds_bucket", "idem_inflight"})
+    EXPECT_NE(metrics.body().find(name), std::string::npos) << name;
+
+  EXPECT_EQ(request(admin_, verb::delete_, "/v1/records/_/" + key).result_int(), 204u);
+  EXPECT_EQ(request(admin_, verb::get, "/v1/records/_/" + key).result_int(), 404u);
+  EXPECT_EQ(request(admin_, verb::delete_, "/v1/records/_/" + key).result_int(), 404u);
+  // Removed by the operator: the next request runs again.
+  EXPECT_EQ(post("/orders", key).result_int(), 201u);
+  EXPECT_EQ(executions(key), 2);
+}
+
+TEST_F(GatewayE2E, ControlApiBeginCommitReplay) {
+  const std::string key = unique("ctl");
+  auto call = [&](const char* path, const std::string& body) {
+    return request(admin_, verb::post, path, {{"Content-Type", "application/json"}}, body);
+  };
+  Response begin = call("/v1/begin", R"({"scope":"s","key":")" + key + R"("})");
+  ASSERT_EQ(begin.result_int(), 200u) << begin.body();
+  auto b = body_json(begin);
+  EXPECT_EQ(b.at("outcome").as_string(), "acquired");
+  EXPECT_EQ(b.at("recovered").as_bool(), false);
+  const auto fence = b.at("fence").to_number<std::uint64_t>();
+
+  Response busy = call("/v1/begin", R"({"scope":"s","key":")" + key + R"("})");
+  EXPECT_EQ(body_json(busy).at("outcome").as_string(), "in_progress");
+  Response stale = call("/v1/commit", R"({"scope":"s","key":")" + key + R"(","fence":1,"result":{}})");
+  EXPECT_EQ(stale.result_int(), 409u);
+  EXPECT_EQ(body_json(stale).at("outcome").as_string(), "fenced");
+  Response commit = call("/v1/commit", R"({"scope":"s","key":")" + key + R"(","fence":)" +
+                                           std::to_string(fence) + R"(,"result":{"order":42}})");
+  EXPECT_EQ(body_json(commit).at("outcome").as_string(), "committed");
+  Response replay = call("/v1/begin", R"({"scope":"s","key":")" + key + R"("})");
+  auto rp = body_json(replay);
+  EXPECT_EQ(rp.at("outcome").as_string(), "replay");
+  EXPECT_EQ(json::serialize(rp.at("result")), R"({"order":42})");
+
+  Response rec = request(admin_, verb::get, "/v1/records/s/" + key);
+  EXPECT_EQ(body_json(rec).at("result").as_string(), "json");
+
+  Response underscore = call("/v1/begin", R"({"scope":"_","key":")" + key + R"("})");
+  EXPECT_EQ(body_json(underscore).at("outcome").as_string(), "acquired");
+  Response scoped = request(admin_, verb::get, "/v1/records/%5F/" + key);
+  ASSERT_EQ(scoped.result_int(), 200u);
+  EXPECT_EQ(body_json(scoped).at("scope").as_string(), "_");
+  EXPECT_EQ(body_json(scoped).at("state").as_string(), "pending");
+  EXPECT_TRUE(body_json(scoped).contains("lease_until"));
+  EXPECT_EQ(request(admin_, verb::get, "/v1/records/_/" + key).result_int(), 404u);
+
+  Response bad = call("/v1/begin", "{not json");
+  EXPECT_EQ(bad.result_int(), 400u);
+  EXPECT_EQ(problem_type(bad), "urn:idem:problem:request-invalid");
+  Response missing = call("/v1/commit", R"({"scope":"s"})");
+  EXPECT_EQ(problem_type(missing), "urn:idem:problem:request-invalid");
+
+  Response token = call("/v1/tokens", R"({"scope":"s"})");
+  const std::string t(body_json(token).at("token").as_string());
+  EXPECT_EQ(body_json(call("/v1/tokens/consume", R"({"scope":"s","token":")" + t + R"("})"))
+                .at("outcome")
+                .as_string(),
+            "consumed");
+  EXPECT_EQ(body_json(call("/v1/tokens/consume", R"({"scope":"s","token":")" + t + R"("})"))
+                .at("outcome")
+                .as_string(),
+            "invalid");
+  EXPECT_EQ(body_json(call("/v1/tokens/restore", R"({"scope":"s","token":")" + t + R"("})"))
+                .at("outcome")
+                .as_string(),
+            "restored");
+  EXPECT_EQ(
+      body_json(call("/v1/tokens/restore", R"({"scope":"x","token":"nope"})")).at("outcome").as_string(),
+      "invalid");
+
+  Response lock = call("/v1/locks/acquire", R"({"name":")" + key + R"(","owner":"a","ttl_ms":5000})");
+  EXPECT_EQ(body_json(lock).at("outcome").as_string(), "locked");
+  Response other = call("/v1/locks/release", R"({"name":")" + key + R"(","owner":"b"})");
+  EXPECT_EQ(other.result_int(), 409u);
+  EXPECT_EQ(body_json(other).at("outcome").as_string(), "not_owner");
+}
+
+TEST_F(GatewayE2E, OutcomesAreCountedAndLoggedWithoutTheRawKey) {
+  const std::string key = unique("logged-secret");
+  std::thread first([&] { post("/orders", key, "{}", {{"X-Test-Delay-Ms", "400"}}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  Response waited = post("/orders", key);
+  first.join();
+  EXPECT_EQ(header(waited, "Idempotent-Replayed"), "true");
+  EXPECT_EQ(post("/orders", key, R"({"other":true})").result_int(), 422u);
+  Response metrics = request(admin_, verb::get, "/metrics");
+  EXPECT_NE(metrics.body().find("route=\"orders\",outcome=\"waited\""), std::string::npos);
+  EXPECT_NE(metrics.body().find("route=\"orders\",outcome=\"key_reused\""), std::string::npos);
+  std::string log;
+  run({"/bin/cat", *dir_ + "/idem.log"}, &log);
+  EXPECT_EQ(log.find(key), std::string::npos);
+  EXPECT_NE(log.find("\"outcome\":\"waited\""), std::string::npos);
+  EXPECT_NE(log.find("\"key_hash\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace idem::e2e

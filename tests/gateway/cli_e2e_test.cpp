@@ -1,0 +1,135 @@
+// End to end: the command line (SPEC §4) — serve with flags, check, record, exit codes,
+// admin token rules, SIGTERM and a crash mid-request.
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "gateway/e2e_fixture.h"
+#include "gateway/request_identity.h"
+
+namespace idem::e2e {
+namespace {
+
+// A temporary directory removed at the end of the test.
+struct TempDir {
+  std::string path = temp_dir();
+  ~TempDir() { remove_dir(path); }
+};
+
+TEST(GatewayProcess, ConnectionRefusedIs502AndReleases) {
+  TempDir tmp;
+  const std::string& dir = tmp.path;
+  const unsigned short port = free_port(), admin = free_port(), dead = free_port();
+  Process idem({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:" + std::to_string(dead), "--store",
+                "memory:", "--listen", "127.0.0.1:" + std::to_string(port), "--admin",
+                "127.0.0.1:" + std::to_string(admin)},
+               dir + "/idem.log");
+  ASSERT_TRUE(wait_healthy(admin, 5000));
+  Response r = request(port, verb::post, "/x", {{"Idempotency-Key", "k"}});
+  EXPECT_EQ(r.result_int(), 502u);
+  EXPECT_EQ(problem_type(r), "urn:idem:problem:upstream-unavailable");
+  EXPECT_EQ(request(admin, verb::get, "/v1/records/_/k").result_int(), 404u);
+}
+
+TEST(GatewayProcess, CheckExitCodes) {
+  TempDir tmp;
+  const std::string& dir = tmp.path;
+  write_file(dir + "/good.yaml", "upstream: http://127.0.0.1:9000\n");
+  write_file(dir + "/bad.yaml", "defaults:\n  lease: 0\n");
+  std::string out;
+  EXPECT_EQ(run({IDEM_BIN, "check", dir + "/good.yaml"}, &out), 0) << out;
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "check", dir + "/bad.yaml"}, &out), 2);
+  EXPECT_NE(out.find("lease"), std::string::npos) << out;
+  EXPECT_EQ(run({IDEM_BIN, "serve", "--no-such-flag"}), 2);
+  EXPECT_EQ(run({IDEM_BIN, "serve", "--store", "memory:"}), 2);  // no upstream
+  EXPECT_EQ(run({IDEM_BIN}), 2);
+  EXPECT_EQ(run({IDEM_BIN, "version"}), 0);
+}
+
+TEST(GatewayProcess, AdminTokenAndNonLoopbackRefusal) {
+  TempDir tmp;
+  const std::string& dir = tmp.path;
+  write_file(dir + "/open.yaml", "upstream: http://127.0.0.1:9000\nadmin:\n  listen: 0.0.0.0:9901\n");
+  EXPECT_EQ(run({IDEM_BIN, "serve", "--config", dir + "/open.yaml"}), 2);
+
+  const unsigned short port = free_port(), admin = free_port();
+  write_file(dir + "/token.yaml",
+             "upstream: http://127.0.0.1:9\nstore: \"memory:\"\nlisten: 127.0.0.1:" + std::to_string(port) +
+                 "\nadmin:\n  listen: 127.0.0.1:" + std::to_string(admin) +
+                 "\n  token_env: IDEM_E2E_TOKEN\n");
+  ::setenv("IDEM_E2E_TOKEN", "s3cret", 1);
+  Process idem({IDEM_BIN, "serve", "--config", dir + "/token.yaml"}, dir + "/idem.log");
+  ASSERT_TRUE(wait_healthy(admin, 5000));
+  Response denied = request(admin, verb::get, "/v1/records/_/k");
+  EXPECT_EQ(denied.result_int(), 401u);
+  EXPECT_EQ(problem_type(denied), "urn:idem:problem:unauthorized");
+  EXPECT_EQ(request(admin, verb::get, "/v1/records/_/k", {{"Authorization", "Bearer s3cret"}}).result_int(),
+            404u);
+  EXPECT_EQ(request(admin, verb::get, "/metrics").result_int(), 200u);
+}
+
+TEST(GatewayProcess, AClaimOfAKilledGatewayBecomesOutcomeUncertain) {
+  TempDir tmp;
+  const std::string& dir = tmp.path;
+  Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
+  const unsigned short port = free_port(), admin = free_port();
+  write_file(dir + "/idem.yaml", "listen: 127.0.0.1:" + std::to_string(port) +
+                                     "\nupstream: http://127.0.0.1:" + std::to_string(upstream.port()) +
+                                     "\nstore: sqlite:" + dir + "/idem.db\nadmin:\n  listen: 127.0.0.1:" +
+                                     std::to_string(admin) + "\ndefaults:\n  lease: 1s\n");
+  const std::vector<std::string> argv = {IDEM_BIN, "serve", "--config", dir + "/idem.yaml"};
+  auto first = std::make_unique<Process>(argv, dir + "/idem.log");
+  ASSERT_TRUE(wait_healthy(admin, 5000));
+  std::thread client([&] {
+    request(port, verb::post, "/orders", {{"Idempotency-Key", "crash"}, {"X-Test-Delay-Ms", "1500"}}, "{}");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  first->signal(SIGKILL);
+  first->wait(5000);
+  client.join();
+  Process second(argv, dir + "/idem.log");
+  ASSERT_TRUE(wait_healthy(admin, 5000));
+  // The claim survived the restart; once its lease expires the outcome is unknown: hold.
+  Response r = request(port, verb::post, "/orders", {{"Idempotency-Key", "crash"}}, "{}");
+  EXPECT_EQ(r.result_int(), 409u);
+  EXPECT_EQ(problem_type(r), "urn:idem:problem:outcome-uncertain");
+  EXPECT_EQ(request(upstream.port(), verb::get, "/_count?key=crash").body(), "1");
+}
+
+TEST(GatewayProcess, SigtermFinishesTheRequestInFlightAndStoresIt) {
+  TempDir tmp;
+  const std::string& dir = tmp.path;
+  Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
+  const unsigned short port = free_port(), admin = free_port();
+  const std::string store = "sqlite:" + dir + "/idem.db";
+  Process idem({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:" + std::to_string(upstream.port()),
+                "--store", store, "--listen", "127.0.0.1:" + std::to_string(port), "--admin",
+                "127.0.0.1:" + std::to_string(admin)},
+               dir + "/idem.log");
+  ASSERT_TRUE(wait_healthy(admin, 5000));
+  Response answer;
+  std::thread client([&] {
+    answer =
+        request(port, verb::post, "/orders", {{"Idempotency-Key", "term"}, {"X-Test-Delay-Ms", "800"}}, "{}");
+  });
+  // An idle keep-alive client must not hold the shutdown up until its read deadline.
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket idle(ioc);
+  idle.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  idem.signal(SIGTERM);
+  client.join();
+  EXPECT_EQ(answer.result_int(), 201u);
+  EXPECT_EQ(idem.wait(3000), 0) << "an idle connection delayed the shutdown";
+  std::string out;
+  EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "term"}, &out), 0) << out;
+  EXPECT_NE(out.find("\"state\":\"done\""), std::string::npos) << out;
+  EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "absent"}), 1);
+}
+
+}  // namespace
+}  // namespace idem::e2e

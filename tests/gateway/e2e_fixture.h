@@ -1,0 +1,141 @@
+// The shared fixture of the gateway's end-to-end tests: one test upstream and one `idem
+// serve` (memory store) per test program, with a route for every behaviour under test.
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <boost/json.hpp>
+
+#include "gateway/e2e_harness.h"
+
+namespace idem::e2e {
+
+using http::verb;
+namespace json = boost::json;
+
+inline std::string problem_type(const Response& r) {
+  boost::system::error_code ec;
+  auto v = json::parse(r.body(), ec);
+  if (ec || !v.is_object() || !v.as_object().contains("type")) return "(no problem: " + r.body() + ")";
+  return std::string(v.as_object().at("type").as_string());
+}
+
+inline std::string header(const Response& r, const char* name) {
+  auto it = r.find(name);
+  return it == r.end() ? std::string() : std::string(it->value());
+}
+
+inline json::object body_json(const Response& r) {
+  boost::system::error_code ec;
+  auto v = json::parse(r.body(), ec);
+  return ec || !v.is_object() ? json::object{} : v.as_object();
+}
+
+inline std::string config_text(unsigned short listen, unsigned short upstream, unsigned short admin,
+                               const std::string& store = "memory:") {
+  return "listen: 127.0.0.1:" + std::to_string(listen) +
+         "\nupstream: http://127.0.0.1:" + std::to_string(upstream) + "\nstore: \"" + store +
+         "\"\nadmin:\n  listen: 127.0.0.1:" + std::to_string(admin) + R"(
+defaults:
+  lease: 5s
+  wait: 5s
+  upstream_timeout: 3s
+routes:
+  - name: orders
+    match: { method: POST, path: /orders }
+  - name: nowait
+    match: { method: POST, path: /nowait }
+    wait: 0
+  - name: slow
+    match: { method: POST, path: /slow }
+    upstream_timeout: 500ms
+  - name: retry
+    match: { method: POST, path: /retry }
+    upstream_timeout: 500ms
+    on_uncertain: retry
+    lease: 1s
+    wait: 0
+  - name: once
+    match: { method: POST, path: /once }
+    on_duplicate: reject
+  - name: small
+    match: { method: POST, path: /small }
+    max_body: 100B
+    max_result: 64B
+  - name: cached
+    match: { method: POST, path: /cached }
+    cache_5xx: true
+  - name: user
+    match: { method: POST, path: /user }
+    subject: header:X-User-Id
+  - name: pay
+    match: { method: POST, path: /pay }
+    key: "pay:{json.id}"
+  - name: form
+    match: { method: POST, path: "/forms/*" }
+    key: token
+  - name: stock
+    match: { method: POST, path: "/skus/{sku}/deduct" }
+    key: "stock:{path.sku}"
+    mode: lock
+  - name: optional
+    match: { method: POST, path: /optional }
+    required: false
+  - name: hashed
+    match: { method: POST, path: /hashed }
+    subject: header-hash:Authorization
+  - name: form-once
+    match: { method: POST, path: "/once-forms/*" }
+    key: token
+    on_duplicate: reject
+  - name: renewed
+    match: { method: POST, path: /renewed }
+    lease: 900ms
+    wait: 0
+)";
+}
+
+class GatewayE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(temp_dir());
+    upstream_ = new Process({IDEM_TEST_UPSTREAM}, *dir_ + "/upstream.log", true);
+    port_ = free_port();
+    admin_ = free_port();
+    write_file(*dir_ + "/idem.yaml", config_text(port_, upstream_->port(), admin_));
+    idem_ = new Process({IDEM_BIN, "serve", "--config", *dir_ + "/idem.yaml"}, *dir_ + "/idem.log");
+    ASSERT_TRUE(wait_healthy(admin_, 5000)) << "idem did not start; see " << *dir_ << "/idem.log";
+  }
+  static void TearDownTestSuite() {
+    delete idem_;
+    delete upstream_;
+    remove_dir(*dir_);
+    delete dir_;
+  }
+
+  static Response post(const std::string& target, const std::string& key, const std::string& body = "{}",
+                       Headers extra = {}) {
+    if (!key.empty()) extra.emplace_back("Idempotency-Key", key);
+    extra.emplace_back("Content-Type", "application/json");
+    return request(port_, verb::post, target, extra, body);
+  }
+  static int executions(const std::string& key) {
+    return std::stoi(request(upstream_->port(), verb::get, "/_count?key=" + key).body());
+  }
+  static std::string unique(const char* name) {
+    static std::atomic<int> n{0};
+    return std::string(name) + "-" + std::to_string(::getpid()) + "-" + std::to_string(++n);
+  }
+
+  static inline std::string* dir_ = nullptr;
+  static inline Process* upstream_ = nullptr;
+  static inline Process* idem_ = nullptr;
+  static inline unsigned short port_ = 0;
+  static inline unsigned short admin_ = 0;
+};
+
+}  // namespace idem::e2e

@@ -1,0 +1,191 @@
+#include "gateway/e2e_harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+
+namespace idem::e2e {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using asio::ip::tcp;
+
+unsigned short free_port() {
+  asio::io_context ioc;
+  tcp::acceptor a(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  return a.local_endpoint().port();
+}
+
+Process::Process(std::vector<std::string> argv, const std::string& log_file, bool read_port) {
+  int out[2];
+  if (read_port && ::pipe(out) != 0) std::abort();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    int log = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(read_port ? out[1] : log, 1);
+    ::dup2(log, 2);
+    if (read_port) {
+      ::close(out[0]);
+      ::close(out[1]);
+    }
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    std::_Exit(127);
+  }
+  if (read_port) {
+    ::close(out[1]);
+    std::string line;
+    char c;
+    while (::read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
+    port_ = static_cast<unsigned short>(std::atoi(line.c_str()));
+    // Keep the pipe's read end open: the child may print more.
+  }
+}
+
+Process::~Process() {
+  if (!reaped_ && pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+void Process::signal(int sig) const { ::kill(pid_, sig); }
+
+int Process::wait(int timeout_ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < until) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      reaped_ = true;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+int run(const std::vector<std::string>& argv, std::string* output) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += "'" + a + "' ";
+  cmd += "2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+    if (output) output->append(buf, n);
+  const int status = ::pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+namespace {
+
+Response failed() {
+  Response r;
+  r.result(0u);
+  return r;
+}
+
+void set_timeouts(tcp::socket& s) {
+  timeval tv{10, 0};
+  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+}  // namespace
+
+Response request(unsigned short port, http::verb method, const std::string& target, const Headers& headers,
+                 const std::string& body) {
+  asio::io_context ioc;
+  tcp::socket socket(ioc);
+  beast::error_code ec;
+  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+  if (ec) return failed();
+  set_timeouts(socket);
+  http::request<http::string_body> req{method, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  for (const auto& [k, v] : headers) req.insert(k, v);
+  req.body() = body;
+  req.keep_alive(false);
+  req.prepare_payload();
+  http::write(socket, req, ec);  // on failure the server may still have answered (413)
+  beast::flat_buffer buffer;
+  for (;;) {  // interim (1xx) answers such as 100 Continue come before the final one
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 * 1024 * 1024);
+    if (method == http::verb::head) parser.skip(true);
+    http::read(socket, buffer, parser, ec);
+    if (ec) return failed();
+    if (parser.get().result_int() >= 200) return parser.release();
+  }
+}
+
+std::string raw_exchange(unsigned short port, const std::string& bytes) {
+  asio::io_context ioc;
+  tcp::socket socket(ioc);
+  beast::error_code ec;
+  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+  if (ec) return {};
+  timeval tv{5, 0};
+  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  asio::write(socket, asio::buffer(bytes), ec);
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    std::size_t n = socket.read_some(asio::buffer(buf), ec);
+    if (ec) break;
+    out.append(buf, n);
+  }
+  return out;
+}
+
+void send_and_close(unsigned short port, const std::string& bytes) {
+  asio::io_context ioc;
+  tcp::socket socket(ioc);
+  beast::error_code ec;
+  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+  if (ec) return;
+  asio::write(socket, asio::buffer(bytes), ec);
+  socket.close(ec);
+}
+
+bool wait_healthy(unsigned short admin_port, int timeout_ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < until) {
+    if (request(admin_port, http::verb::get, "/healthz").result_int() == 200) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+std::string temp_dir() {
+  std::string t = "/tmp/idem-e2e-XXXXXX";
+  if (!::mkdtemp(t.data())) std::abort();
+  return t;
+}
+
+void remove_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+}
+
+}  // namespace idem::e2e

@@ -1,0 +1,172 @@
+// The gateway runtime in-process, with a store decorator that fails on demand (LevelDB's
+// SpecialEnv): store failures before and after the claim, and the server's own deadlines.
+// The upstream is the real test upstream process.
+#include <signal.h>
+
+#include <atomic>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/json.hpp>
+
+#include "gateway/admin.h"
+#include "gateway/config.h"
+#include "gateway/e2e_harness.h"
+#include "gateway/gateway.h"
+#include "gateway/server.h"
+#include "idem/open.h"
+
+namespace idem::gateway {
+namespace {
+
+using e2e::request;
+using http::verb;
+
+// Forwards to a memory store; the flagged operations answer `unavailable` instead.
+class FaultyStore final : public Store {
+ public:
+  FaultyStore() : inner_(std::move(open_store("memory:")).value()) {}
+  std::atomic<bool> fail_begin{false};
+  std::atomic<bool> fail_commit{false};
+  const StoreTraits& traits() const noexcept override { return inner_->traits(); }
+
+ protected:
+  static Status down() { return unavailable("injected store failure"); }
+  void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
+    if (fail_begin) return cb(down());
+    inner_->begin(std::move(a), std::move(cb));
+  }
+  void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
+    if (fail_commit) return cb(down());
+    inner_->commit(std::move(a), std::move(cb));
+  }
+  void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
+    inner_->release(std::move(a), std::move(cb));
+  }
+  void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
+    inner_->extend(std::move(a), std::move(cb));
+  }
+  void do_get(RecordId id, Callback<std::optional<Record>> cb) override {
+    inner_->get(std::move(id), std::move(cb));
+  }
+  void do_remove(RecordId id, Callback<bool> cb) override { inner_->remove(std::move(id), std::move(cb)); }
+  void do_sweep(Callback<std::uint64_t> cb) override { inner_->sweep(std::move(cb)); }
+  void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
+    inner_->issue_token(std::move(a), std::move(cb));
+  }
+  void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
+    inner_->consume_token(std::move(a), std::move(cb));
+  }
+  void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
+    inner_->restore_token(std::move(a), std::move(cb));
+  }
+  void do_lock(LockArgs a, Callback<LockOutcome> cb) override { inner_->lock(std::move(a), std::move(cb)); }
+  void do_unlock(UnlockArgs a, Callback<UnlockOutcome> cb) override {
+    inner_->unlock(std::move(a), std::move(cb));
+  }
+  void do_extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) override {
+    inner_->extend_lock(std::move(a), std::move(cb));
+  }
+  void do_ping(Callback<Done> cb) override {
+    if (fail_begin) return cb(down());
+    inner_->ping(std::move(cb));
+  }
+
+ private:
+  std::unique_ptr<Store> inner_;
+};
+
+class GatewayRuntime : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = e2e::temp_dir();
+    upstream_ = std::make_unique<e2e::Process>(std::vector<std::string>{IDEM_TEST_UPSTREAM},
+                                               dir_ + "/upstream.log", true);
+    config_ = load_config_text("upstream: http://127.0.0.1:" + std::to_string(upstream_->port()) + R"(
+store: "memory:"
+routes:
+  - name: reject
+    match: { method: POST, path: /reject }
+  - name: pass
+    match: { method: POST, path: /pass }
+    on_store_error: pass
+)",
+                               "test.yaml");
+    upstream_client_ = std::make_unique<UpstreamClient>(ioc_, *config_.upstream);
+    gateway_ = std::make_unique<Gateway>(config_, store_, *upstream_client_, metrics_);
+    admin_ = std::make_unique<Admin>(config_, store_, metrics_);
+    ServerLimits limits;
+    limits.header_timeout = std::chrono::seconds(1);
+    server_ = std::make_unique<Server>(ioc_, *gateway_, *admin_, metrics_, limits);
+    port_ = server_->listen_client({"127.0.0.1", 0}).port();
+    admin_port_ = server_->listen_admin({"127.0.0.1", 0}).port();
+    for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { ioc_.run(); });
+  }
+  void TearDown() override {
+    server_->shutdown();
+    ioc_.stop();
+    for (auto& t : threads_) t.join();
+    upstream_.reset();
+    e2e::remove_dir(dir_);
+  }
+  e2e::Response post(const std::string& target, const std::string& key) {
+    return request(port_, verb::post, target, {{"Idempotency-Key", key}}, "{}");
+  }
+
+  std::string dir_;
+  std::unique_ptr<e2e::Process> upstream_;
+  Config config_;
+  FaultyStore store_;
+  Metrics metrics_;
+  boost::asio::io_context ioc_;
+  std::unique_ptr<UpstreamClient> upstream_client_;
+  std::unique_ptr<Gateway> gateway_;
+  std::unique_ptr<Admin> admin_;
+  std::unique_ptr<Server> server_;
+  unsigned short port_ = 0;
+  unsigned short admin_port_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+std::string type_of(const e2e::Response& r) {
+  boost::system::error_code ec;
+  auto v = boost::json::parse(r.body(), ec);
+  return ec ? r.body() : std::string(v.at("type").as_string());
+}
+
+TEST_F(GatewayRuntime, StoreUnavailableRejectsWith503AndRetryAfter) {
+  store_.fail_begin = true;
+  auto r = post("/reject", "k1");
+  EXPECT_EQ(r.result_int(), 503u);
+  EXPECT_EQ(type_of(r), "urn:idem:problem:store-unavailable");
+  EXPECT_EQ(r[http::field::retry_after], "1");
+  EXPECT_EQ(request(admin_port_, verb::get, "/readyz").result_int(), 503u);
+  EXPECT_EQ(request(admin_port_, verb::get, "/healthz").result_int(), 200u);
+  EXPECT_NE(metrics_.render().find("outcome=\"store_unavailable\"} 1"), std::string::npos);
+}
+
+TEST_F(GatewayRuntime, StoreUnavailableUnderPassForwardsUnprotected) {
+  store_.fail_begin = true;
+  auto r = post("/pass", "k2");
+  EXPECT_EQ(r.result_int(), 201u);
+  EXPECT_EQ(r["Idempotency-Status"], "unprotected");
+  EXPECT_NE(metrics_.render().find("route=\"pass\",outcome=\"unprotected\"} 1"), std::string::npos);
+}
+
+TEST_F(GatewayRuntime, StoreFailingAfterTheClaimStillAnswersTheUpstreamResponse) {
+  store_.fail_commit = true;
+  auto r = post("/reject", "k3");
+  EXPECT_EQ(r.result_int(), 201u);
+  EXPECT_NE(metrics_.render().find("idem_store_errors_total 1"), std::string::npos);
+}
+
+TEST_F(GatewayRuntime, ASlowHeadIsCutOffAtTheDeadline) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string out = e2e::raw_exchange(port_, "POST /reject HTTP/1.1\r\nHost: x\r\n");  // never finished
+  EXPECT_EQ(out, "");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+}
+
+}  // namespace
+}  // namespace idem::gateway

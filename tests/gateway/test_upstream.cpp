@@ -1,0 +1,134 @@
+// A small HTTP/1.1 upstream for the gateway's end-to-end tests (Envoy's FakeUpstream, as a
+// process). It counts executions per Idempotency-Key and misbehaves on request, through
+// request headers:
+//   X-Test-Status: N       answer with status N (default 200, or 201 for POST)
+//   X-Test-Delay-Ms: N     execute, then wait N ms before answering
+//   X-Test-Drop: before    close the connection without executing
+//   X-Test-Drop: after     execute, then close the connection without answering
+//   X-Test-Slow-Ms: N      send the head, wait N ms, then send the body
+//   X-Test-Body-Size: N    answer a body of N 'x' bytes instead of the JSON echo
+//   X-Test-Close: 1        answer (keep-alive as usual), then close the connection
+// GET /_count?key=K answers the number of executions of key K.
+// The JSON echo names the key, the execution number, the Idempotency-Fence received (or
+// "") and the request body. Usage: test_upstream [PORT]; prints the bound port on stdout.
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::ip::tcp;
+
+namespace {
+
+std::mutex mu;
+std::map<std::string, int> executions;  // guarded by mu
+
+int execute(const std::string& key) {
+  std::lock_guard lock(mu);
+  return ++executions[key];
+}
+
+int count(const std::string& key) {
+  std::lock_guard lock(mu);
+  auto it = executions.find(key);
+  return it == executions.end() ? 0 : it->second;
+}
+
+long header_number(const http::request<http::string_body>& req, const char* name, long fallback) {
+  auto it = req.find(name);
+  if (it == req.end()) return fallback;
+  return std::stol(std::string(it->value()));
+}
+
+void sleep_ms(long ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+void serve(tcp::socket& socket) {
+  beast::flat_buffer buffer;
+  beast::error_code ec;
+  for (;;) {
+    http::request<http::string_body> req;
+    http::read(socket, buffer, req, ec);
+    if (ec) return;
+    const std::string target(req.target());
+    http::response<http::string_body> res;
+    res.version(11);
+    res.keep_alive(req.keep_alive());
+    if (target.starts_with("/_count?key=")) {
+      res.result(200);
+      res.body() = std::to_string(count(target.substr(12)));
+      res.prepare_payload();
+      http::write(socket, res, ec);
+      if (ec) return;
+      continue;
+    }
+    auto key_it = req.find("Idempotency-Key");
+    const std::string key = key_it == req.end() ? target : std::string(key_it->value());
+    auto drop = req.find("X-Test-Drop");
+    if (drop != req.end() && drop->value() == "before") return;
+    const int n = execute(key);
+    if (drop != req.end() && drop->value() == "after") return;
+    sleep_ms(header_number(req, "X-Test-Delay-Ms", 0));
+
+    res.result(static_cast<unsigned>(
+        header_number(req, "X-Test-Status", req.method() == http::verb::post ? 201 : 200)));
+    const long size = header_number(req, "X-Test-Body-Size", -1);
+    if (size >= 0) {
+      res.body() = std::string(static_cast<std::size_t>(size), 'x');
+      res.set(http::field::content_type, "text/plain");
+    } else {
+      auto fence = req.find("Idempotency-Fence");
+      boost::json::object o{{"key", key},
+                            {"execution", n},
+                            {"fence", fence == req.end() ? "" : std::string(fence->value())},
+                            {"body", req.body()}};
+      res.body() = boost::json::serialize(o);
+      res.set(http::field::content_type, "application/json");
+    }
+    res.set(http::field::location, "/things/" + std::to_string(n));
+    res.set(http::field::set_cookie, "session=secret");
+    res.set("X-Upstream", "test");
+    res.prepare_payload();
+    const long slow = header_number(req, "X-Test-Slow-Ms", 0);
+    if (slow > 0) {
+      http::response_serializer<http::string_body> sr(res);
+      http::write_header(socket, sr, ec);
+      sleep_ms(slow);
+      if (!ec) http::write(socket, sr, ec);
+    } else {
+      http::write(socket, res, ec);
+    }
+    if (ec || !req.keep_alive() || req.count("X-Test-Close")) return;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  asio::io_context ioc;
+  const unsigned short port = argc > 1 ? static_cast<unsigned short>(std::stoi(argv[1])) : 0;
+  tcp::acceptor acceptor(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  std::printf("%u\n", acceptor.local_endpoint().port());
+  std::fflush(stdout);
+  for (;;) {
+    tcp::socket socket(ioc);
+    beast::error_code ec;
+    acceptor.accept(socket, ec);
+    if (ec) continue;
+    std::thread([s = std::move(socket)]() mutable {
+      serve(s);
+      beast::error_code ignored;
+      s.shutdown(tcp::socket::shutdown_both, ignored);
+    }).detach();
+  }
+}
