@@ -104,7 +104,14 @@ routes:
     for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { ioc_.run(); });
   }
   void TearDown() override {
+    // Let every answered request leave its session before the loop stops: a session
+    // frame destroyed with the io_context later must not hold a request open on a
+    // Server that is already gone.
     server_->shutdown();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!server_->drained() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     ioc_.stop();
     for (auto& t : threads_) t.join();
     upstream_.reset();
