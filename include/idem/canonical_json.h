@@ -21,6 +21,11 @@ namespace idem {
 // the range of a double (such as 1e400). internal only when memory runs out.
 Result<std::string> canonical_json(std::string_view json);
 
+// `json` parsed by the rules above (one JSON text, no repeated member names, at most 64
+// levels), every number as the nearest double, exactly (Boost's own parser may be one
+// unit in the last place off). The errors of canonical_json(); no exception escapes.
+Result<boost::json::value> parse_json_exact(std::string_view json);
+
 // The same for a C string. Without it, canonical_json("...") would be ambiguous, since a
 // boost::json::value can be built from a const char* as well.
 inline Result<std::string> canonical_json(const char* json) { return canonical_json(std::string_view(json)); }

@@ -276,17 +276,21 @@ void write_value(const json::value& v, std::string& out) {
 
 }  // namespace
 
-Result<std::string> canonical_json(std::string_view text) {
+Result<json::value> parse_json_exact(std::string_view text) {
   try {
-    Result<json::value> parsed = parse_exact(text);
-    if (!parsed) return parsed.status();
-    return canonical_json(*parsed);
+    return parse_exact(text);
   } catch (const std::bad_alloc&) {
-    return internal_error("canonical JSON: out of memory");
+    return internal_error("JSON: out of memory");
   } catch (const std::exception& e) {
     // Boost refuses strings or containers beyond its size limits by throwing.
     return invalid_argument(std::string("not JSON: ") + e.what());
   }
+}
+
+Result<std::string> canonical_json(std::string_view text) {
+  Result<json::value> parsed = parse_json_exact(text);
+  if (!parsed) return parsed.status();
+  return canonical_json(*parsed);
 }
 
 std::string canonical_json(const json::value& v) {
