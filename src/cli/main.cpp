@@ -2,6 +2,7 @@
 // Exit codes: 0 ok, 2 usage or config error, 1 runtime failure. Diagnostics go to standard
 // error; `idem serve` writes one JSON line per protected request to standard output.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <csignal>
@@ -60,6 +61,23 @@ std::unique_ptr<Store> open_or_die(const std::string& uri) {
   return std::move(*store);
 }
 
+// Raises the open-files limit to what the system allows, and keeps the client connections
+// to what it leaves: each may hold an upstream connection too, plus the store's files.
+ServerLimits server_limits() {
+  ServerLimits limits;
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    if (files.rlim_cur < files.rlim_max) {
+      files.rlim_cur = files.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &files);
+      ::getrlimit(RLIMIT_NOFILE, &files);
+    }
+    const auto usable = files.rlim_cur > 128 ? (files.rlim_cur - 128) / 2 : 16;
+    limits.max_connections = std::min<std::size_t>(limits.max_connections, usable);
+  }
+  return limits;
+}
+
 asio::awaitable<void> drain(Server& server, UpstreamClient& upstream, asio::io_context& ioc, Duration bound) {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   const auto deadline = std::chrono::steady_clock::now() + bound;
@@ -91,7 +109,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   Metrics metrics;
   Gateway gateway(config, *store, upstream, metrics);
   Admin admin(config, *store, metrics);
-  Server server(ioc, gateway, admin, metrics);
+  Server server(ioc, gateway, admin, metrics, server_limits());
   try {
     auto client = server.listen_client(config.listen);
     auto admin_ep = server.listen_admin(config.admin.listen);

@@ -215,8 +215,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
       Result<ReleaseOutcome> released = co_await observe("release", std::move(rcall));
       (void)released;
       waiters_.notify(id.scope, id.key);
-      if (!c)
-        co_return problem(req, Problem::store_unavailable, "the store is unavailable", Duration(1'000'000));
+      if (!c) co_return co_await store_failed(route, req, c.status());
       co_return problem(req, Problem::token_invalid,
                         "the Idempotency-Token is unknown, expired or already used");
     }

@@ -104,27 +104,38 @@ Server::Server(asio::io_context& ioc, Gateway& gateway, Admin& admin, Metrics& m
 tcp::endpoint Server::listen_client(const ListenAddress& address) { return listen(address, false); }
 tcp::endpoint Server::listen_admin(const ListenAddress& address) { return listen(address, true); }
 
+Server::Listener::Listener(asio::io_context& ioc)
+    : acceptor(asio::make_strand(ioc)), gate(acceptor.get_executor()) {}
+
 tcp::endpoint Server::listen(const ListenAddress& address, bool admin) {
   tcp::resolver resolver(ioc_);
   auto results = resolver.resolve(address.host, std::to_string(address.port));
   const tcp::endpoint ep = results.begin()->endpoint();
-  auto acceptor = std::make_unique<tcp::acceptor>(asio::make_strand(ioc_));
-  acceptor->open(ep.protocol());
-  acceptor->set_option(asio::socket_base::reuse_address(true));
-  acceptor->bind(ep);
-  acceptor->listen(asio::socket_base::max_listen_connections);
-  const tcp::endpoint bound = acceptor->local_endpoint();
-  tcp::acceptor& ref = *acceptor;
+  auto listener = std::make_unique<Listener>(ioc_);
+  tcp::acceptor& acceptor = listener->acceptor;
+  acceptor.open(ep.protocol());
+  acceptor.set_option(asio::socket_base::reuse_address(true));
+  acceptor.bind(ep);
+  acceptor.listen(asio::socket_base::max_listen_connections);
+  const tcp::endpoint bound = acceptor.local_endpoint();
+  Listener& ref = *listener;
   {
     std::lock_guard lock(mu_);
-    acceptors_.push_back(std::move(acceptor));
+    listeners_.push_back(std::move(listener));
   }
-  asio::co_spawn(ref.get_executor(), accept_loop(ref, admin), report_exception);
+  asio::co_spawn(acceptor.get_executor(), accept_loop(ref, admin), report_exception);
   return bound;
 }
 
-awaitable<void> Server::accept_loop(tcp::acceptor& acceptor, bool admin) {
+awaitable<void> Server::accept_loop(Listener& listener, bool admin) {
+  tcp::acceptor& acceptor = listener.acceptor;
   for (;;) {
+    // At the limit, wait for a connection to close (connection_closed cancels the gate;
+    // the short expiry only bounds the wait should a wake-up race past it).
+    while (!admin && open_clients_.load() >= limits_.max_connections && !stopping_.load()) {
+      listener.gate.expires_after(std::chrono::milliseconds(100));
+      co_await listener.gate.async_wait(kTuple);
+    }
     auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(ioc_), kTuple);
     if (stopping_.load()) co_return;
     if (ec) {
@@ -142,18 +153,29 @@ awaitable<void> Server::accept_loop(tcp::acceptor& acceptor, bool admin) {
       if (++accepted_ % 256 == 0) conns_.remove_if([](const std::weak_ptr<Conn>& w) { return w.expired(); });
       conns_.push_back(conn);
     }
+    if (!admin) open_clients_.fetch_add(1);
     auto ex = conn->stream.get_executor();
-    asio::co_spawn(ex, session(std::move(conn), admin), report_exception);
+    asio::co_spawn(ex, session(std::move(conn), admin), [this, admin](std::exception_ptr e) {
+      if (!admin) connection_closed();
+      report_exception(e);
+    });
   }
+}
+
+void Server::connection_closed() {
+  if (open_clients_.fetch_sub(1) != limits_.max_connections) return;
+  std::lock_guard lock(mu_);
+  for (auto& l : listeners_) asio::post(l->gate.get_executor(), [l = l.get()] { l->gate.cancel(); });
 }
 
 void Server::shutdown() {
   stopping_.store(true);
   std::lock_guard lock(mu_);
-  for (auto& a : acceptors_)
-    asio::post(a->get_executor(), [a = a.get()] {
+  for (auto& l : listeners_)
+    asio::post(l->acceptor.get_executor(), [l = l.get()] {
       boost::system::error_code ec;
-      a->close(ec);
+      l->acceptor.close(ec);
+      l->gate.cancel();
     });
   // Idle connections wait for a request head that is not coming: cancel that read. The
   // check runs on the connection's strand, so it cannot race with the session.

@@ -19,6 +19,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
@@ -33,6 +34,11 @@ struct ServerLimits {
   std::chrono::seconds header_timeout{10};               // includes keep-alive idle time
   std::chrono::seconds body_timeout{30};
   std::chrono::seconds write_timeout{30};
+  // Open client connections at most; at the limit the listener stops accepting (new
+  // connections wait in the kernel's backlog) until one closes. Idle and slow connections
+  // are closed by header_timeout, so the limit cannot be held by idle clients for long.
+  // The admin listener is not counted.
+  std::size_t max_connections = 4096;
 };
 
 class Server {
@@ -57,7 +63,13 @@ class Server {
     bool idle = true;  // touched on the connection's strand only
   };
   boost::asio::ip::tcp::endpoint listen(const ListenAddress& address, bool admin);
-  boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor, bool admin);
+  struct Listener {
+    explicit Listener(boost::asio::io_context& ioc);
+    boost::asio::ip::tcp::acceptor acceptor;
+    boost::asio::steady_timer gate;  // the accept loop waits on it at max_connections
+  };
+  boost::asio::awaitable<void> accept_loop(Listener& listener, bool admin);
+  void connection_closed();
   boost::asio::awaitable<void> session(std::shared_ptr<Conn> conn, bool admin);
   // nullopt: close the connection without an answer (the client went away mid-body).
   boost::asio::awaitable<std::optional<HttpResponse>> handle(Conn& conn, boost::beast::flat_buffer& buffer,
@@ -72,10 +84,11 @@ class Server {
   ServerLimits limits_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> active_{0};  // requests between head read and response written
+  std::atomic<std::size_t> open_clients_{0};
   std::mutex mu_;
-  std::list<std::unique_ptr<boost::asio::ip::tcp::acceptor>> acceptors_;  // guarded by mu_
-  std::list<std::weak_ptr<Conn>> conns_;                                  // guarded by mu_
-  std::uint64_t accepted_ = 0;                                            // guarded by mu_
+  std::list<std::unique_ptr<Listener>> listeners_;  // guarded by mu_
+  std::list<std::weak_ptr<Conn>> conns_;            // guarded by mu_
+  std::uint64_t accepted_ = 0;                      // guarded by mu_
 };
 
 }  // namespace idem::gateway

@@ -1,9 +1,14 @@
 #include "gateway/upstream.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <tuple>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -19,18 +24,14 @@ constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::uint64_t kMaxResponseBody = 256ull * 1024 * 1024;
 constexpr std::size_t kMaxIdle = 256;
 
-// A pooled connection the upstream has closed (or sent stray bytes on) is not usable.
+// A pooled connection the upstream has closed (or sent stray bytes on) is not usable. One
+// non-blocking peek: no data and no end of stream means idle and open.
 bool still_open(beast::tcp_stream& s) {
   auto& sock = s.socket();
   if (!sock.is_open()) return false;
-  boost::system::error_code ec;
-  sock.non_blocking(true, ec);
-  if (ec) return false;
   char c;
-  sock.receive(asio::buffer(&c, 1), tcp::socket::message_peek, ec);
-  const bool idle = ec == asio::error::would_block;  // nothing to read, not even end of stream
-  sock.non_blocking(false, ec);
-  return idle && !ec;
+  const ssize_t n = ::recv(sock.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
 }  // namespace
@@ -99,8 +100,19 @@ asio::awaitable<UpstreamResult> UpstreamClient::exchange(const HttpRequest& requ
       stream.expires_at(deadline);
       std::tie(cec) = co_await stream.async_connect(endpoint, kTuple);
     } else {
-      tcp::resolver resolver(ioc_.get_executor());
-      auto [rec, endpoints] = co_await resolver.async_resolve(url_.host, std::to_string(url_.port), kTuple);
+      // The resolver has no deadline of its own: a timer on this coroutine's executor
+      // cancels it (the timer's handler may outlive this frame, hence the shared owner).
+      auto ex = co_await asio::this_coro::executor;
+      auto resolver = std::make_shared<tcp::resolver>(ex);
+      asio::steady_timer limit(ex, deadline);
+      limit.async_wait([resolver](const boost::system::error_code& ec) {
+        if (!ec) resolver->cancel();
+      });
+      const std::string service = std::to_string(url_.port);
+      auto [rec, endpoints] = co_await resolver->async_resolve(url_.host, service, kTuple);
+      limit.cancel();
+      if (rec == asio::error::operation_aborted)
+        co_return UpstreamResult{UpstreamResult::Kind::refused, {}, "resolve: timed out"};
       if (rec) co_return UpstreamResult{UpstreamResult::Kind::refused, {}, "resolve: " + rec.message()};
       stream.expires_at(deadline);
       tcp::endpoint ep;
@@ -117,17 +129,24 @@ asio::awaitable<UpstreamResult> UpstreamClient::exchange(const HttpRequest& requ
   if (wec) co_return UpstreamResult{UpstreamResult::Kind::broken, {}, "send: " + wec.message()};
 
   beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(kMaxResponseBody);
-  if (request.method() == http::verb::head) parser.skip(true);
-  auto [rec, read] = co_await http::async_read(stream, buffer, parser, kTuple);
-  if (rec == beast::error::timeout)
-    co_return UpstreamResult{UpstreamResult::Kind::timeout, {}, "timed out waiting for the response"};
-  if (rec) co_return UpstreamResult{UpstreamResult::Kind::broken, {}, "receive: " + rec.message()};
-
-  HttpResponse res = parser.release();
-  if (res.keep_alive() && buffer.size() == 0) checkin(std::move(stream));
-  co_return UpstreamResult{UpstreamResult::Kind::response, std::move(res), {}};
+  // Interim answers (102 Processing, 103 Early Hints) precede the final one: skip them.
+  // 101 is never final here: the gateway forwards no Upgrade, so it means a broken upstream.
+  for (;;) {
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(kMaxResponseBody);
+    if (request.method() == http::verb::head) parser.skip(true);
+    auto [rec, read] = co_await http::async_read(stream, buffer, parser, kTuple);
+    if (rec == beast::error::timeout)
+      co_return UpstreamResult{UpstreamResult::Kind::timeout, {}, "timed out waiting for the response"};
+    if (rec) co_return UpstreamResult{UpstreamResult::Kind::broken, {}, "receive: " + rec.message()};
+    const unsigned status = parser.get().result_int();
+    if (status == 101)
+      co_return UpstreamResult{UpstreamResult::Kind::broken, {}, "the upstream switched protocols"};
+    if (status >= 100 && status < 200) continue;
+    HttpResponse res = parser.release();
+    if (res.keep_alive() && buffer.size() == 0) checkin(std::move(stream));
+    co_return UpstreamResult{UpstreamResult::Kind::response, std::move(res), {}};
+  }
 }
 
 }  // namespace idem::gateway

@@ -379,5 +379,52 @@ TEST_F(GatewayE2E, APooledConnectionTheUpstreamClosedIsNotUsed) {
   }
 }
 
+TEST_F(GatewayE2E, InterimAnswersFromTheUpstreamAreSkipped) {
+  const std::string key = unique("interim");
+  Response first = post("/orders", key, "{}", {{"X-Test-Interim", "1"}});
+  ASSERT_EQ(first.result_int(), 201u) << first.body();
+  EXPECT_EQ(body_json(first).at("execution").as_int64(), 1);
+  Response again = post("/orders", key);
+  EXPECT_EQ(again.result_int(), 201u);
+  EXPECT_EQ(again.body(), first.body());
+  EXPECT_EQ(executions(key), 1);
+}
+
+TEST_F(GatewayE2E, TwentySlowlorisConnectionsDoNotStopANormalClient) {
+  namespace asio = boost::asio;
+  using asio::ip::tcp;
+  using Clock = std::chrono::steady_clock;
+  asio::io_context io;
+  const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port_);
+  std::vector<tcp::socket> slow;
+  for (int i = 0; i < 20; ++i) {
+    slow.emplace_back(io);
+    slow.back().connect(ep);
+    asio::write(slow.back(), asio::buffer(std::string("POST /orders HTTP/1.1\r\nHost: x\r\nX-Slow: ")));
+  }
+  // Each slow client sends one more byte of its head every 200 ms and never finishes it;
+  // meanwhile a normal client is served. The server cuts the slow ones off at its head
+  // deadline (10 s), which a write to a closed connection eventually reports.
+  const auto t0 = Clock::now();
+  std::vector<bool> open(slow.size(), true);
+  std::size_t still_open = slow.size();
+  int served = 0;
+  while (still_open > 0 && Clock::now() - t0 < std::chrono::seconds(25)) {
+    for (std::size_t i = 0; i < slow.size(); ++i) {
+      boost::system::error_code ec;
+      if (open[i] && (asio::write(slow[i], asio::buffer("a", 1), ec), ec)) {
+        open[i] = false;
+        --still_open;
+      }
+    }
+    Response r = post("/orders", unique("normal"));
+    EXPECT_EQ(r.result_int(), 201u) << r.body();
+    served += r.result_int() == 201u;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(still_open, 0u) << "slow clients were not cut off";
+  EXPECT_GE(served, 20);
+}
+
 }  // namespace
 }  // namespace idem::e2e

@@ -1,6 +1,7 @@
 // The gateway runtime in-process, with a store decorator that fails on demand (LevelDB's
 // SpecialEnv): store failures before and after the claim, and the server's own deadlines.
 // The upstream is the real test upstream process.
+#include <poll.h>
 #include <signal.h>
 
 #include <atomic>
@@ -8,6 +9,8 @@
 
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/json.hpp>
 
 #include "gateway/admin.h"
@@ -29,6 +32,7 @@ class FaultyStore final : public Store {
   FaultyStore() : inner_(std::move(open_store("memory:")).value()) {}
   std::atomic<bool> fail_begin{false};
   std::atomic<bool> fail_commit{false};
+  std::atomic<bool> fail_consume{false};
   const StoreTraits& traits() const noexcept override { return inner_->traits(); }
 
  protected:
@@ -56,6 +60,7 @@ class FaultyStore final : public Store {
     inner_->issue_token(std::move(a), std::move(cb));
   }
   void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
+    if (fail_consume) return cb(down());
     inner_->consume_token(std::move(a), std::move(cb));
   }
   void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
@@ -91,14 +96,19 @@ routes:
   - name: pass
     match: { method: POST, path: /pass }
     on_store_error: pass
+  - name: token-pass
+    match: { method: POST, path: /token-pass }
+    key: token
+    on_store_error: pass
+  - name: token-reject
+    match: { method: POST, path: /token-reject }
+    key: token
 )",
                                "test.yaml");
     upstream_client_ = std::make_unique<UpstreamClient>(ioc_, *config_.upstream);
     gateway_ = std::make_unique<Gateway>(config_, store_, *upstream_client_, metrics_);
     admin_ = std::make_unique<Admin>(config_, store_, metrics_);
-    ServerLimits limits;
-    limits.header_timeout = std::chrono::seconds(1);
-    server_ = std::make_unique<Server>(ioc_, *gateway_, *admin_, metrics_, limits);
+    server_ = std::make_unique<Server>(ioc_, *gateway_, *admin_, metrics_, limits());
     port_ = server_->listen_client({"127.0.0.1", 0}).port();
     admin_port_ = server_->listen_admin({"127.0.0.1", 0}).port();
     for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { ioc_.run(); });
@@ -116,6 +126,11 @@ routes:
     for (auto& t : threads_) t.join();
     upstream_.reset();
     e2e::remove_dir(dir_);
+  }
+  virtual ServerLimits limits() const {
+    ServerLimits l;
+    l.header_timeout = std::chrono::seconds(1);
+    return l;
   }
   e2e::Response post(const std::string& target, const std::string& key) {
     return request(port_, verb::post, target, {{"Idempotency-Key", key}}, "{}");
@@ -168,11 +183,65 @@ TEST_F(GatewayRuntime, StoreFailingAfterTheClaimStillAnswersTheUpstreamResponse)
   EXPECT_NE(metrics_.render().find("idem_store_errors_total 1"), std::string::npos);
 }
 
+TEST_F(GatewayRuntime, TokenConsumptionFailingUnderPassForwardsUnprotected) {
+  auto issued = request(port_, verb::post, "/_idem/tokens");
+  ASSERT_EQ(issued.result_int(), 201u) << issued.body();
+  const std::string token(boost::json::parse(issued.body()).at("token").as_string());
+  store_.fail_consume = true;
+  auto r = request(port_, verb::post, "/token-pass", {{"Idempotency-Token", token}}, "{}");
+  EXPECT_EQ(r.result_int(), 201u) << r.body();
+  EXPECT_EQ(r["Idempotency-Status"], "unprotected");
+  EXPECT_NE(metrics_.render().find("route=\"token-pass\",outcome=\"unprotected\"} 1"), std::string::npos);
+}
+
+TEST_F(GatewayRuntime, TokenConsumptionFailingUnderRejectIs503) {
+  auto issued = request(port_, verb::post, "/_idem/tokens");
+  const std::string token(boost::json::parse(issued.body()).at("token").as_string());
+  store_.fail_consume = true;
+  auto r = request(port_, verb::post, "/token-reject", {{"Idempotency-Token", token}}, "{}");
+  EXPECT_EQ(r.result_int(), 503u) << r.body();
+  EXPECT_EQ(type_of(r), "urn:idem:problem:store-unavailable");
+  store_.fail_consume = false;  // the token was not consumed: it still works
+  auto again = request(port_, verb::post, "/token-reject", {{"Idempotency-Token", token}}, "{}");
+  EXPECT_EQ(again.result_int(), 201u) << again.body();
+}
+
 TEST_F(GatewayRuntime, ASlowHeadIsCutOffAtTheDeadline) {
   const auto t0 = std::chrono::steady_clock::now();
   std::string out = e2e::raw_exchange(port_, "POST /reject HTTP/1.1\r\nHost: x\r\n");  // never finished
   EXPECT_EQ(out, "");
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+}
+
+// A gateway that accepts two client connections at most, and lets idle ones stay.
+class GatewayRuntimeTwoConnections : public GatewayRuntime {
+ protected:
+  ServerLimits limits() const override {
+    ServerLimits l;
+    l.max_connections = 2;
+    l.header_timeout = std::chrono::seconds(30);
+    return l;
+  }
+};
+
+TEST_F(GatewayRuntimeTwoConnections, AtTheLimitANewConnectionWaitsUntilOneCloses) {
+  namespace asio = boost::asio;
+  using asio::ip::tcp;
+  asio::io_context io;
+  const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port_);
+  tcp::socket a(io), b(io), c(io);
+  a.connect(ep);
+  b.connect(ep);
+  c.connect(ep);  // completes in the kernel's backlog
+  asio::write(c, asio::buffer(std::string("GET /limited HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")));
+  pollfd pfd{c.native_handle(), POLLIN, 0};
+  EXPECT_EQ(::poll(&pfd, 1, 300), 0) << "a third connection was served while two were open";
+  a.close();
+  ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "the waiting connection was not served after one closed";
+  std::string answer(64, '\0');
+  boost::system::error_code ec;
+  answer.resize(c.read_some(asio::buffer(answer), ec));
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 200")) << answer;
 }
 
 }  // namespace

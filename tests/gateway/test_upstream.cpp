@@ -8,6 +8,7 @@
 //   X-Test-Slow-Ms: N      send the head, wait N ms, then send the body
 //   X-Test-Body-Size: N    answer a body of N 'x' bytes instead of the JSON echo
 //   X-Test-Close: 1        answer (keep-alive as usual), then close the connection
+//   X-Test-Interim: 1      send "102 Processing" and "103 Early Hints" before the answer
 // GET /_count?key=K answers the number of executions of key K.
 // The JSON echo names the key, the execution number, the Idempotency-Fence received (or
 // "") and the request body. Usage: test_upstream [PORT]; prints the bound port on stdout.
@@ -78,6 +79,13 @@ void serve(tcp::socket& socket) {
     if (drop != req.end() && drop->value() == "before") return;
     const int n = execute(key);
     if (drop != req.end() && drop->value() == "after") return;
+    if (req.count("X-Test-Interim")) {
+      const std::string interim =
+          "HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; "
+          "rel=preload\r\n\r\n";
+      asio::write(socket, asio::buffer(interim), ec);
+      if (ec) return;
+    }
     sleep_ms(header_number(req, "X-Test-Delay-Ms", 0));
 
     res.result(static_cast<unsigned>(
