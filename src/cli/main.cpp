@@ -78,7 +78,7 @@ ServerLimits server_limits() {
   return limits;
 }
 
-asio::awaitable<void> drain(Server& server, UpstreamClient& upstream, asio::io_context& ioc, Duration bound) {
+asio::awaitable<void> drain(Server& server, UpstreamClient& upstream, IoPool& pool, Duration bound) {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   const auto deadline = std::chrono::steady_clock::now() + bound;
   while (!server.drained() && std::chrono::steady_clock::now() < deadline) {
@@ -86,7 +86,7 @@ asio::awaitable<void> drain(Server& server, UpstreamClient& upstream, asio::io_c
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
   }
   upstream.close_idle();
-  ioc.stop();
+  pool.stop();
 }
 
 int serve(const std::string& config_file, const CliOverrides& flags) {
@@ -103,13 +103,12 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   auto store = open_or_die(config.store);
   if (!store) return kRuntime;
 
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  asio::io_context ioc(static_cast<int>(threads));
-  UpstreamClient upstream(ioc, *config.upstream);
+  IoPool pool(std::max(1u, std::thread::hardware_concurrency()));
+  UpstreamClient upstream(*config.upstream);
   Metrics metrics;
   Gateway gateway(config, *store, upstream, metrics);
   Admin admin(config, *store, metrics);
-  Server server(ioc, gateway, admin, metrics, server_limits());
+  Server server(pool, gateway, admin, metrics, server_limits());
   try {
     auto client = server.listen_client(config.listen);
     auto admin_ep = server.listen_admin(config.admin.listen);
@@ -120,20 +119,17 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     return kRuntime;
   }
 
-  asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  asio::signal_set signals(pool.main(), SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int) {
     if (ec) return;
     std::cerr << "idem: shutting down" << std::endl;
     server.shutdown();
-    asio::co_spawn(ioc,
-                   drain(server, upstream, ioc, longest_upstream_timeout(config) + std::chrono::seconds(5)),
+    asio::co_spawn(pool.main(),
+                   drain(server, upstream, pool, longest_upstream_timeout(config) + std::chrono::seconds(5)),
                    asio::detached);
   });
 
-  std::vector<std::thread> pool;
-  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });
-  ioc.run();
-  for (auto& t : pool) t.join();
+  pool.run();
   std::cerr << "idem: stopped" << std::endl;
   return kOk;
 }

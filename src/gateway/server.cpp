@@ -7,7 +7,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/string.hpp>
@@ -98,20 +97,19 @@ std::optional<std::string> origin_form(std::string_view target) {
 
 }  // namespace
 
-Server::Server(asio::io_context& ioc, Gateway& gateway, Admin& admin, Metrics& metrics, ServerLimits limits)
-    : ioc_(ioc), gateway_(gateway), admin_(admin), metrics_(metrics), limits_(limits) {}
+Server::Server(IoPool& pool, Gateway& gateway, Admin& admin, Metrics& metrics, ServerLimits limits)
+    : pool_(pool), gateway_(gateway), admin_(admin), metrics_(metrics), limits_(limits) {}
 
 tcp::endpoint Server::listen_client(const ListenAddress& address) { return listen(address, false); }
 tcp::endpoint Server::listen_admin(const ListenAddress& address) { return listen(address, true); }
 
-Server::Listener::Listener(asio::io_context& ioc)
-    : acceptor(asio::make_strand(ioc)), gate(acceptor.get_executor()) {}
+Server::Listener::Listener(asio::io_context& ioc) : acceptor(ioc), gate(ioc) {}
 
 tcp::endpoint Server::listen(const ListenAddress& address, bool admin) {
-  tcp::resolver resolver(ioc_);
+  tcp::resolver resolver(pool_.main());
   auto results = resolver.resolve(address.host, std::to_string(address.port));
   const tcp::endpoint ep = results.begin()->endpoint();
-  auto listener = std::make_unique<Listener>(ioc_);
+  auto listener = std::make_unique<Listener>(pool_.main());
   tcp::acceptor& acceptor = listener->acceptor;
   acceptor.open(ep.protocol());
   acceptor.set_option(asio::socket_base::reuse_address(true));
@@ -136,7 +134,7 @@ awaitable<void> Server::accept_loop(Listener& listener, bool admin) {
       listener.gate.expires_after(std::chrono::milliseconds(100));
       co_await listener.gate.async_wait(kTuple);
     }
-    auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(ioc_), kTuple);
+    auto [ec, socket] = co_await acceptor.async_accept(pool_.next(), kTuple);
     if (stopping_.load()) co_return;
     if (ec) {
       if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
@@ -178,7 +176,7 @@ void Server::shutdown() {
       l->gate.cancel();
     });
   // Idle connections wait for a request head that is not coming: cancel that read. The
-  // check runs on the connection's strand, so it cannot race with the session.
+  // check runs on the connection's thread, so it cannot race with the session.
   for (auto& w : conns_)
     if (auto c = w.lock())
       asio::post(c->stream.get_executor(), [c] {

@@ -7,8 +7,8 @@
 //
 // Shutdown (SIGTERM): stop accepting, close idle connections, let requests in flight
 // finish (their results are stored), then report drained.
-// Thread safety: run the io_context from any number of threads; each connection runs on
-// its own strand. shutdown() may be called from any thread.
+// Threads: listeners run on the pool's main context; each connection is accepted onto the
+// pool's next context and runs there alone (IoPool). shutdown() may be called from any thread.
 #pragma once
 
 #include <atomic>
@@ -25,6 +25,7 @@
 
 #include "gateway/admin.h"
 #include "gateway/gateway.h"
+#include "gateway/io_pool.h"
 
 namespace idem::gateway {
 
@@ -43,8 +44,7 @@ struct ServerLimits {
 
 class Server {
  public:
-  Server(boost::asio::io_context& ioc, Gateway& gateway, Admin& admin, Metrics& metrics,
-         ServerLimits limits = {});
+  Server(IoPool& pool, Gateway& gateway, Admin& admin, Metrics& metrics, ServerLimits limits = {});
 
   // Binds and listens; throws boost::system::system_error when the address cannot be bound.
   // Returns the bound endpoint (port 0 picks a free port).
@@ -60,7 +60,7 @@ class Server {
   struct Conn {
     explicit Conn(boost::asio::ip::tcp::socket s) : stream(std::move(s)) {}
     boost::beast::tcp_stream stream;
-    bool idle = true;  // touched on the connection's strand only
+    bool idle = true;  // touched on the connection's thread only
   };
   boost::asio::ip::tcp::endpoint listen(const ListenAddress& address, bool admin);
   struct Listener {
@@ -77,7 +77,7 @@ class Server {
   boost::asio::awaitable<std::optional<HttpResponse>> handle_admin(
       Conn& conn, boost::beast::flat_buffer& buffer, http::request_parser<http::string_body>& parser);
 
-  boost::asio::io_context& ioc_;
+  IoPool& pool_;
   Gateway& gateway_;
   Admin& admin_;
   Metrics& metrics_;

@@ -59,16 +59,22 @@ HttpResponse make_client_response(HttpResponse upstream, unsigned version, bool 
   return res;
 }
 
-UpstreamClient::UpstreamClient(asio::io_context& ioc, UpstreamUrl url,
-                               std::chrono::steady_clock::duration max_idle)
-    : ioc_(ioc), url_(std::move(url)), max_idle_(max_idle) {}
+UpstreamClient::UpstreamClient(UpstreamUrl url, std::chrono::steady_clock::duration max_idle)
+    : url_(std::move(url)), max_idle_(max_idle) {}
 
-std::optional<beast::tcp_stream> UpstreamClient::checkout() {
+UpstreamClient::Pool& UpstreamClient::pool_of(const asio::execution_context& context) {
+  for (auto& p : pools_)
+    if (p.context == &context) return p;
+  return pools_.emplace_back(Pool{&context, {}});
+}
+
+std::optional<beast::tcp_stream> UpstreamClient::checkout(const asio::execution_context& context) {
   std::lock_guard lock(mu_);
+  auto& idle = pool_of(context).idle;
   const auto now = std::chrono::steady_clock::now();
-  while (!idle_.empty()) {
-    Idle c = std::move(idle_.back());
-    idle_.pop_back();
+  while (!idle.empty()) {
+    Idle c = std::move(idle.back());
+    idle.pop_back();
     if (now - c.since < max_idle_ && still_open(c.stream)) return std::move(c.stream);
     boost::system::error_code ec;
     c.stream.socket().close(ec);
@@ -79,19 +85,21 @@ std::optional<beast::tcp_stream> UpstreamClient::checkout() {
 void UpstreamClient::checkin(beast::tcp_stream stream) {
   std::lock_guard lock(mu_);
   stream.expires_never();
-  if (idle_.size() >= kMaxIdle) return;  // closes the stream
-  idle_.push_back({std::move(stream), std::chrono::steady_clock::now()});
+  auto& idle = pool_of(asio::query(stream.get_executor(), asio::execution::context)).idle;
+  if (idle.size() >= kMaxIdle) return;  // closes the stream
+  idle.push_back({std::move(stream), std::chrono::steady_clock::now()});
 }
 
 void UpstreamClient::close_idle() {
   std::lock_guard lock(mu_);
-  idle_.clear();
+  pools_.clear();
 }
 
 asio::awaitable<UpstreamResult> UpstreamClient::exchange(const HttpRequest& request, Duration timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pooled = checkout();
-  beast::tcp_stream stream = pooled ? std::move(*pooled) : beast::tcp_stream(ioc_.get_executor());
+  auto ex = co_await asio::this_coro::executor;
+  auto pooled = checkout(asio::query(ex, asio::execution::context));
+  beast::tcp_stream stream = pooled ? std::move(*pooled) : beast::tcp_stream(ex);
   if (!pooled) {
     boost::system::error_code cec;
     const auto address = asio::ip::make_address(url_.host, cec);
@@ -102,7 +110,6 @@ asio::awaitable<UpstreamResult> UpstreamClient::exchange(const HttpRequest& requ
     } else {
       // The resolver has no deadline of its own: a timer on this coroutine's executor
       // cancels it (the timer's handler may outlive this frame, hence the shared owner).
-      auto ex = co_await asio::this_coro::executor;
       auto resolver = std::make_shared<tcp::resolver>(ex);
       asio::steady_timer limit(ex, deadline);
       limit.async_wait([resolver](const boost::system::error_code& ec) {

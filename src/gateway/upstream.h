@@ -6,7 +6,8 @@
 //   broken   the connection failed after sending: outcome unknown
 // A request is never resent once any byte of it may have reached the upstream; a pooled
 // connection the upstream has already closed is noticed before use and replaced.
-// Safe for concurrent use: any number of exchanges may run at once from any thread.
+// Safe for concurrent use: any number of exchanges may run at once from any thread. Idle
+// connections are pooled per io_context, so an exchange reuses one of its own thread's.
 #pragma once
 
 #include <chrono>
@@ -44,8 +45,8 @@ class UpstreamClient {
  public:
   // Idle pooled connections older than `max_idle` are closed rather than reused, before
   // a typical upstream keep-alive timeout (5 s in Node.js, 75 s in nginx) closes them.
-  UpstreamClient(boost::asio::io_context& ioc, UpstreamUrl url,
-                 std::chrono::steady_clock::duration max_idle = std::chrono::seconds(3));
+  explicit UpstreamClient(UpstreamUrl url,
+                          std::chrono::steady_clock::duration max_idle = std::chrono::seconds(3));
 
   // Sends `request` (already made by make_forward_request) and reads the response, all
   // within `timeout`. Never throws.
@@ -61,14 +62,18 @@ class UpstreamClient {
     boost::beast::tcp_stream stream;
     std::chrono::steady_clock::time_point since;
   };
-  std::optional<boost::beast::tcp_stream> checkout();
+  struct Pool {
+    const boost::asio::execution_context* context;
+    std::deque<Idle> idle;  // most recently used at the back
+  };
+  Pool& pool_of(const boost::asio::execution_context& context);  // requires mu_
+  std::optional<boost::beast::tcp_stream> checkout(const boost::asio::execution_context& context);
   void checkin(boost::beast::tcp_stream stream);
 
-  boost::asio::io_context& ioc_;
   UpstreamUrl url_;
   std::chrono::steady_clock::duration max_idle_;
   std::mutex mu_;
-  std::deque<Idle> idle_;  // guarded by mu_; most recently used at the back
+  std::deque<Pool> pools_;  // guarded by mu_; one per io_context, a handful
 };
 
 }  // namespace idem::gateway

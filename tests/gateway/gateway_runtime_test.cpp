@@ -105,13 +105,13 @@ routes:
     key: token
 )",
                                "test.yaml");
-    upstream_client_ = std::make_unique<UpstreamClient>(ioc_, *config_.upstream);
+    upstream_client_ = std::make_unique<UpstreamClient>(*config_.upstream);
     gateway_ = std::make_unique<Gateway>(config_, store_, *upstream_client_, metrics_);
     admin_ = std::make_unique<Admin>(config_, store_, metrics_);
-    server_ = std::make_unique<Server>(ioc_, *gateway_, *admin_, metrics_, limits());
+    server_ = std::make_unique<Server>(pool_, *gateway_, *admin_, metrics_, limits());
     port_ = server_->listen_client({"127.0.0.1", 0}).port();
     admin_port_ = server_->listen_admin({"127.0.0.1", 0}).port();
-    for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { ioc_.run(); });
+    runner_ = std::thread([this] { pool_.run(); });
   }
   void TearDown() override {
     // Let every answered request leave its session before the loop stops: a session
@@ -122,8 +122,8 @@ routes:
     while (!server_->drained() && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    ioc_.stop();
-    for (auto& t : threads_) t.join();
+    pool_.stop();
+    runner_.join();
     upstream_.reset();
     e2e::remove_dir(dir_);
   }
@@ -141,14 +141,14 @@ routes:
   Config config_;
   FaultyStore store_;
   Metrics metrics_;
-  boost::asio::io_context ioc_;
+  IoPool pool_{2};
   std::unique_ptr<UpstreamClient> upstream_client_;
   std::unique_ptr<Gateway> gateway_;
   std::unique_ptr<Admin> admin_;
   std::unique_ptr<Server> server_;
   unsigned short port_ = 0;
   unsigned short admin_port_ = 0;
-  std::vector<std::thread> threads_;
+  std::thread runner_;
 };
 
 std::string type_of(const e2e::Response& r) {
