@@ -5,6 +5,8 @@
 // and a master failover.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -550,6 +552,86 @@ TEST(RedisCluster, SurvivesAMasterFailover) {
   EXPECT_EQ(store->begin(begin_args("failover")).value().result, "after");
   ASSERT_EQ(store->unlock({"failover-lock", "a"}).value(), UnlockOutcome::released);
   EXPECT_GT(store->lock({"failover-lock", "b", 60s}).value().fence, lock.fence);
+}
+
+// The master of a slot is killed (kill -9): its calls in flight fail `unavailable`, the
+// store refreshes the map with backoff until a replica is promoted, and then serves the
+// records written before (replicated in time) with their guarantees. The killed server is
+// started again afterwards (it rejoins as a replica), so the cluster ends healthy.
+TEST(RedisCluster, SurvivesAKilledMaster) {
+  REQUIRE_SERVER(IDEM_TEST_REDIS_CLUSTER_URL);
+  const std::string uri = with_unique_prefix(IDEM_TEST_REDIS_CLUSTER_URL);
+  auto store = open_or_fail(uri, 3s);
+  const auto keys = redis::record_keys(redis::parse_uri(uri).value().prefix, "s", "killed");
+  const int slot = redis::key_slot(keys.main);
+  Raw seed(first_node(uri));
+  const Endpoint victim = owner_of(seed, slot);
+
+  const Fence pending = store->begin(begin_args("killed")).value().fence;
+  const Fence done = store->begin(begin_args("killed-done")).value().fence;
+  ASSERT_EQ(store->commit({"s", "killed-done", done, "before", 60s}).value(), CommitOutcome::committed);
+
+  std::vector<std::string> restart{"redis-server"};
+  {
+    Raw m(victim);
+    // Every write so far has reached a replica (replication is asynchronous).
+    const std::string offset_line = "master_repl_offset:";
+    auto info = m({"INFO", "replication"});
+    const auto at = info.find(offset_line) + offset_line.size();
+    const long long offset = std::stoll(info.substr(at, info.find('\r', at) - at));
+    ASSERT_TRUE(eventually([&] {
+      auto now = m({"INFO", "replication"});
+      // slaveN:ip=...,port=...,state=online,offset=N,lag=...
+      const auto o = now.find(",offset=");
+      return o != std::string::npos && std::stoll(now.substr(o + 8)) >= offset;
+    }));
+    for (const char* option :
+         {"port", "dir", "pidfile", "logfile", "cluster-config-file", "cluster-node-timeout"}) {
+      std::istringstream kv(m({"CONFIG", "GET", option}));
+      std::string name, value;
+      std::getline(kv, name);
+      std::getline(kv, value);
+      restart.insert(restart.end(), {std::string("--") + option, value});
+    }
+    restart.insert(restart.end(), {"--bind", "127.0.0.1", "--daemonize", "yes", "--appendonly", "yes",
+                                   "--save", "''", "--cluster-enabled", "yes"});
+    info = m({"INFO", "server"});
+    const auto pid_at = info.find("process_id:") + 11;
+    ASSERT_EQ(::kill(std::stoi(info.substr(pid_at)), SIGKILL), 0);
+  }
+
+  const auto killed_at = std::chrono::steady_clock::now();
+  std::atomic<int> outcome_unknown{0};
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto r = store->begin(begin_args("killed-done"));
+        if (!r && r.status().message().find("outcome") != std::string::npos) ++outcome_unknown;
+        return r && r->kind == Kind::replay && r->result == "before";
+      },
+      60s));
+  std::cerr << "served again "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                     killed_at)
+                   .count()
+            << " ms after the kill\n";
+  EXPECT_EQ(store->begin(begin_args("killed")).value().kind, Kind::in_progress);
+  EXPECT_EQ(store->commit({"s", "killed", pending, "after", 60s}).value(), CommitOutcome::committed);
+  EXPECT_EQ(store->begin(begin_args("killed")).value().result, "after");
+  EXPECT_TRUE(store->remove({"s", "killed"}).value());
+  EXPECT_GT(store->begin(begin_args("killed")).value().fence, pending);
+
+  std::string command;
+  for (const auto& part : restart) command += part + " ";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  ASSERT_TRUE(eventually(
+      [&] {
+        try {
+          return cluster_ok(all_cluster_nodes(uri)) && Raw(victim)({"ROLE"}).rfind("slave", 0) == 0;
+        } catch (const std::exception&) {
+          return false;
+        }
+      },
+      60s));
 }
 
 }  // namespace

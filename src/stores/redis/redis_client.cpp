@@ -296,7 +296,8 @@ void Client::on_slots(const Connection& from, Result<Reply> result) {
       if (!c) slots_stale_ = true;  // a slot nobody serves: ask again later
       if (!any_master_) any_master_ = c;
     }
-    retry_delay_ = kMinRetryDelay;
+    // The backoff stays: a fresh map may still name a master that is down (a failover in
+    // progress); only an answered call resets it.
     dispatch_parked();
     return;
   }
