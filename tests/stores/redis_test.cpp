@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <future>
 #include <latch>
 #include <map>
 #include <set>
@@ -371,6 +372,34 @@ TEST(Redis, KilledConnectionsAreReconnected) {
   EXPECT_EQ(other, 0);
   EXPECT_TRUE(store->ping().is_ok());
   EXPECT_EQ(store->begin(begin_args("after")).value().kind, Kind::acquired);
+}
+
+// The connection breaks after the command went out (here: held by CLIENT PAUSE WRITE,
+// then killed): the call fails `unavailable`, saying that its outcome is unknown.
+TEST(Redis, ConnectionLostAfterSendingLeavesTheOutcomeUnknown) {
+  REQUIRE_SERVER(IDEM_TEST_REDIS_URL);
+  auto store = open_or_fail(with_unique_prefix(IDEM_TEST_REDIS_URL), 5s);
+  Raw raw(first_node(IDEM_TEST_REDIS_URL));
+  ASSERT_EQ(raw({"CLIENT", "PAUSE", "5000", "WRITE"}), "OK");
+  std::promise<Result<BeginOutcome>> answer;
+  store->begin(begin_args("lost"), [&](Result<BeginOutcome> r) { answer.set_value(std::move(r)); });
+  // Until the server holds our EVALSHA.
+  const bool held = eventually([&] {
+    std::istringstream clients(raw({"CLIENT", "LIST"}));
+    for (std::string line; std::getline(clients, line);) {
+      if (line.find(" flags=b ") != std::string::npos && line.find(" cmd=evalsha ") != std::string::npos)
+        return true;
+    }
+    return false;
+  });
+  raw({"CLIENT", "KILL", "TYPE", "normal"});
+  raw({"CLIENT", "UNPAUSE"});
+  ASSERT_TRUE(held);
+  auto r = answer.get_future().get();
+  EXPECT_EQ(r.status().code(), StatusCode::unavailable) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("outcome is unknown"), std::string::npos) << r.status().message();
+  // (It never ran: the server dropped it with the connection.)
+  EXPECT_EQ(store->begin(begin_args("lost")).value().kind, Kind::acquired);
 }
 
 TEST(Redis, DestroyingAStoreWaitsForItsCalls) {
