@@ -139,6 +139,7 @@ void Client::on_reply(Connection& from, CallPtr call, Reply reply) {
       // The server lost its script cache (a restart, SCRIPT FLUSH): EVAL loads it again.
       call->eval_wire = eval_form(*call);
       call->sent = false;
+      call->asking = call->asked;  // still in the middle of an ASK redirect
       return from.send(std::move(call));
     }
     if (starts_with(error, "MOVED ") || starts_with(error, "ASK "))
@@ -210,6 +211,11 @@ void Client::on_down(Connection& from, std::vector<CallPtr> unsent, std::vector<
 
 void Client::park(CallPtr call) {
   parked_.push_back(std::move(call));
+  // The first map is fetched at once; after that, refreshes wait for the backoff.
+  if (config_.cluster && !first_refresh_ && !refreshing_) {
+    first_refresh_ = true;
+    return refresh_slots();
+  }
   schedule_retry();
 }
 

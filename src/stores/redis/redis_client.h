@@ -77,6 +77,7 @@ class Client final : public ConnectionEvents {
   Connection* any_master_ = nullptr;
   bool slots_stale_ = true;
   bool refreshing_ = false;
+  bool first_refresh_ = false;  // the first map was asked for
   std::size_t refresh_turn_ = 0;
 
   std::vector<CallPtr> parked_;  // waiting for a connection or a slot map

@@ -6,6 +6,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <utility>
 #include <vector>
 
 namespace idem::redis {
@@ -217,10 +218,10 @@ void Connection::write_some() {
     CallPtr c = std::move(unsent_.front());
     unsent_.pop_front();
     if (c->done) continue;
-    if (c->asking) {
+    c->asked = std::exchange(c->asking, false);
+    if (c->asked) {
       buffers.push_back(asio::buffer(kAsking));
       inflight_.push_back(nullptr);
-      c->asking = false;
     }
     buffers.push_back(asio::buffer(c->bytes()));
     c->sent = true;

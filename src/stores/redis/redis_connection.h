@@ -49,6 +49,7 @@ struct Call {
   int slot = -1;                   // the cluster slot of its keys; -1: any node
   bool pinned = false;             // for this connection only (CLUSTER SLOTS): never rerouted
   bool asking = false;             // precede the next send by ASKING (an ASK redirect)
+  bool asked = false;              // the last send was preceded by ASKING
   bool sent = false;               // written, and no answer proved that it did not run
   bool done = false;               // answered: later replies and deadlines are ignored
   int redirects = 0;               // MOVED/ASK followed so far
