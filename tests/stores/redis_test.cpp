@@ -442,6 +442,15 @@ std::vector<ClusterNode> cluster_nodes(Raw& raw) {
   return out;
 }
 
+// A counter from INFO: stat(raw, "errorstats", "errorstat_MOVED", "count"); 0 when absent.
+long long stat(Raw& raw, const std::string& section, const std::string& line, const std::string& field) {
+  const std::string info = raw({"INFO", section});
+  const auto at = info.find(line + ":");
+  if (at == std::string::npos) return 0;
+  const auto f = info.find(field + "=", at);
+  return f == std::string::npos ? 0 : std::stoll(info.substr(f + field.size() + 1));
+}
+
 // The master serving `slot`, from CLUSTER SLOTS.
 Endpoint owner_of(Raw& raw, int slot) {
   for (const auto& range : raw.slots()) {
@@ -523,9 +532,14 @@ TEST(RedisCluster, AskDuringAMigrationAndMovedAfterIt) {
   // A no longer has the keys: ASK → B (whose script cache is empty: NOSCRIPT, then EVAL
   // still under ASKING).
   ASSERT_EQ(raw_b({"SCRIPT", "FLUSH"}), "OK");
+  const long long asks = stat(raw_a, "errorstats", "errorstat_ASK", "count");
+  const long long askings = stat(raw_b, "commandstats", "cmdstat_asking", "calls");
   EXPECT_EQ(store->extend({"s", "migrating", f, 60s}).value(), ExtendOutcome::extended);
   EXPECT_EQ(store->commit({"s", "migrating", f, "moved", 60s}).value(), CommitOutcome::committed);
   EXPECT_EQ(store->begin(begin_args("migrating")).value().result, "moved");
+  EXPECT_GE(stat(raw_a, "errorstats", "errorstat_ASK", "count"), asks + 3);
+  EXPECT_GE(stat(raw_b, "commandstats", "cmdstat_asking", "calls"), askings + 3);
+  const long long moved = stat(raw_a, "errorstats", "errorstat_MOVED", "count");
 
   // The slot is B's: every master learns it; A answers MOVED from now on.
   for (const auto& n : nodes) {
@@ -537,6 +551,9 @@ TEST(RedisCluster, AskDuringAMigrationAndMovedAfterIt) {
   EXPECT_EQ(store->get({"s", "migrating"}).value()->result, "moved");
   EXPECT_TRUE(store->remove({"s", "migrating"}).value());
   EXPECT_GT(store->begin(begin_args("migrating")).value().fence, f);
+  // One MOVED taught the store the new owner (a few more may race the map refresh).
+  EXPECT_GE(stat(raw_a, "errorstats", "errorstat_MOVED", "count"), moved + 1);
+  EXPECT_LE(stat(raw_a, "errorstats", "errorstat_MOVED", "count"), moved + 2);
 }
 
 // A replica takes over its master (CLUSTER FAILOVER): the store follows the new master,
@@ -576,6 +593,8 @@ TEST(RedisCluster, SurvivesAMasterFailover) {
   ASSERT_TRUE(eventually([&] { return cluster_ok(all_cluster_nodes(uri)); }));
 
   // Through MOVED from the old master (now a replica) to the new one.
+  Raw raw_old(old_master);
+  const long long moved = stat(raw_old, "errorstats", "errorstat_MOVED", "count");
   EXPECT_EQ(store->begin(begin_args("failover")).value().kind, Kind::in_progress);
   EXPECT_EQ(store->begin(begin_args("failover-done")).value().result, "before");
   EXPECT_EQ(store->lock({"failover-lock", "b", 60s}).value().kind, LockOutcome::Kind::busy);
@@ -583,6 +602,7 @@ TEST(RedisCluster, SurvivesAMasterFailover) {
   EXPECT_EQ(store->begin(begin_args("failover")).value().result, "after");
   ASSERT_EQ(store->unlock({"failover-lock", "a"}).value(), UnlockOutcome::released);
   EXPECT_GT(store->lock({"failover-lock", "b", 60s}).value().fence, lock.fence);
+  EXPECT_GE(stat(raw_old, "errorstats", "errorstat_MOVED", "count"), moved + 1);
 }
 
 // The master of a slot is killed (kill -9): its calls in flight fail `unavailable`, the
