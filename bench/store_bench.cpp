@@ -3,10 +3,15 @@
 //   coro    Asio coroutines on one io_context thread (how the gateway calls the store)
 //   thread  OS threads making blocking calls (how a plain consumer calls it)
 // Run: build/release/bench/store_bench --benchmark_counters_tabular=true
+// With IDEM_BENCH_REDIS_URL (and/or IDEM_BENCH_REDIS_CLUSTER_URL) set, the Redis stores
+// run too, each store under a key prefix of its own.
 // items_per_second is pairs/s (Pairs) or hits/s (Replay).
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -38,6 +43,10 @@ std::unique_ptr<Store> open_fresh(const std::string& uri_base) {
     for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(file.string() + ext);
     const auto q = uri.find('?');
     uri = "sqlite:" + file.string() + (q == std::string::npos ? "" : uri.substr(q));
+  }
+  if (uri.rfind("redis", 0) == 0) {
+    uri += (uri.find('?') == std::string::npos ? "?" : "&") + std::string("prefix=bench-") +
+           std::to_string(getpid()) + "-" + std::to_string(n++) + ":";
   }
   auto s = idem::open_store(uri);
   if (!s) throw std::runtime_error(s.status().to_string());
@@ -155,6 +164,29 @@ IDEM_BENCH(replay_thread, memory, "memory:");
 IDEM_BENCH(replay_coro, sqlite_normal, "sqlite:?sync=normal");
 IDEM_BENCH(replay_thread, sqlite_normal, "sqlite:?sync=normal");
 
+// Servers named by the environment: registered at run time.
+void register_from_env(const char* variable, const char* name) {
+  const char* url = std::getenv(variable);
+  if (!url || !*url) return;
+  static std::vector<std::string> urls;  // the benchmarks keep pointers to these
+  urls.reserve(4);
+  const char* uri = urls.emplace_back(url).c_str();
+  const std::string n(name);
+  for (auto [label, fn] :
+       {std::pair{"pairs_coro/", &pairs_coro}, std::pair{"pairs_thread/", &pairs_thread},
+        std::pair{"replay_coro/", &replay_coro}, std::pair{"replay_thread/", &replay_thread}}) {
+    benchmark::RegisterBenchmark((label + n).c_str(), fn, uri)->Arg(1)->Arg(64)->UseRealTime()->MinTime(1.0);
+  }
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  register_from_env("IDEM_BENCH_REDIS_URL", "redis");
+  register_from_env("IDEM_BENCH_REDIS_CLUSTER_URL", "redis_cluster");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

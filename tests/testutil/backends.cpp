@@ -1,6 +1,9 @@
 #include "testutil/backends.h"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
 
 #include "idem/open.h"
 #include "testutil/temp_dir.h"
@@ -33,5 +36,29 @@ Backend sqlite_backend() {
           },
           /*controllable_clock=*/false};
 }
+
+std::string with_unique_prefix(const std::string& uri) {
+  static std::atomic<int> n{0};
+  const std::string prefix = "test-" + std::to_string(getpid()) + "-" + std::to_string(n++) + ":";
+  return uri + (uri.find('?') == std::string::npos ? "?" : "&") + "prefix=" + prefix;
+}
+
+namespace {
+
+// Redis judges time by its own clock: the tests wait out real (short) leases.
+Backend redis_like(const char* name, const char* env) {
+  return {name,
+          [env](std::shared_ptr<const Clock>) -> std::unique_ptr<Store> {
+            const char* url = std::getenv(env);
+            if (!url || !*url) return nullptr;
+            return must_open(with_unique_prefix(url), nullptr);
+          },
+          /*controllable_clock=*/false};
+}
+
+}  // namespace
+
+Backend redis_backend() { return redis_like("redis", "IDEM_TEST_REDIS_URL"); }
+Backend redis_cluster_backend() { return redis_like("redis_cluster", "IDEM_TEST_REDIS_CLUSTER_URL"); }
 
 }  // namespace idem::testutil

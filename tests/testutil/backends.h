@@ -19,7 +19,7 @@ namespace idem::testutil {
 struct Backend {
   std::string name;
   // Opens a fresh, empty store. `clock` is used by backends whose clock is controllable;
-  // others ignore it.
+  // others ignore it. nullptr when the backend's server is not configured (the tests skip).
   std::function<std::unique_ptr<Store>(std::shared_ptr<const Clock> clock)> open;
   // True when the store judges time by the clock passed to `open`, so a test moves time
   // by advancing it; otherwise the test waits out real (short) leases.
@@ -31,8 +31,16 @@ struct Backend {
 // One delegate per backend (tests/testutil/backends.cpp).
 Backend memory_backend();
 Backend sqlite_backend();  // a fresh file in a per-process temporary directory
+// A fresh key prefix on the server named by IDEM_TEST_REDIS_URL /
+// IDEM_TEST_REDIS_CLUSTER_URL (scripts/services start redis); nullptr stores when unset.
+Backend redis_backend();
+Backend redis_cluster_backend();
 
-// gtest parameter names: "memory", "sqlite".
+// A URI with a key prefix of its own ("?prefix=test-<pid>-<n>:") for a store that must not
+// see any other's keys.
+std::string with_unique_prefix(const std::string& uri);
+
+// gtest parameter names: "memory", "sqlite", "redis", "redis_cluster".
 inline std::string backend_name(const ::testing::TestParamInfo<Backend>& info) { return info.param.name; }
 
 }  // namespace idem::testutil

@@ -1,0 +1,99 @@
+// The client behind one Redis store: its connections, the calls in flight, their
+// deadlines, and where each call goes — to the one node of redis:// (a small pool of
+// pipelined connections), or to the master that owns the call's slot on
+// redis-cluster:// (the map from CLUSTER SLOTS; MOVED and ASK followed; the map refreshed
+// after a redirect, a lost connection or CLUSTERDOWN, so a failover is survived).
+//
+// Every call is answered exactly once: by its reply; by `unavailable` when it could not
+// be sent before its deadline, or when the connection broke after it was sent (then the
+// message says that the outcome is unknown); by `deadline_exceeded` when it was sent but
+// not answered in time (outcome unknown). Calls that cannot go anywhere yet wait and are
+// retried with backoff until their deadline. Replies proving that a command did not run
+// (NOSCRIPT, MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING...) lead to a retry, never to an
+// answer.
+//
+// Thread safety: none; it lives on one io_context thread, and completes calls there.
+#pragma once
+
+#include <boost/asio/steady_timer.hpp>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stores/redis/redis_connection.h"
+
+namespace idem::redis {
+
+class Client final : public ConnectionEvents {
+ public:
+  Client(asio::io_context& io, Config config, Duration op_timeout);
+  ~Client();
+
+  // Sends the call (its deadline set) and answers it through call->complete.
+  void start(CallPtr call);
+  // Refuses new calls; once every call is answered, closes the connections and runs
+  // `stopped`.
+  void shutdown(std::function<void()> stopped);
+
+  // "redis 127.0.0.1:6379" or "redis-cluster 127.0.0.1:7001,...": for messages. Fixed.
+  const std::string& describe() const { return description_; }
+
+ private:
+  void on_reply(Connection& from, CallPtr call, Reply reply) override;
+  void on_down(Connection& from, std::vector<CallPtr> unsent, std::vector<CallPtr> written,
+               Status why) override;
+
+  void dispatch(CallPtr call);
+  Connection* route(const Call& call);
+  Connection& connection_for(const Endpoint& e);
+  void redirect(Connection& from, CallPtr call, std::string_view error);
+  void finish(Call& call, Result<Reply> result);
+
+  void park(CallPtr call);
+  void schedule_retry();
+  void dispatch_parked();
+
+  void refresh_slots();
+  void on_slots(const Connection& from, Result<Reply> result);
+
+  void arm_deadline();
+  void expire();
+  void stop();
+
+  asio::io_context& io_;
+  const Config config_;
+  const Duration op_timeout_;
+  std::string description_;
+
+  std::vector<std::unique_ptr<Connection>> pool_;  // redis://: round robin
+  std::size_t next_ = 0;
+  std::map<std::string, std::unique_ptr<Connection>> nodes_;  // redis-cluster:// (and redirects), by name
+
+  // redis-cluster://: the master of each slot (nullptr: unknown).
+  std::vector<Connection*> slots_;
+  Connection* any_master_ = nullptr;
+  bool slots_stale_ = true;
+  bool refreshing_ = false;
+  bool first_refresh_ = false;  // the first map was asked for
+  std::size_t refresh_turn_ = 0;
+
+  std::vector<CallPtr> parked_;  // waiting for a connection or a slot map
+  asio::steady_timer retry_timer_;
+  bool retry_armed_ = false;
+  Duration retry_delay_;
+  std::string last_error_;  // why calls are waiting, for their deadline's message
+
+  std::deque<CallPtr> deadlines_;  // every unanswered call, in (about) deadline order
+  asio::steady_timer deadline_timer_;
+  bool deadline_armed_ = false;
+
+  std::size_t outstanding_ = 0;
+  bool closing_ = false;
+  bool stopped_ = false;
+  std::function<void()> on_stopped_;
+};
+
+}  // namespace idem::redis

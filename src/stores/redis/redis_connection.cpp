@@ -1,0 +1,249 @@
+#include "stores/redis/redis_connection.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <utility>
+#include <vector>
+
+namespace idem::redis {
+namespace {
+
+constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t kReadBuffer = 64 * 1024;
+// Commands per gather write: below the kernel's IOV_MAX (1024), ASKING included.
+constexpr std::size_t kMaxBatch = 500;
+const std::string kAsking = "*1\r\n$6\r\nASKING\r\n";
+
+}  // namespace
+
+std::string format_command(std::span<const std::string_view> argv) {
+  std::vector<const char*> parts;
+  std::vector<std::size_t> sizes;
+  parts.reserve(argv.size());
+  sizes.reserve(argv.size());
+  for (std::string_view a : argv) {
+    parts.push_back(a.data());
+    sizes.push_back(a.size());
+  }
+  char* raw = nullptr;
+  const int n = redisFormatCommandArgv(&raw, static_cast<int>(parts.size()), parts.data(), sizes.data());
+  if (n < 0) throw std::bad_alloc();
+  std::string out(raw, static_cast<std::size_t>(n));
+  redisFreeCommand(raw);
+  return out;
+}
+
+Connection::Connection(asio::io_context& io, Endpoint endpoint, const Config& config,
+                       Duration connect_timeout, ConnectionEvents& events)
+    : io_(io),
+      endpoint_(std::move(endpoint)),
+      name_(to_string(endpoint_)),
+      config_(config),
+      connect_timeout_(connect_timeout),
+      events_(events),
+      socket_(io),
+      resolver_(io),
+      connect_timer_(io),
+      read_buffer_(kReadBuffer) {}
+
+Connection::~Connection() = default;
+
+void Connection::send(CallPtr call) {
+  unsent_.push_back(std::move(call));
+  if (ready_) return write_some();
+  if (!running_ && !closed_) {
+    running_ = true;
+    asio::co_spawn(io_, run(), asio::detached);
+  }
+}
+
+void Connection::close() {
+  closed_ = true;
+  boost::system::error_code ignored;
+  resolver_.cancel();
+  connect_timer_.cancel();
+  socket_.close(ignored);
+}
+
+Status Connection::error(const std::string& what) const {
+  return unavailable("redis " + name_ + ": " + what);
+}
+
+// Connects while there is something to send; after a failure hands everything back to the
+// owner, which decides when to send again.
+asio::awaitable<void> Connection::run() {
+  while (!closed_ && !unsent_.empty()) {
+    ++generation_;
+    reader_.reset(redisReaderCreate());
+    timed_out_ = false;
+    write_error_.clear();
+    Status s = co_await connect();
+    if (s) s = co_await handshake();
+    connect_timer_.cancel();
+    if (s) {
+      ready_ = true;
+      write_some();
+      s = co_await serve();
+      ready_ = false;
+    }
+    ++generation_;  // a write still completing belongs to the attempt that ended
+    writing_ = false;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    if (closed_) break;
+    std::vector<CallPtr> unsent(std::make_move_iterator(unsent_.begin()),
+                                std::make_move_iterator(unsent_.end()));
+    std::vector<CallPtr> written;
+    for (CallPtr& c : inflight_) {
+      if (c) written.push_back(std::move(c));
+    }
+    unsent_.clear();
+    inflight_.clear();
+    events_.on_down(*this, std::move(unsent), std::move(written), std::move(s));
+  }
+  running_ = false;
+}
+
+asio::awaitable<Status> Connection::connect() {
+  connect_timer_.expires_after(connect_timeout_);
+  connect_timer_.async_wait([this, gen = generation_](boost::system::error_code ec) {
+    if (ec || gen != generation_ || ready_) return;
+    timed_out_ = true;
+    resolver_.cancel();
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+  });
+  const std::string port = std::to_string(endpoint_.port);
+  auto [rec, results] = co_await resolver_.async_resolve(endpoint_.host, port, kUseTuple);
+  if (timed_out_) co_return error("connect: timed out");
+  if (rec) co_return error("resolve: " + rec.message());
+  auto [cec, peer] = co_await asio::async_connect(socket_, results, kUseTuple);
+  if (timed_out_) co_return error("connect: timed out");
+  if (cec) co_return error("connect: " + cec.message());
+  boost::system::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  co_return Status::ok();
+}
+
+// AUTH and SELECT from the URI, before any call. Their errors are failed_precondition:
+// retrying will not help until the configuration changes.
+asio::awaitable<Status> Connection::handshake() {
+  std::string out;
+  std::vector<const char*> what;
+  if (!config_.password.empty()) {
+    out += config_.user.empty() ? format_command({"AUTH", config_.password})
+                                : format_command({"AUTH", config_.user, config_.password});
+    what.push_back("AUTH");
+  }
+  if (config_.db != 0) {
+    const std::string db = std::to_string(config_.db);
+    out += format_command({"SELECT", db});
+    what.push_back("SELECT");
+  }
+  if (what.empty()) co_return Status::ok();
+  auto buffer = asio::buffer(out);
+  auto [ec, n] = co_await asio::async_write(socket_, buffer, kUseTuple);
+  if (timed_out_) co_return error("handshake: timed out");
+  if (ec) co_return error("write: " + ec.message());
+  for (const char* command : what) {
+    auto reply = co_await read_reply();
+    if (!reply) co_return reply.status();
+    if ((*reply)->type == REDIS_REPLY_ERROR) {
+      co_return failed_precondition("redis " + name_ + ": " + command +
+                                    " failed: " + std::string((*reply)->str, (*reply)->len));
+    }
+  }
+  co_return Status::ok();
+}
+
+asio::awaitable<Result<Reply>> Connection::read_reply() {
+  for (;;) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+      co_return error(std::string("protocol error: ") + reader_->errstr);
+    }
+    if (raw) co_return Reply(static_cast<redisReply*>(raw));
+    auto buffer = asio::buffer(read_buffer_);
+    auto [ec, n] = co_await socket_.async_read_some(buffer, kUseTuple);
+    if (timed_out_) co_return error("handshake: timed out");
+    if (ec)
+      co_return error(ec == asio::error::eof ? "the server closed the connection" : "read: " + ec.message());
+    redisReaderFeed(reader_.get(), read_buffer_.data(), n);
+  }
+}
+
+// Reads and answers until the connection fails.
+asio::awaitable<Status> Connection::serve() {
+  for (;;) {
+    if (auto s = drain_replies(); !s) co_return s;
+    auto buffer = asio::buffer(read_buffer_);
+    auto [ec, n] = co_await socket_.async_read_some(buffer, kUseTuple);
+    if (closed_) co_return error("closed");
+    if (!write_error_.empty()) co_return error(write_error_);
+    if (ec)
+      co_return error(ec == asio::error::eof ? "the server closed the connection" : "read: " + ec.message());
+    if (redisReaderFeed(reader_.get(), read_buffer_.data(), n) != REDIS_OK) {
+      co_return error(std::string("protocol error: ") + reader_->errstr);
+    }
+  }
+}
+
+Status Connection::drain_replies() {
+  for (;;) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+      return error(std::string("protocol error: ") + reader_->errstr);
+    }
+    if (!raw) return Status::ok();
+    Reply reply(static_cast<redisReply*>(raw));
+    if (inflight_.empty()) return error("protocol error: a reply to no command");
+    CallPtr call = std::move(inflight_.front());
+    inflight_.pop_front();
+    if (!call) continue;  // ASKING's +OK
+    events_.on_reply(*this, std::move(call), std::move(reply));
+    if (closed_) return error("closed");
+  }
+}
+
+// One gather write of everything queued (up to kMaxBatch); the next starts when it ends.
+void Connection::write_some() {
+  if (!ready_ || writing_ || unsent_.empty()) return;
+  std::vector<asio::const_buffer> buffers;
+  std::vector<CallPtr> batch;
+  while (!unsent_.empty() && buffers.size() + 2 <= kMaxBatch) {
+    CallPtr c = std::move(unsent_.front());
+    unsent_.pop_front();
+    if (c->done) continue;
+    c->asked = std::exchange(c->asking, false);
+    if (c->asked) {
+      buffers.push_back(asio::buffer(kAsking));
+      inflight_.push_back(nullptr);
+    }
+    buffers.push_back(asio::buffer(c->bytes()));
+    c->sent = true;
+    inflight_.push_back(c);
+    batch.push_back(std::move(c));
+  }
+  if (batch.empty()) return;
+  writing_ = true;
+  // The batch rides along so that the bytes stay alive until the write is over.
+  asio::async_write(
+      socket_, buffers,
+      [this, gen = generation_, batch = std::move(batch)](boost::system::error_code ec, std::size_t) {
+        if (gen != generation_) return;
+        writing_ = false;
+        if (ec) {
+          write_error_ = "write: " + ec.message();
+          boost::system::error_code ignored;
+          socket_.close(ignored);
+          return;
+        }
+        write_some();
+      });
+}
+
+}  // namespace idem::redis

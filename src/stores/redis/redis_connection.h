@@ -1,0 +1,138 @@
+// One TCP connection to one Redis node, pipelined: commands queue up, go out in batches
+// (one gather write), and replies are matched to them in order (FIFO), parsed by hiredis's
+// reader. The connection connects on demand, authenticates and selects the database
+// before anything else, and on any failure hands its calls back to its owner
+// (ConnectionEvents): those never written may go elsewhere; those written are in doubt.
+// It retries nothing by itself: the owner (redis_client.h) decides about backoff and
+// redirection.
+//
+// Thread safety: none. Everything, its owner's callbacks included, runs on one io_context
+// thread.
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "idem/clock.h"
+#include "idem/detail/unique_function.h"
+#include "idem/status.h"
+#include "stores/redis/redis_scripts.h"
+#include "stores/redis/redis_uri.h"
+
+namespace idem::redis {
+
+namespace asio = boost::asio;
+using SteadyClock = std::chrono::steady_clock;
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
+// One operation on its way through the client, possibly over several connections
+// (redirects, retries) until it is answered once.
+struct Call {
+  std::string wire;                // the command, in RESP
+  std::string eval_wire;           // after NOSCRIPT: the same call as EVAL (never changed once set)
+  const Script* script = nullptr;  // EVALSHA of this script: NOSCRIPT may turn it into EVAL
+  int slot = -1;                   // the cluster slot of its keys; -1: any node
+  bool pinned = false;             // for this connection only (CLUSTER SLOTS): never rerouted
+  bool asking = false;             // precede the next send by ASKING (an ASK redirect)
+  bool asked = false;              // the last send was preceded by ASKING
+  bool sent = false;               // written, and no answer proved that it did not run
+  bool done = false;               // answered: later replies and deadlines are ignored
+  int redirects = 0;               // MOVED/ASK followed so far
+  SteadyClock::time_point deadline;
+  detail::UniqueFunction<void(Result<Reply>)> complete;
+
+  const std::string& bytes() const { return eval_wire.empty() ? wire : eval_wire; }
+};
+using CallPtr = std::shared_ptr<Call>;
+
+// A command in RESP, as hiredis formats it.
+std::string format_command(std::span<const std::string_view> argv);
+inline std::string format_command(std::initializer_list<std::string_view> argv) {
+  return format_command(std::span<const std::string_view>(argv.begin(), argv.size()));
+}
+
+class Connection;
+
+class ConnectionEvents {
+ public:
+  virtual void on_reply(Connection& from, CallPtr call, Reply reply) = 0;
+  // The connection failed (or could not be made). `unsent` were never written; `written`
+  // were written (wholly or in part) and got no answer: they may or may not have run.
+  virtual void on_down(Connection& from, std::vector<CallPtr> unsent, std::vector<CallPtr> written,
+                       Status why) = 0;
+
+ protected:
+  ~ConnectionEvents() = default;
+};
+
+class Connection {
+ public:
+  // `connect_timeout` bounds resolving, connecting and the AUTH/SELECT handshake.
+  Connection(asio::io_context& io, Endpoint endpoint, const Config& config, Duration connect_timeout,
+             ConnectionEvents& events);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Queues the call; connects first when idle.
+  void send(CallPtr call);
+  // For good: aborts what is in progress; tells the owner nothing more.
+  void close();
+
+  const Endpoint& endpoint() const { return endpoint_; }
+  const std::string& name() const { return name_; }  // "host:port"
+
+ private:
+  asio::awaitable<void> run();
+  asio::awaitable<Status> connect();
+  asio::awaitable<Status> handshake();
+  asio::awaitable<Result<Reply>> read_reply();
+  asio::awaitable<Status> serve();
+  Status drain_replies();
+  void write_some();
+  Status error(const std::string& what) const;
+
+  struct ReaderDeleter {
+    void operator()(redisReader* r) const noexcept { redisReaderFree(r); }
+  };
+
+  asio::io_context& io_;
+  const Endpoint endpoint_;
+  const std::string name_;
+  const Config& config_;
+  const Duration connect_timeout_;
+  ConnectionEvents& events_;
+
+  asio::ip::tcp::socket socket_;
+  asio::ip::tcp::resolver resolver_;
+  asio::steady_timer connect_timer_;
+  std::unique_ptr<redisReader, ReaderDeleter> reader_;
+  std::vector<char> read_buffer_;
+
+  std::deque<CallPtr> unsent_;    // waiting to be written
+  std::deque<CallPtr> inflight_;  // written, in reply order; nullptr: a reply to discard (ASKING)
+  bool running_ = false;          // run() is active
+  bool ready_ = false;            // connected and handshaken: writes may go
+  bool writing_ = false;
+  bool closed_ = false;
+  bool timed_out_ = false;        // the connect timer fired during this attempt
+  std::string write_error_;       // why the last write failed
+  std::uint64_t generation_ = 0;  // one per connection attempt: stale completions see a change
+};
+
+}  // namespace idem::redis

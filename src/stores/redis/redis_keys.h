@@ -1,0 +1,29 @@
+// Where the store keeps things in Redis. Every key is
+//   <prefix>{<tag>}<kind>:<name>
+// where <tag> is 16 hex digits of a hash of the name: Redis Cluster places a key by its
+// {hash tag}, so the keys one script touches (a record and its fence key, a lock and its
+// fence key) always share a slot, while different names spread over the cluster. The name
+// after the tag keeps keys distinct even when two tags collide. A scope may hold any byte,
+// so it is written with its length in front: <scope length>:<scope><key>.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace idem::redis {
+
+struct KeyPair {
+  std::string main;   // the record, token or lock
+  std::string fence;  // the last fence handed out for it (records and locks)
+};
+
+KeyPair record_keys(std::string_view prefix, std::string_view scope, std::string_view key);
+std::string token_key(std::string_view prefix, std::string_view scope, std::string_view token);
+KeyPair lock_keys(std::string_view prefix, std::string_view name);
+
+inline constexpr int kSlots = 16384;
+// Redis Cluster's slot for a key: CRC16 (XMODEM) of its hash tag, or of the whole key.
+int key_slot(std::string_view key) noexcept;
+
+}  // namespace idem::redis

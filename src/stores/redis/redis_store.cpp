@@ -1,0 +1,282 @@
+// The store runs one io_context thread that owns every connection (redis_client.h).
+// Callers' threads only format the command and post it there; answers run on that thread,
+// outside any lock.
+#include "stores/redis/redis_store.h"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <charconv>
+#include <thread>
+
+#include "core/state_machine.h"
+#include "stores/redis/redis_client.h"
+#include "stores/redis/redis_keys.h"
+
+namespace idem::redis {
+namespace {
+
+using Kind = BeginOutcome::Kind;
+
+// ---- reading replies -------------------------------------------------------------------
+
+bool is_int(const redisReply* r) { return r && r->type == REDIS_REPLY_INTEGER; }
+bool is_string(const redisReply* r) { return r && r->type == REDIS_REPLY_STRING; }
+std::string text(const redisReply* r) { return std::string(r->str, r->len); }
+
+// The i-th element of an array reply, or nullptr.
+const redisReply* at(const redisReply& r, std::size_t i) {
+  return r.type == REDIS_REPLY_ARRAY && i < r.elements ? r.element[i] : nullptr;
+}
+
+bool parse_int(const redisReply* r, std::int64_t& out) {
+  if (!is_string(r)) return false;
+  const auto [end, ec] = std::from_chars(r->str, r->str + r->len, out);
+  return ec == std::errc() && end == r->str + r->len;
+}
+
+Status unexpected(const char* op) { return internal_error(std::string("redis: unexpected reply to ") + op); }
+
+Result<BeginOutcome> parse_begin(const redisReply& r) {
+  const redisReply* kind = at(r, 0);
+  const redisReply* a = at(r, 1);
+  const redisReply* b = at(r, 2);
+  if (!is_int(kind)) return unexpected("begin");
+  switch (kind->integer) {
+    case 0:
+      if (is_int(a) && is_int(b))
+        return BeginOutcome::acquired(static_cast<Fence>(a->integer), b->integer != 0);
+      break;
+    case 1:
+      if (is_int(a) && is_string(b)) return BeginOutcome::replay(static_cast<Fence>(a->integer), text(b));
+      break;
+    case 2:
+      if (is_int(a)) return BeginOutcome::in_progress(Duration(std::max<long long>(a->integer, 1)));
+      break;
+    case 3:
+      return BeginOutcome::mismatch();
+  }
+  return unexpected("begin");
+}
+
+// {st, fence, fp, lu or '', ea, res or ''}
+Result<std::optional<Record>> parse_record(const redisReply& r, const RecordId& id) {
+  if (r.type == REDIS_REPLY_NIL) return std::optional<Record>();
+  std::int64_t fence = 0, lease_until = 0, expires_at = 0;
+  const redisReply* state = at(r, 0);
+  if (!is_string(state) || !parse_int(at(r, 1), fence) || !is_string(at(r, 2)) ||
+      !parse_int(at(r, 4), expires_at) || !is_string(at(r, 5))) {
+    return unexpected("get");
+  }
+  Record rec;
+  rec.scope = id.scope;
+  rec.key = id.key;
+  rec.state = text(state) == "d" ? RecordState::done : RecordState::pending;
+  rec.fence = static_cast<Fence>(fence);
+  rec.fingerprint = text(at(r, 2));
+  if (rec.state == RecordState::pending) {
+    if (!parse_int(at(r, 3), lease_until)) return unexpected("get");
+    rec.lease_until = from_micros(lease_until);
+  }
+  rec.expires_at = from_micros(expires_at);
+  rec.result = text(at(r, 5));
+  return std::optional<Record>(std::move(rec));
+}
+
+// A script answering 1 or 0: `yes` or `no`.
+template <class T>
+auto flag(T yes, T no, const char* op) {
+  return [yes, no, op](const redisReply& r) -> Result<T> {
+    if (!is_int(&r)) return unexpected(op);
+    return r.integer ? yes : no;
+  };
+}
+
+Result<LockOutcome> parse_lock(const redisReply& r) {
+  const redisReply* kind = at(r, 0);
+  const redisReply* value = at(r, 1);
+  if (!is_int(kind) || !is_int(value)) return unexpected("lock");
+  if (kind->integer == 0) return LockOutcome::locked(static_cast<Fence>(value->integer));
+  return LockOutcome::busy(Duration(std::max<long long>(value->integer, 1)));
+}
+
+std::string micros(Duration d) { return std::to_string(d.count()); }
+
+class RedisStore final : public Store {
+ public:
+  RedisStore(Config config, const StoreOptions& options)
+      : cluster_(config.cluster),
+        prefix_(config.prefix),
+        op_timeout_(options.op_timeout),
+        work_(asio::make_work_guard(io_)),
+        client_(io_, std::move(config), options.op_timeout) {
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  // Waits for every call in flight (each is bounded by op_timeout), then closes.
+  ~RedisStore() override {
+    asio::post(io_, [this] { client_.shutdown([this] { work_.reset(); }); });
+    thread_.join();
+  }
+
+  const StoreTraits& traits() const noexcept override {
+    static constexpr StoreTraits kRedis{"redis", /*native_expiry=*/true, /*durable=*/false,
+                                        /*controllable_clock=*/false};
+    static constexpr StoreTraits kCluster{"redis-cluster", true, false, false};
+    return cluster_ ? kCluster : kRedis;
+  }
+
+ protected:
+  void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto k = record_keys(prefix_, a.scope, a.key);
+    const std::string lease = micros(a.lease), retention = micros(a.retention);
+    eval(scripts().begin, {k.main, k.fence}, {a.fingerprint, lease, retention}, std::move(cb), parse_begin);
+  }
+
+  void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto k = record_keys(prefix_, a.scope, a.key);
+    const std::string fence = std::to_string(a.fence), retention = micros(a.retention);
+    eval(scripts().commit, {k.main, k.fence}, {fence, a.result, retention}, std::move(cb),
+         flag(CommitOutcome::committed, CommitOutcome::fenced, "commit"));
+  }
+
+  void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto k = record_keys(prefix_, a.scope, a.key);
+    const std::string fence = std::to_string(a.fence);
+    eval(scripts().release, {k.main}, {fence}, std::move(cb),
+         flag(ReleaseOutcome::released, ReleaseOutcome::fenced, "release"));
+  }
+
+  void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto k = record_keys(prefix_, a.scope, a.key);
+    const std::string fence = std::to_string(a.fence), lease = micros(a.lease);
+    eval(scripts().extend, {k.main, k.fence}, {fence, lease}, std::move(cb),
+         flag(ExtendOutcome::extended, ExtendOutcome::fenced, "extend"));
+  }
+
+  void do_get(RecordId a, Callback<std::optional<Record>> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto k = record_keys(prefix_, a.scope, a.key);
+    eval(scripts().get, {k.main}, {}, std::move(cb),
+         [id = std::move(a)](const redisReply& r) { return parse_record(r, id); });
+  }
+
+  void do_remove(RecordId a, Callback<bool> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto k = record_keys(prefix_, a.scope, a.key);
+    eval(scripts().remove, {k.main}, {}, std::move(cb), flag(true, false, "remove"));
+  }
+
+  // Redis expires keys by itself (native_expiry): nothing to sweep.
+  void do_sweep(Callback<std::uint64_t> cb) override { cb(std::uint64_t{0}); }
+
+  void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    auto token = core::random_token();
+    if (!token) return cb(token.status());
+    const std::string key = token_key(prefix_, a.scope, *token), ttl = micros(a.ttl);
+    eval(scripts().issue_token, {key}, {ttl}, std::move(cb),
+         [token = std::move(*token)](const redisReply& r) -> Result<std::string> {
+           if (!is_int(&r)) return unexpected("issue_token");
+           return token;
+         });
+  }
+
+  void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const std::string key = token_key(prefix_, a.scope, a.token);
+    eval(scripts().consume_token, {key}, {}, std::move(cb),
+         flag(ConsumeOutcome::consumed, ConsumeOutcome::invalid, "consume_token"));
+  }
+
+  void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const std::string key = token_key(prefix_, a.scope, a.token), ttl = micros(a.ttl);
+    eval(scripts().restore_token, {key}, {ttl}, std::move(cb),
+         flag(RestoreOutcome::restored, RestoreOutcome::invalid, "restore_token"));
+  }
+
+  void do_lock(LockArgs a, Callback<LockOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto k = lock_keys(prefix_, a.name);
+    const std::string ttl = micros(a.ttl);
+    eval(scripts().lock, {k.main, k.fence}, {a.owner, ttl}, std::move(cb), parse_lock);
+  }
+
+  void do_unlock(UnlockArgs a, Callback<UnlockOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto k = lock_keys(prefix_, a.name);
+    eval(scripts().unlock, {k.main}, {a.owner}, std::move(cb),
+         flag(UnlockOutcome::released, UnlockOutcome::not_owner, "unlock"));
+  }
+
+  void do_extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    const auto k = lock_keys(prefix_, a.name);
+    const std::string ttl = micros(a.ttl);
+    eval(scripts().extend_lock, {k.main, k.fence}, {a.owner, ttl}, std::move(cb),
+         flag(LockExtendOutcome::extended, LockExtendOutcome::not_owner, "extend_lock"));
+  }
+
+  void do_ping(Callback<Done> cb) override {
+    submit(format_command({"PING"}), nullptr, -1, std::move(cb),
+           [](const redisReply&) -> Result<Done> { return Done{}; });
+  }
+
+ private:
+  // EVALSHA script numkeys keys... args...: all keys share one slot (redis_keys.h).
+  template <class T, class Parse>
+  void eval(const Script& script, std::initializer_list<std::string_view> keys,
+            std::initializer_list<std::string_view> args, Callback<T> cb, Parse parse) {
+    std::vector<std::string_view> argv;
+    argv.reserve(3 + keys.size() + args.size());
+    const std::string numkeys = std::to_string(keys.size());
+    argv.insert(argv.end(), {"EVALSHA", script.sha1, numkeys});
+    argv.insert(argv.end(), keys);
+    argv.insert(argv.end(), args);
+    submit(format_command(argv), &script, key_slot(*keys.begin()), std::move(cb), std::move(parse));
+  }
+
+  template <class T, class Parse>
+  void submit(std::string wire, const Script* script, int slot, Callback<T> cb, Parse parse) {
+    auto call = std::make_shared<Call>();
+    call->wire = std::move(wire);
+    call->script = script;
+    call->slot = slot;
+    call->deadline = SteadyClock::now() + op_timeout_;
+    call->complete = [this, cb = std::move(cb), parse = std::move(parse), script](Result<Reply> r) mutable {
+      if (!r) return cb(r.status());
+      const redisReply& reply = **r;
+      if (reply.type == REDIS_REPLY_ERROR) {
+        return cb(internal_error(client_.describe() + ": " + (script ? script->name : "PING") + ": " +
+                                 std::string(reply.str, reply.len)));
+      }
+      cb(parse(reply));
+    };
+    asio::post(io_, [this, call = std::move(call)]() mutable { client_.start(std::move(call)); });
+  }
+
+  const bool cluster_;
+  const std::string prefix_;
+  const Duration op_timeout_;
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  Client client_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> open(std::string_view uri, const StoreOptions& options) {
+  auto config = parse_uri(uri);
+  if (!config) return config.status();
+  if (options.op_timeout.count() <= 0) return invalid_argument("redis: op_timeout must be greater than 0");
+  auto store = std::make_unique<RedisStore>(std::move(*config), options);
+  if (auto ping = store->ping(); !ping) return ping.status();
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace idem::redis

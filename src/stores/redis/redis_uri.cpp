@@ -1,0 +1,144 @@
+#include "stores/redis/redis_uri.h"
+
+#include <charconv>
+
+namespace idem::redis {
+namespace {
+
+Status bad(std::string_view uri, const std::string& what) {
+  return invalid_argument("redis: " + what + " in store URI '" + std::string(uri) +
+                          "' (expected redis://[user:pass@]host:port[/db][?prefix=P] or "
+                          "redis-cluster://host:port[,host:port...][?prefix=P])");
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// %XX escapes, as userinfo and query values may carry them.
+bool percent_decode(std::string_view in, std::string& out) {
+  out.clear();
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out.push_back(in[i]);
+      continue;
+    }
+    if (i + 2 >= in.size()) return false;
+    const int hi = hex_value(in[i + 1]), lo = hex_value(in[i + 2]);
+    if (hi < 0 || lo < 0) return false;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return true;
+}
+
+Result<Endpoint> parse_endpoint(std::string_view uri, std::string_view text) {
+  Endpoint e;
+  std::string_view port;
+  if (text.starts_with('[')) {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos) return bad(uri, "unclosed '[' in host '" + std::string(text) + "'");
+    e.host = std::string(text.substr(1, close - 1));
+    const auto rest = text.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest[0] != ':') return bad(uri, "unexpected text after host '" + std::string(text) + "'");
+      port = rest.substr(1);
+    }
+  } else {
+    const auto colon = text.rfind(':');
+    e.host = std::string(text.substr(0, colon));
+    if (colon != std::string_view::npos) port = text.substr(colon + 1);
+  }
+  if (e.host.empty()) return bad(uri, "missing host in '" + std::string(text) + "'");
+  if (text.find(':') != std::string_view::npos && !text.starts_with('[') && port.empty()) {
+    return bad(uri, "empty port in '" + std::string(text) + "'");
+  }
+  if (!port.empty()) {
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) {
+      return bad(uri, "port '" + std::string(port) + "' is not a number from 1 to 65535");
+    }
+    e.port = static_cast<std::uint16_t>(value);
+  }
+  return e;
+}
+
+Status parse_query(std::string_view uri, std::string_view query, Config& c) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view param = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const auto eq = param.find('=');
+    if (param.substr(0, eq) != "prefix" || eq == std::string_view::npos) {
+      return bad(uri, "unknown parameter '" + std::string(param) + "' (the one parameter is prefix=...)");
+    }
+    if (!percent_decode(param.substr(eq + 1), c.prefix)) return bad(uri, "bad %-escape in the prefix");
+    if (c.prefix.find_first_of("{}") != std::string::npos) {
+      return bad(uri, "the prefix '" + c.prefix + "' contains '{' or '}' (they would break hash tags)");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+std::string to_string(const Endpoint& e) {
+  const bool v6 = e.host.find(':') != std::string::npos;
+  return (v6 ? "[" + e.host + "]" : e.host) + ":" + std::to_string(e.port);
+}
+
+Result<Config> parse_uri(std::string_view uri) {
+  Config c;
+  std::string_view rest;
+  if (uri.starts_with("redis://")) {
+    rest = uri.substr(8);
+  } else if (uri.starts_with("redis-cluster://")) {
+    c.cluster = true;
+    rest = uri.substr(16);
+  } else {
+    return bad(uri, "the scheme is not redis:// or redis-cluster://");
+  }
+
+  if (const auto q = rest.find('?'); q != std::string_view::npos) {
+    if (auto s = parse_query(uri, rest.substr(q + 1), c); !s) return s;
+    rest = rest.substr(0, q);
+  }
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
+    const std::string_view userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    const auto colon = userinfo.find(':');
+    const bool ok = colon == std::string_view::npos
+                        ? percent_decode(userinfo, c.password)
+                        : percent_decode(userinfo.substr(0, colon), c.user) &&
+                              percent_decode(userinfo.substr(colon + 1), c.password);
+    if (!ok) return bad(uri, "bad %-escape in the user or password");
+    if (c.password.empty()) return bad(uri, "empty password before '@'");
+  }
+  if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
+    const std::string_view db = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+    if (!db.empty()) {
+      if (c.cluster) return bad(uri, "a database number ('/" + std::string(db) + "') on a cluster");
+      const auto [end, ec] = std::from_chars(db.data(), db.data() + db.size(), c.db);
+      if (ec != std::errc() || end != db.data() + db.size() || c.db < 0) {
+        return bad(uri, "database '" + std::string(db) + "' is not a number");
+      }
+    }
+  }
+  while (true) {
+    const auto comma = rest.find(',');
+    auto e = parse_endpoint(uri, rest.substr(0, comma));
+    if (!e) return e.status();
+    c.nodes.push_back(std::move(*e));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  if (!c.cluster && c.nodes.size() > 1) return bad(uri, "several hosts (use redis-cluster:// for a cluster)");
+  return c;
+}
+
+}  // namespace idem::redis
