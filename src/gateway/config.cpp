@@ -10,6 +10,25 @@
 namespace idem::gateway {
 namespace {
 
+// Control characters of the config text reach messages through keys and values quoted in
+// them ("unknown key", yaml-cpp's "unknown escape character"). Written as they are, a NUL
+// would cut what() short and an escape sequence would act on the terminal: \xHH instead.
+std::string printable(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7F) {
+      out += c;
+    } else {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xF];
+    }
+  }
+  return out;
+}
+
 std::string format_error(const std::string& source, int line, const std::string& key,
                          const std::string& reason) {
   std::string out = source;
@@ -31,11 +50,11 @@ T flag_value(const Result<T>& r, const char* flag) {
 }  // namespace
 
 ConfigError::ConfigError(std::string source, int line, std::string key, std::string reason)
-    : std::runtime_error(format_error(source, line, key, reason)),
-      source_(std::move(source)),
+    : std::runtime_error(format_error(printable(source), line, printable(key), printable(reason))),
+      source_(printable(source)),
       line_(line),
-      key_(std::move(key)),
-      reason_(std::move(reason)) {}
+      key_(printable(key)),
+      reason_(printable(reason)) {}
 
 Config default_config() {
   Config c;

@@ -21,7 +21,9 @@ namespace idem::gateway {
 
 // An invalid configuration. what() reads "idem.yaml:12: routes[1].match.path: must start
 // with '/'" (source:line: key: reason); parts that do not apply are left out: no line for
-// a file that cannot be read, no source and line for a flag ("--upstream: ...").
+// a file that cannot be read, no source and line for a flag ("--upstream: ..."). Control
+// characters (bytes below 0x20, and 0x7F) in any part are written \xHH, in what() and in
+// the accessors alike.
 class ConfigError : public std::runtime_error {
  public:
   ConfigError(std::string source, int line, std::string key, std::string reason);

@@ -35,6 +35,22 @@ TEST(ConfigError, MessageShape) {
   EXPECT_EQ(e.reason(), "r");
 }
 
+// Found by config_fuzz (fuzz/regressions/config/nul_in_error_message): a NUL that yaml-cpp
+// quotes in its message cut what() short; other control characters would reach the terminal.
+TEST(ConfigError, ControlCharactersAreWrittenAsHex) {
+  ConfigError e("f\n", 1, "a\x01", std::string("b\0c\x1b[31m\x7f", 9));
+  EXPECT_STREQ(e.what(), "f\\x0a:1: a\\x01: b\\x00c\\x1b[31m\\x7f");
+  EXPECT_EQ(e.key(), "a\\x01");
+  EXPECT_EQ(e.reason(), "b\\x00c\\x1b[31m\\x7f");
+  EXPECT_EQ(error(std::string_view("\x01x: 1\n", 6)),
+            "idem.yaml:1: \\x01x: unknown key (expected one of: listen, upstream, store, admin, defaults, "
+            "tokens, routes)");
+  const char nul_escape[] = "up/127.020.1 \0\0\0\0\0\0\0.020.1:9000\n";
+  EXPECT_EQ(error(std::string_view(nul_escape, sizeof nul_escape - 1)),
+            "idem.yaml:1: invalid YAML: unknown escape character: \\x00");
+  EXPECT_ERROR("k\xc3\xa9: 1", "idem.yaml:1: k\xc3\xa9: unknown key");  // UTF-8 stays as written
+}
+
 TEST(ConfigRules, TheExampleOfTheBrief) {
   EXPECT_EQ(error(R"(routes:
   - name: a

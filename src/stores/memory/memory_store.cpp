@@ -33,7 +33,8 @@ class Table {
  public:
   template <class Fn>
   auto with(const std::string& id, Fn&& fn) {
-    auto [it, inserted] = map_.try_emplace(id);
+    // Not a structured binding: clang before 16 cannot capture one in a lambda.
+    auto it = map_.try_emplace(id).first;
     auto erase_if_empty = [&] {
       if (!it->second) map_.erase(it);
     };
