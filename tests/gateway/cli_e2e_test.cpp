@@ -72,33 +72,57 @@ TEST(GatewayProcess, AdminTokenAndNonLoopbackRefusal) {
   EXPECT_EQ(request(admin, verb::get, "/metrics").result_int(), 200u);
 }
 
-TEST(GatewayProcess, AClaimOfAKilledGatewayBecomesOutcomeUncertain) {
+// kill -9 of the gateway while the upstream works, then a restart on the same SQLite file:
+// the claim survived in the store, and once its lease expires on_uncertain decides.
+class KilledGateway : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(KilledGateway, AClaimOfAKilledGatewayIsDecidedByOnUncertainAfterARestart) {
+  const std::string on_uncertain = GetParam();
   TempDir tmp;
   const std::string& dir = tmp.path;
   Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
   const unsigned short port = free_port(), admin = free_port();
   write_file(dir + "/idem.yaml", "listen: 127.0.0.1:" + std::to_string(port) +
                                      "\nupstream: http://127.0.0.1:" + std::to_string(upstream.port()) +
-                                     "\nstore: sqlite:" + dir + "/idem.db\nadmin:\n  listen: 127.0.0.1:" +
-                                     std::to_string(admin) + "\ndefaults:\n  lease: 1s\n");
+                                     "\nstore: sqlite:" + dir +
+                                     "/idem.db\nadmin:\n  listen: 127.0.0.1:" + std::to_string(admin) +
+                                     "\ndefaults:\n  lease: 1s\n  on_uncertain: " + on_uncertain + "\n");
   const std::vector<std::string> argv = {IDEM_BIN, "serve", "--config", dir + "/idem.yaml"};
   auto first = std::make_unique<Process>(argv, dir + "/idem.log");
   ASSERT_TRUE(wait_healthy(admin, 5000));
   std::thread client([&] {
     request(port, verb::post, "/orders", {{"Idempotency-Key", "crash"}, {"X-Test-Delay-Ms", "1500"}}, "{}");
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Kill it once the claim is in the store and the upstream has the request.
+  std::int64_t claimed_fence = 0;
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+       std::chrono::steady_clock::now() < until && claimed_fence == 0;) {
+    Response rec = request(admin, verb::get, "/v1/records/_/crash");
+    if (rec.result_int() == 200 && request(upstream.port(), verb::get, "/_count?key=crash").body() == "1")
+      claimed_fence = boost::json::parse(rec.body()).at("fence").as_int64();
+  }
+  ASSERT_NE(claimed_fence, 0) << "the claim never appeared";
   first->signal(SIGKILL);
   first->wait(5000);
   client.join();
   Process second(argv, dir + "/idem.log");
   ASSERT_TRUE(wait_healthy(admin, 5000));
-  // The claim survived the restart; once its lease expires the outcome is unknown: hold.
+  // The repeat waits out the dead gateway's lease (defaults.wait is 5 s), then:
   Response r = request(port, verb::post, "/orders", {{"Idempotency-Key", "crash"}}, "{}");
-  EXPECT_EQ(r.result_int(), 409u);
-  EXPECT_EQ(problem_type(r), "urn:idem:problem:outcome-uncertain");
-  EXPECT_EQ(request(upstream.port(), verb::get, "/_count?key=crash").body(), "1");
+  if (on_uncertain == "hold") {  // nothing runs twice: 409 until an operator decides
+    EXPECT_EQ(r.result_int(), 409u) << r.body();
+    EXPECT_EQ(problem_type(r), "urn:idem:problem:outcome-uncertain");
+    EXPECT_EQ(request(upstream.port(), verb::get, "/_count?key=crash").body(), "1");
+  } else {  // runs again, with a higher fence the service can check
+    EXPECT_EQ(r.result_int(), 201u) << r.body();
+    EXPECT_EQ(request(upstream.port(), verb::get, "/_count?key=crash").body(), "2");
+    const std::string fence(boost::json::parse(r.body()).at("fence").as_string());
+    EXPECT_GT(std::stoll(fence), claimed_fence);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(OnUncertain, KilledGateway, ::testing::Values("hold", "retry"),
+                         [](const auto& p) { return p.param; });
 
 TEST(GatewayProcess, SigtermFinishesTheRequestInFlightAndStoresIt) {
   TempDir tmp;
