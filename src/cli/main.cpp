@@ -89,6 +89,17 @@ asio::awaitable<void> drain(Server& server, UpstreamClient& upstream, IoPool& po
   pool.stop();
 }
 
+// Writes the gathered request log lines every 100 ms (Gateway::flush_log).
+asio::awaitable<void> flush_log_periodically(Gateway& gateway) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (;;) {
+    timer.expires_after(std::chrono::milliseconds(100));
+    auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    gateway.flush_log();
+    if (ec) co_return;
+  }
+}
+
 int serve(const std::string& config_file, const CliOverrides& flags) {
   Config config;
   try {
@@ -129,7 +140,9 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
                    asio::detached);
   });
 
+  asio::co_spawn(pool.main(), flush_log_periodically(gateway), asio::detached);
   pool.run();
+  gateway.flush_log();
   std::cerr << "idem: stopped" << std::endl;
   return kOk;
 }

@@ -84,7 +84,7 @@ Gateway::Reply Gateway::problem(const HttpRequest& req, Problem p, std::string_v
 }
 
 void Gateway::log(const Route& route, const Identity* id, std::string_view outcome, unsigned status,
-                  Duration latency) const {
+                  Duration latency) {
   boost::json::object o;
   o["route"] = route.name;
   o["outcome"] = outcome;
@@ -93,8 +93,21 @@ void Gateway::log(const Route& route, const Identity* id, std::string_view outco
   if (id && !id->key.empty()) o["key_hash"] = hash_subject(id->scope + '\n' + id->key).substr(0, 12);
   std::string line = boost::json::serialize(o);
   line.push_back('\n');
-  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::lock_guard lock(log_mu_);
+  log_buffer_ += line;
+  if (log_buffer_.size() >= 16 * 1024) write_log_locked();
+}
+
+void Gateway::flush_log() {
+  std::lock_guard lock(log_mu_);
+  write_log_locked();
+}
+
+void Gateway::write_log_locked() {
+  if (log_buffer_.empty()) return;
+  std::fwrite(log_buffer_.data(), 1, log_buffer_.size(), stdout);
   std::fflush(stdout);
+  log_buffer_.clear();
 }
 
 HttpResponse Gateway::reject_early(const Route& route, const HttpRequest& req, const Rejection& r,

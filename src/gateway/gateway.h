@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,6 +53,12 @@ class Gateway {
   // POST /_idem/tokens (SPEC §3.3).
   boost::asio::awaitable<HttpResponse> issue_token(const HttpRequest& req);
 
+  // The request log (one JSON line per protected request) is written to standard output
+  // in batches: when 16 KiB have gathered, or when flush_log() is called, which the owner
+  // does every 100 ms and at shutdown. So a busy gateway makes one write per batch rather
+  // than per request; a line is at most 100 ms late (and lost if the process is killed).
+  void flush_log();
+
  private:
   struct Reply {
     HttpResponse response;
@@ -84,7 +91,8 @@ class Gateway {
   boost::asio::awaitable<Result<T>> observe(const char* op, boost::asio::awaitable<Result<T>> call);
 
   void log(const Route& route, const Identity* id, std::string_view outcome, unsigned status,
-           Duration latency) const;
+           Duration latency);
+  void write_log_locked();  // requires log_mu_
   std::string next_owner();
 
   const Config& config_;
@@ -94,6 +102,8 @@ class Gateway {
   Waiters waiters_;
   std::string instance_;  // random, names lock owners
   std::atomic<std::uint64_t> requests_{0};
+  std::mutex log_mu_;
+  std::string log_buffer_;  // guarded by log_mu_
 };
 
 }  // namespace idem::gateway
