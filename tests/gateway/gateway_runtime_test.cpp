@@ -19,6 +19,7 @@
 #include "gateway/gateway.h"
 #include "gateway/server.h"
 #include "idem/open.h"
+#include "testutil/store_wrapper.h"
 
 namespace idem::gateway {
 namespace {
@@ -26,60 +27,32 @@ namespace {
 using e2e::request;
 using http::verb;
 
-// Forwards to a memory store; the flagged operations answer `unavailable` instead.
-class FaultyStore final : public Store {
+// A memory store whose flagged operations answer `unavailable` instead.
+class FaultyStore final : public testutil::StoreWrapper {
  public:
-  FaultyStore() : inner_(std::move(open_store("memory:")).value()) {}
+  FaultyStore() : StoreWrapper(std::move(open_store("memory:")).value()) {}
   std::atomic<bool> fail_begin{false};
   std::atomic<bool> fail_commit{false};
   std::atomic<bool> fail_consume{false};
-  const StoreTraits& traits() const noexcept override { return inner_->traits(); }
 
  protected:
   static Status down() { return unavailable("injected store failure"); }
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
     if (fail_begin) return cb(down());
-    inner_->begin(std::move(a), std::move(cb));
+    StoreWrapper::do_begin(std::move(a), std::move(cb));
   }
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
     if (fail_commit) return cb(down());
-    inner_->commit(std::move(a), std::move(cb));
-  }
-  void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
-    inner_->release(std::move(a), std::move(cb));
-  }
-  void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
-    inner_->extend(std::move(a), std::move(cb));
-  }
-  void do_get(RecordId id, Callback<std::optional<Record>> cb) override {
-    inner_->get(std::move(id), std::move(cb));
-  }
-  void do_remove(RecordId id, Callback<bool> cb) override { inner_->remove(std::move(id), std::move(cb)); }
-  void do_sweep(Callback<std::uint64_t> cb) override { inner_->sweep(std::move(cb)); }
-  void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
-    inner_->issue_token(std::move(a), std::move(cb));
+    StoreWrapper::do_commit(std::move(a), std::move(cb));
   }
   void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
     if (fail_consume) return cb(down());
-    inner_->consume_token(std::move(a), std::move(cb));
-  }
-  void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
-    inner_->restore_token(std::move(a), std::move(cb));
-  }
-  void do_lock(LockArgs a, Callback<LockOutcome> cb) override { inner_->lock(std::move(a), std::move(cb)); }
-  void do_unlock(UnlockArgs a, Callback<UnlockOutcome> cb) override {
-    inner_->unlock(std::move(a), std::move(cb));
-  }
-  void do_extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) override {
-    inner_->extend_lock(std::move(a), std::move(cb));
+    StoreWrapper::do_consume_token(std::move(a), std::move(cb));
   }
   void do_ping(Callback<Done> cb) override {
     if (fail_begin) return cb(down());
-    inner_->ping(std::move(cb));
+    StoreWrapper::do_ping(std::move(cb));
   }
-
- private:
-  std::unique_ptr<Store> inner_;
 };
 
 class GatewayRuntime : public ::testing::Test {

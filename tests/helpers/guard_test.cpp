@@ -25,6 +25,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include "idem/open.h"
+#include "testutil/store_wrapper.h"
 
 namespace idem {
 
@@ -44,11 +45,9 @@ std::unique_ptr<Store> memory_store(std::shared_ptr<const Clock> clock = nullptr
 
 // Forwards to a real store and lets a test watch begin's answers and count extends, so
 // that tests synchronise on what callers observed instead of sleeping.
-class ObservingStore final : public Store {
+class ObservingStore final : public testutil::StoreWrapper {
  public:
-  explicit ObservingStore(std::unique_ptr<Store> inner) : inner_(std::move(inner)) {}
-
-  const StoreTraits& traits() const noexcept override { return inner_->traits(); }
+  using StoreWrapper::StoreWrapper;
 
   // Called with each begin's answer, before the caller receives it. Set before use.
   std::function<void(const Result<BeginOutcome>&)> on_begin;
@@ -63,7 +62,7 @@ class ObservingStore final : public Store {
 
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
-    inner_->begin(std::move(a), [this, cb = std::move(cb)](Result<BeginOutcome> r) mutable {
+    inner().begin(std::move(a), [this, cb = std::move(cb)](Result<BeginOutcome> r) mutable {
       {
         std::lock_guard lock(mu_);
         if (on_begin) on_begin(r);
@@ -72,41 +71,12 @@ class ObservingStore final : public Store {
       cb(std::move(r));
     });
   }
-  void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
-    inner_->commit(std::move(a), std::move(cb));
-  }
-  void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
-    inner_->release(std::move(a), std::move(cb));
-  }
   void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
     ++extends;
-    inner_->extend(std::move(a), std::move(cb));
+    StoreWrapper::do_extend(std::move(a), std::move(cb));
   }
-  void do_get(RecordId a, Callback<std::optional<Record>> cb) override {
-    inner_->get(std::move(a), std::move(cb));
-  }
-  void do_remove(RecordId a, Callback<bool> cb) override { inner_->remove(std::move(a), std::move(cb)); }
-  void do_sweep(Callback<std::uint64_t> cb) override { inner_->sweep(std::move(cb)); }
-  void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
-    inner_->issue_token(std::move(a), std::move(cb));
-  }
-  void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
-    inner_->consume_token(std::move(a), std::move(cb));
-  }
-  void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
-    inner_->restore_token(std::move(a), std::move(cb));
-  }
-  void do_lock(LockArgs a, Callback<LockOutcome> cb) override { inner_->lock(std::move(a), std::move(cb)); }
-  void do_unlock(UnlockArgs a, Callback<UnlockOutcome> cb) override {
-    inner_->unlock(std::move(a), std::move(cb));
-  }
-  void do_extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) override {
-    inner_->extend_lock(std::move(a), std::move(cb));
-  }
-  void do_ping(Callback<Done> cb) override { inner_->ping(std::move(cb)); }
 
  private:
-  std::unique_ptr<Store> inner_;
   std::mutex mu_;
   std::condition_variable cv_;
 };
