@@ -305,6 +305,26 @@ TEST(Redis, AuthAndDatabaseComeFromTheUri) {
   EXPECT_EQ(raw({"ACL", "DELUSER", user}), "1");
 }
 
+// `:pass@` (or `pass@`) authenticates the default user. The server's default user gets a
+// password for the length of the test only; connections made before keep working.
+TEST(Redis, PasswordAloneAuthenticatesTheDefaultUser) {
+  REQUIRE_SERVER(IDEM_TEST_REDIS_URL);
+  const Endpoint e = first_node(IDEM_TEST_REDIS_URL);
+  Raw raw(e);
+  struct Restore {
+    Raw& raw;
+    ~Restore() { raw({"ACL", "SETUSER", "default", "nopass"}); }
+  } restore{raw};
+  ASSERT_EQ(raw({"ACL", "SETUSER", "default", ">default-pw"}), "OK");
+  for (std::string userinfo : {":default-pw@", "default-pw@"}) {
+    auto store = open_or_fail(with_unique_prefix("redis://" + userinfo + redis::to_string(e)));
+    EXPECT_EQ(store->begin(begin_args("k")).value().kind, Kind::acquired) << userinfo;
+  }
+  auto none = open_store(with_unique_prefix("redis://" + redis::to_string(e)));
+  EXPECT_EQ(none.status().code(), StatusCode::failed_precondition);
+  EXPECT_NE(none.status().message().find("NOAUTH"), std::string::npos) << none.status().message();
+}
+
 TEST(Redis, UnreachableServerIsUnavailableAndNamed) {
   // Nothing listens on port 1 of the loopback.
   const auto started = std::chrono::steady_clock::now();

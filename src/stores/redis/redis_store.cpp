@@ -250,13 +250,21 @@ class RedisStore final : public Store {
     call->complete = [this, cb = std::move(cb), parse = std::move(parse), script](Result<Reply> r) mutable {
       if (!r) return cb(r.status());
       const redisReply& reply = **r;
-      if (reply.type == REDIS_REPLY_ERROR) {
-        return cb(internal_error(client_.describe() + ": " + (script ? script->name : "PING") + ": " +
-                                 std::string(reply.str, reply.len)));
-      }
+      if (reply.type == REDIS_REPLY_ERROR) return cb(error_status(reply, script ? script->name : "PING"));
       cb(parse(reply));
     };
     asio::post(io_, [this, call = std::move(call)]() mutable { client_.start(std::move(call)); });
+  }
+
+  // A server's error reply: authentication and permissions are the configuration's to fix;
+  // anything else is unexpected.
+  Status error_status(const redisReply& reply, const char* op) const {
+    const std::string error(reply.str, reply.len);
+    std::string message = client_.describe() + ": " + op + ": " + error;
+    for (const char* p : {"NOAUTH", "NOPERM", "WRONGPASS"}) {
+      if (error.rfind(p, 0) == 0) return failed_precondition(std::move(message));
+    }
+    return internal_error(std::move(message));
   }
 
   const bool cluster_;
