@@ -3,6 +3,7 @@
 #include <string>
 
 #include "stores/memory/memory_store.h"
+#include "stores/postgres/postgres_store.h"
 #include "stores/sqlite/sqlite_store.h"
 
 namespace idem {
@@ -24,7 +25,8 @@ Result<std::unique_ptr<Store>> open_store(std::string_view uri, StoreOptions opt
     return memory::open(options);
   }
   if (scheme == "sqlite") return sqlite::open(rest, options);
-  if (scheme == "redis" || scheme == "redis-cluster" || scheme == "postgres" || scheme == "postgresql") {
+  if (scheme == "postgres" || scheme == "postgresql") return postgres::open(uri, options);
+  if (scheme == "redis" || scheme == "redis-cluster") {
     return invalid_argument("store '" + std::string(scheme) + "' is not available in this build");
   }
   return invalid_argument("unknown store scheme '" + std::string(scheme) + "' in '" + std::string(uri) + "'");

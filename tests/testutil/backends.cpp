@@ -1,6 +1,9 @@
 #include "testutil/backends.h"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
 
 #include "idem/open.h"
 #include "testutil/temp_dir.h"
@@ -30,6 +33,21 @@ Backend sqlite_backend() {
             static TempDir dir;
             static std::atomic<int> n{0};
             return must_open("sqlite:" + dir.file("store-" + std::to_string(n++) + ".db"), nullptr);
+          },
+          /*controllable_clock=*/false};
+}
+
+Backend postgres_backend() {
+  return {"postgres",
+          [](std::shared_ptr<const Clock>) -> std::unique_ptr<Store> {
+            const char* url = std::getenv("IDEM_TEST_POSTGRES_URL");
+            if (url == nullptr || *url == '\0') return nullptr;
+            static std::atomic<int> n{0};
+            const std::string base = url;
+            const std::string prefix =
+                "idem_t" + std::to_string(::getpid()) + "_" + std::to_string(n++) + "_";
+            return must_open(
+                base + (base.find('?') == std::string::npos ? "?" : "&") + "table_prefix=" + prefix, nullptr);
           },
           /*controllable_clock=*/false};
 }

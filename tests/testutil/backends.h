@@ -31,8 +31,11 @@ struct Backend {
 // One delegate per backend (tests/testutil/backends.cpp).
 Backend memory_backend();
 Backend sqlite_backend();  // a fresh file in a per-process temporary directory
+// Fresh tables (a table_prefix of their own) in the database at IDEM_TEST_POSTGRES_URL;
+// `open` returns nullptr when the variable is not set (the tests skip).
+Backend postgres_backend();
 
-// gtest parameter names: "memory", "sqlite".
+// gtest parameter names: "memory", "sqlite", "postgres".
 inline std::string backend_name(const ::testing::TestParamInfo<Backend>& info) { return info.param.name; }
 
 }  // namespace idem::testutil
