@@ -147,6 +147,7 @@ static_assert(kSweepBatch == 1000, "the sweep statements say LIMIT 1000");
 
 constexpr std::string_view kSchema = R"sql(
 BEGIN;
+SET LOCAL client_min_messages = warning;  -- no "already exists, skipping" notices
 SELECT pg_advisory_xact_lock(hashtext('idem schema {p}'));
 CREATE TABLE IF NOT EXISTS {p}records (
   scope       bytea NOT NULL,
