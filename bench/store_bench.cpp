@@ -3,10 +3,12 @@
 //   coro    Asio coroutines on one io_context thread (how the gateway calls the store)
 //   thread  OS threads making blocking calls (how a plain consumer calls it)
 // Run: build/release/bench/store_bench --benchmark_counters_tabular=true
+// PostgreSQL joins when IDEM_BENCH_POSTGRES_URL names a server (fresh tables per run).
 // items_per_second is pairs/s (Pairs) or hits/s (Replay).
 #include <benchmark/benchmark.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -38,6 +40,9 @@ std::unique_ptr<Store> open_fresh(const std::string& uri_base) {
     for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(file.string() + ext);
     const auto q = uri.find('?');
     uri = "sqlite:" + file.string() + (q == std::string::npos ? "" : uri.substr(q));
+  } else if (uri.rfind("postgres", 0) == 0) {
+    uri += (uri.find('?') == std::string::npos ? "?" : "&") + std::string("table_prefix=idem_bench_") +
+           std::to_string(getpid()) + "_" + std::to_string(n++) + "_";
   }
   auto s = idem::open_store(uri);
   if (!s) throw std::runtime_error(s.status().to_string());
@@ -155,6 +160,26 @@ IDEM_BENCH(replay_thread, memory, "memory:");
 IDEM_BENCH(replay_coro, sqlite_normal, "sqlite:?sync=normal");
 IDEM_BENCH(replay_thread, sqlite_normal, "sqlite:?sync=normal");
 
+// The PostgreSQL benchmarks, when a server is given.
+void register_postgres() {
+  const char* env = std::getenv("IDEM_BENCH_POSTGRES_URL");
+  if (env == nullptr || *env == '\0') return;
+  static const std::string uri = env;
+  for (auto [name, fn] :
+       {std::pair{"pairs_coro/postgres", &pairs_coro}, std::pair{"pairs_thread/postgres", &pairs_thread},
+        std::pair{"replay_coro/postgres", &replay_coro},
+        std::pair{"replay_thread/postgres", &replay_thread}}) {
+    benchmark::RegisterBenchmark(name, fn, uri.c_str())->Arg(1)->Arg(64)->UseRealTime()->MinTime(1.0);
+  }
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_postgres();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

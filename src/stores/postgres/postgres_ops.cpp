@@ -25,8 +25,9 @@ char char_at(const PGresult* r, int row, int col) {
 
 // For statements whose outcome is whether they changed a row (RETURNING 1).
 template <class T>
-std::optional<Result<T>> changed(const PGresult* r, T yes, T no) {
-  return Result<T>(PQntuples(r) > 0 ? yes : no);
+bool changed(const PGresult* r, T& out, T yes, T no) {
+  out = PQntuples(r) > 0 ? yes : no;
+  return true;
 }
 
 // Never 0: a caller told to retry after 0 would spin.
@@ -76,38 +77,41 @@ void SweepOp::deliver() {
   cb_(records_);
 }
 
-std::optional<Result<BeginOutcome>> read_begin(const PGresult* r) {
-  if (PQntuples(r) == 0) return std::nullopt;
+bool read_begin(const PGresult* r, BeginOutcome& out) {
+  if (PQntuples(r) == 0) return false;
   const Fence fence = static_cast<Fence>(int8_at(r, 0, 1));
   switch (char_at(r, 0, 0)) {
     case 'a':
-      return Result(BeginOutcome::acquired(fence, false));
     case 'r':
-      return Result(BeginOutcome::acquired(fence, true));
+      out = BeginOutcome::acquired(fence, char_at(r, 0, 0) == 'r');
+      return true;
     case 'm':
-      return Result(BeginOutcome::mismatch());
+      out = BeginOutcome::mismatch();
+      return true;
     case 'd':
-      return Result(BeginOutcome::replay(fence, bytes_at(r, 0, 2)));
+      out = BeginOutcome::replay(fence, bytes_at(r, 0, 2));
+      return true;
     case 'i':
-      return Result(BeginOutcome::in_progress(retry_after(int8_at(r, 0, 3))));
+      out = BeginOutcome::in_progress(retry_after(int8_at(r, 0, 3)));
+      return true;
     default:
-      return std::nullopt;
+      return false;
   }
 }
 
-std::optional<Result<CommitOutcome>> read_commit(const PGresult* r) {
-  return changed(r, CommitOutcome::committed, CommitOutcome::fenced);
+bool read_commit(const PGresult* r, CommitOutcome& out) {
+  return changed(r, out, CommitOutcome::committed, CommitOutcome::fenced);
 }
-std::optional<Result<ReleaseOutcome>> read_release(const PGresult* r) {
-  return changed(r, ReleaseOutcome::released, ReleaseOutcome::fenced);
+bool read_release(const PGresult* r, ReleaseOutcome& out) {
+  return changed(r, out, ReleaseOutcome::released, ReleaseOutcome::fenced);
 }
-std::optional<Result<ExtendOutcome>> read_extend(const PGresult* r) {
-  return changed(r, ExtendOutcome::extended, ExtendOutcome::fenced);
+bool read_extend(const PGresult* r, ExtendOutcome& out) {
+  return changed(r, out, ExtendOutcome::extended, ExtendOutcome::fenced);
 }
 
-std::optional<Result<std::optional<Record>>> read_get(const PGresult* r) {
-  if (PQntuples(r) == 0) return Result<std::optional<Record>>(std::nullopt);
-  Record rec;
+bool read_get(const PGresult* r, std::optional<Record>& out) {
+  if (PQntuples(r) == 0) return true;
+  Record& rec = out.emplace();
   rec.scope = bytes_at(r, 0, 0);
   rec.key = bytes_at(r, 0, 1);
   rec.state = bytes_at(r, 0, 2) == "done" ? RecordState::done : RecordState::pending;
@@ -116,42 +120,45 @@ std::optional<Result<std::optional<Record>>> read_get(const PGresult* r) {
   if (!PQgetisnull(r, 0, 5)) rec.lease_until = from_micros(int8_at(r, 0, 5));
   rec.expires_at = from_micros(int8_at(r, 0, 6));
   rec.result = bytes_at(r, 0, 7);
-  return Result<std::optional<Record>>(std::move(rec));
+  return true;
 }
 
-std::optional<Result<bool>> read_remove(const PGresult* r) { return changed(r, true, false); }
+bool read_remove(const PGresult* r, bool& out) { return changed(r, out, true, false); }
 
-std::optional<Result<std::string>> read_issue_token(const PGresult* r) {
-  if (PQntuples(r) != 1) return Result<std::string>(internal_error("postgres: issue_token stored no token"));
-  return Result<std::string>(bytes_at(r, 0, 0));
+// INSERT ... RETURNING token: one row.
+bool read_issue_token(const PGresult* r, std::string& out) {
+  if (PQntuples(r) == 1) out = bytes_at(r, 0, 0);
+  return true;
 }
 
-std::optional<Result<ConsumeOutcome>> read_consume(const PGresult* r) {
-  return changed(r, ConsumeOutcome::consumed, ConsumeOutcome::invalid);
+bool read_consume(const PGresult* r, ConsumeOutcome& out) {
+  return changed(r, out, ConsumeOutcome::consumed, ConsumeOutcome::invalid);
 }
-std::optional<Result<RestoreOutcome>> read_restore(const PGresult* r) {
-  return changed(r, RestoreOutcome::restored, RestoreOutcome::invalid);
+bool read_restore(const PGresult* r, RestoreOutcome& out) {
+  return changed(r, out, RestoreOutcome::restored, RestoreOutcome::invalid);
 }
 
-std::optional<Result<LockOutcome>> read_lock(const PGresult* r) {
-  if (PQntuples(r) == 0) return std::nullopt;
+bool read_lock(const PGresult* r, LockOutcome& out) {
+  if (PQntuples(r) == 0) return false;
   switch (char_at(r, 0, 0)) {
     case 'l':
-      return Result(LockOutcome::locked(static_cast<Fence>(int8_at(r, 0, 1))));
+      out = LockOutcome::locked(static_cast<Fence>(int8_at(r, 0, 1)));
+      return true;
     case 'b':
-      return Result(LockOutcome::busy(retry_after(int8_at(r, 0, 2))));
+      out = LockOutcome::busy(retry_after(int8_at(r, 0, 2)));
+      return true;
     default:
-      return std::nullopt;
+      return false;
   }
 }
 
-std::optional<Result<UnlockOutcome>> read_unlock(const PGresult* r) {
-  return changed(r, UnlockOutcome::released, UnlockOutcome::not_owner);
+bool read_unlock(const PGresult* r, UnlockOutcome& out) {
+  return changed(r, out, UnlockOutcome::released, UnlockOutcome::not_owner);
 }
-std::optional<Result<LockExtendOutcome>> read_extend_lock(const PGresult* r) {
-  return changed(r, LockExtendOutcome::extended, LockExtendOutcome::not_owner);
+bool read_extend_lock(const PGresult* r, LockExtendOutcome& out) {
+  return changed(r, out, LockExtendOutcome::extended, LockExtendOutcome::not_owner);
 }
 
-std::optional<Result<Done>> read_ping(const PGresult*) { return Result(Done{}); }
+bool read_ping(const PGresult*, Done&) { return true; }
 
 }  // namespace idem::postgres

@@ -57,9 +57,9 @@ class Op {
   bool answered_ = false;
 };
 
-// Turns a statement's rows into the outcome; nullopt: run the statement again.
+// Turns a statement's rows into the outcome; false: run the statement again.
 template <class T>
-using Reader = std::optional<Result<T>> (*)(const PGresult*);
+using Reader = bool (*)(const PGresult*, T& out);
 
 template <class T>
 class TypedOp final : public Op {
@@ -68,20 +68,18 @@ class TypedOp final : public Op {
       : Op(s, std::move(p), std::move(order)), reader_(reader), cb_(std::move(cb)) {}
 
   bool read(const PGresult* res) override {
-    auto r = reader_(res);
-    again = !r.has_value();
-    if (r) out_.emplace(std::move(*r));
+    again = !reader_(res, out_);
     return !again;
   }
 
  protected:
-  void deliver() override { cb_(std::move(*out_)); }
+  void deliver() override { cb_(std::move(out_)); }
   void deliver_error(Status s) override { cb_(std::move(s)); }
 
  private:
   Reader<T> reader_;
   Callback<T> cb_;
-  std::optional<Result<T>> out_;
+  T out_{};
 };
 
 // sweep(): records, then tokens, then locks, kSweepBatch rows per statement (each its own
@@ -111,18 +109,18 @@ std::string lock_order(char table, const std::string& a, const std::string& b = 
 
 // ---- readers ----------------------------------------------------------------------------
 
-std::optional<Result<BeginOutcome>> read_begin(const PGresult*);
-std::optional<Result<CommitOutcome>> read_commit(const PGresult*);
-std::optional<Result<ReleaseOutcome>> read_release(const PGresult*);
-std::optional<Result<ExtendOutcome>> read_extend(const PGresult*);
-std::optional<Result<std::optional<Record>>> read_get(const PGresult*);
-std::optional<Result<bool>> read_remove(const PGresult*);
-std::optional<Result<std::string>> read_issue_token(const PGresult*);
-std::optional<Result<ConsumeOutcome>> read_consume(const PGresult*);
-std::optional<Result<RestoreOutcome>> read_restore(const PGresult*);
-std::optional<Result<LockOutcome>> read_lock(const PGresult*);
-std::optional<Result<UnlockOutcome>> read_unlock(const PGresult*);
-std::optional<Result<LockExtendOutcome>> read_extend_lock(const PGresult*);
-std::optional<Result<Done>> read_ping(const PGresult*);
+bool read_begin(const PGresult*, BeginOutcome& out);
+bool read_commit(const PGresult*, CommitOutcome& out);
+bool read_release(const PGresult*, ReleaseOutcome& out);
+bool read_extend(const PGresult*, ExtendOutcome& out);
+bool read_get(const PGresult*, std::optional<Record>& out);
+bool read_remove(const PGresult*, bool& out);
+bool read_issue_token(const PGresult*, std::string& out);
+bool read_consume(const PGresult*, ConsumeOutcome& out);
+bool read_restore(const PGresult*, RestoreOutcome& out);
+bool read_lock(const PGresult*, LockOutcome& out);
+bool read_unlock(const PGresult*, UnlockOutcome& out);
+bool read_extend_lock(const PGresult*, LockExtendOutcome& out);
+bool read_ping(const PGresult*, Done& out);
 
 }  // namespace idem::postgres

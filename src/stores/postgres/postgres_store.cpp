@@ -375,7 +375,7 @@ class PostgresStore final : public Store {
         asio::posix::stream_descriptor::wait_read, [this, &c, gen = c.gen](boost::system::error_code ec) {
           if (ec || gen != c.gen) return;
           c.reading = false;
-          if (PQconsumeInput(c.pg) != 1) {
+          if (PQconsumeInput(c.pg) != 1 || PQstatus(c.pg) == CONNECTION_BAD) {
             return broken(c, unavailable(target_.message("connection lost", PQerrorMessage(c.pg))));
           }
           process_results(c);
