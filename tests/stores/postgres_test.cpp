@@ -63,6 +63,13 @@ class PostgresTest : public ::testing::Test {
     prefix_ = "idem_pt" + std::to_string(::getpid()) + "_" + std::to_string(n++) + "_";
   }
 
+  // Each test's stores are gone by now: drop its tables.
+  void TearDown() override {
+    if (url_.empty()) return;
+    Sql sql(url_);
+    sql.run("DROP TABLE IF EXISTS " + prefix_ + "records, " + prefix_ + "tokens, " + prefix_ + "locks");
+  }
+
   // The store's URI: this test's tables, and any extra parameters.
   std::string uri(const std::string& extra = "") const {
     return url_ + (url_.find('?') == std::string::npos ? "?" : "&") + "table_prefix=" + prefix_ + extra;
