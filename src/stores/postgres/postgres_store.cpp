@@ -254,10 +254,17 @@ class PostgresStore final : public Store {
       }
       if (!best) return;
       Batch batch;
+      const auto now = SteadyClock::now();
       while (!queue_.empty() && batch.ops.size() < kMaxBatch) {
-        batch.ops.push_back(std::move(queue_.front()));
+        OpPtr op = std::move(queue_.front());
         queue_.pop_front();
+        if (op->deadline <= now) {
+          op->fail(not_run());
+          continue;
+        }
+        batch.ops.push_back(std::move(op));
       }
+      if (batch.ops.empty()) continue;
       std::stable_sort(batch.ops.begin(), batch.ops.end(),
                        [](const OpPtr& a, const OpPtr& b) { return a->lock_order < b->lock_order; });
       send(*best, std::move(batch));
@@ -286,8 +293,14 @@ class PostgresStore final : public Store {
     flush(c);
   }
 
-  // Operations that have waited out op_timeout in the queue were never sent: nothing
-  // happened. When no connection is up or on its way up, waiting is pointless.
+  // For operations that waited out op_timeout in the queue: never sent, nothing happened.
+  Status not_run() const {
+    std::string why = "no connection was free within op_timeout";
+    if (!last_error_.is_ok()) why += "; last: " + last_error_.message();
+    return unavailable(target_.message("not run", why));
+  }
+
+  // When no connection is up or on its way up, waiting is pointless.
   void fail_queue_if_unreachable() {
     if (queue_.empty()) return;
     const bool reachable = std::any_of(conns_.begin(), conns_.end(), [](const auto& c) {
@@ -527,9 +540,7 @@ class PostgresStore final : public Store {
       }
       OpPtr op = std::move(*it);
       it = queue_.erase(it);
-      op->fail(unavailable(target_.message(
-          "not run", "no connection was free within op_timeout" +
-                         (last_error_.is_ok() ? std::string() : "; " + last_error_.message()))));
+      op->fail(not_run());
     }
     for (auto& c : conns_) {
       if ((c->state == Connection::State::connecting || c->state == Connection::State::setup) &&
