@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <latch>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -156,6 +157,36 @@ TEST_F(PostgresTest, KeysAndScopesAreBytes) {
   EXPECT_EQ(rec->key, key);
   EXPECT_FALSE(s->get({scope.substr(0, 3), key}).value());
   EXPECT_EQ(s->lock({key, scope, 60s}).value().kind, LockOutcome::Kind::locked);
+}
+
+// Calls made together share a transaction; a statement that fails (here: a lease so long
+// that now + lease overflows int8) fails only its own call, and the others still run.
+TEST_F(PostgresTest, AFailingStatementFailsOnlyItsOwnCall) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  constexpr int kCalls = 60;
+  std::atomic<int> acquired{0}, answered{0};
+  std::vector<Result<BeginOutcome>> bad;
+  std::mutex mu;
+  for (int i = 0; i < kCalls; ++i) {
+    const bool overflow = i == kCalls / 2;
+    BeginArgs a{"s", "k" + std::to_string(i), "", overflow ? Duration::max() : Duration(60s), 60s};
+    s->begin(std::move(a), [&, overflow](Result<BeginOutcome> r) {
+      if (overflow) {
+        std::lock_guard lock(mu);
+        bad.push_back(std::move(r));
+      } else if (r && r->kind == Kind::acquired) {
+        ++acquired;
+      }
+      ++answered;
+      answered.notify_all();
+    });
+  }
+  for (int n = answered.load(); n < kCalls; n = answered.load()) answered.wait(n);
+  EXPECT_EQ(acquired, kCalls - 1);
+  ASSERT_EQ(bad.size(), 1u);
+  ASSERT_FALSE(bad[0].is_ok());
+  EXPECT_EQ(bad[0].status().code(), StatusCode::invalid_argument) << bad[0].status().to_string();
 }
 
 TEST_F(PostgresTest, SweepDeletesInBatchesAndKeepsFreshTombstones) {

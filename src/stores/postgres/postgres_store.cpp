@@ -50,9 +50,10 @@ std::int64_t micros(Duration d) { return d.count(); }
 
 struct Batch {
   std::vector<OpPtr> ops;
-  std::size_t next = 0;   // the op whose result comes next
-  std::size_t setup = 0;  // a connection's setup: how many results (no ops)
-  Status error;
+  std::size_t next = 0;      // the op whose result comes next
+  std::size_t setup = 0;     // a connection's setup: how many results (no ops)
+  Status error;              // the first statement error; the transaction rolled back
+  std::size_t error_at = 0;  // the op whose statement failed
 };
 
 struct Connection {
@@ -437,6 +438,7 @@ class PostgresStore final : public Store {
     } else if (status != PGRES_PIPELINE_ABORTED && b.error.is_ok()) {
       b.error =
           target_.statement_error(res, b.setup > 0 ? "cannot set up the connection" : "statement failed");
+      b.error_at = at;
     }
   }
 
@@ -450,26 +452,31 @@ class PostgresStore final : public Store {
     connect_failed(c, std::move(done.error));
   }
 
-  // The batch's transaction has ended: committed, or rolled back with `error`.
+  // The batch's transaction has ended: committed, or rolled back by the error of the
+  // statement at error_at. That operation gets the error; the others did not happen and
+  // run again, so one bad call does not fail its neighbours.
   void finish_batch(Batch done) {
     const auto now = SteadyClock::now();
-    for (auto& op : done.ops) {
+    for (std::size_t i = 0; i < done.ops.size(); ++i) {
+      OpPtr& op = done.ops[i];
       if (op->answered()) continue;
-      if (done.error.is_ok()) {
-        if (!op->again) {
-          op->answer();
-          continue;
-        }
-        if (op->progressing()) {
-          op->deadline = now + op_timeout_;
-        } else if (op->runs >= kMaxRuns) {
-          op->fail(unavailable(target_.message("cannot run", "the row kept changing under the statement")));
-          continue;
-        }
-        queue_.push_front(std::move(op));
+      if (!done.error.is_ok() && i == done.error_at) {
+        op->fail(done.error);
         continue;
       }
-      op->fail(done.error);
+      if (done.error.is_ok() && !op->again) {
+        op->answer();
+        continue;
+      }
+      if (op->progressing() && done.error.is_ok()) {
+        op->deadline = now + op_timeout_;
+      } else if (op->runs >= kMaxRuns) {
+        op->fail(done.error.is_ok()
+                     ? unavailable(target_.message("cannot run", "the row kept changing under the statement"))
+                     : done.error);
+        continue;
+      }
+      queue_.push_front(std::move(op));
     }
     dispatch();
     maybe_stop();
