@@ -3,8 +3,8 @@
 //   coro    Asio coroutines on one io_context thread (how the gateway calls the store)
 //   thread  OS threads making blocking calls (how a plain consumer calls it)
 // Run: build/release/bench/store_bench --benchmark_counters_tabular=true
-// With IDEM_BENCH_REDIS_URL (and/or IDEM_BENCH_REDIS_CLUSTER_URL) set, the Redis stores
-// run too, each store under a key prefix of its own.
+// With IDEM_BENCH_REDIS_URL, IDEM_BENCH_REDIS_CLUSTER_URL or IDEM_BENCH_POSTGRES_URL set,
+// those stores run too, each under a key prefix (Redis) or tables (PostgreSQL) of its own.
 // items_per_second is pairs/s (Pairs) or hits/s (Replay).
 #include <benchmark/benchmark.h>
 
@@ -43,6 +43,9 @@ std::unique_ptr<Store> open_fresh(const std::string& uri_base) {
     for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(file.string() + ext);
     const auto q = uri.find('?');
     uri = "sqlite:" + file.string() + (q == std::string::npos ? "" : uri.substr(q));
+  } else if (uri.rfind("postgres", 0) == 0) {
+    uri += (uri.find('?') == std::string::npos ? "?" : "&") + std::string("table_prefix=idem_bench_") +
+           std::to_string(getpid()) + "_" + std::to_string(n++) + "_";
   }
   if (uri.rfind("redis", 0) == 0) {
     uri += (uri.find('?') == std::string::npos ? "?" : "&") + std::string("prefix=bench-") +
@@ -184,6 +187,7 @@ void register_from_env(const char* variable, const char* name) {
 int main(int argc, char** argv) {
   register_from_env("IDEM_BENCH_REDIS_URL", "redis");
   register_from_env("IDEM_BENCH_REDIS_CLUSTER_URL", "redis_cluster");
+  register_from_env("IDEM_BENCH_POSTGRES_URL", "postgres");
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "stores/memory/memory_store.h"
+#include "stores/postgres/postgres_store.h"
 #include "stores/redis/redis_store.h"
 #include "stores/sqlite/sqlite_store.h"
 
@@ -26,9 +27,7 @@ Result<std::unique_ptr<Store>> open_store(std::string_view uri, StoreOptions opt
   }
   if (scheme == "sqlite") return sqlite::open(rest, options);
   if (scheme == "redis" || scheme == "redis-cluster") return redis::open(uri, options);
-  if (scheme == "postgres" || scheme == "postgresql") {
-    return invalid_argument("store '" + std::string(scheme) + "' is not available in this build");
-  }
+  if (scheme == "postgres" || scheme == "postgresql") return postgres::open(uri, options);
   return invalid_argument("unknown store scheme '" + std::string(scheme) + "' in '" + std::string(uri) + "'");
 }
 

@@ -40,7 +40,11 @@ Backend redis_cluster_backend();
 // see any other's keys.
 std::string with_unique_prefix(const std::string& uri);
 
-// gtest parameter names: "memory", "sqlite", "redis", "redis_cluster".
+// Fresh tables (a table_prefix of their own) in the database at IDEM_TEST_POSTGRES_URL;
+// `open` returns nullptr when the variable is not set (the tests skip).
+Backend postgres_backend();
+
+// gtest parameter names: "memory", "sqlite", "redis", "redis_cluster", "postgres".
 inline std::string backend_name(const ::testing::TestParamInfo<Backend>& info) { return info.param.name; }
 
 }  // namespace idem::testutil

@@ -1,4 +1,4 @@
-// The result that sqlite_durability_child commits for key i, so that the test can check
+// The result that durability_child commits for key i, so that the test can check
 // it byte for byte after the kill. Sizes vary (some span several database pages).
 #pragma once
 

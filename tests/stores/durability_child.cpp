@@ -1,22 +1,22 @@
-// The process that sqlite_durability_test kills with SIGKILL (SPEC I8). It opens
-// sqlite:PATH (sync=normal) and, for i = 0, 1, 2, ...: begins key "k<i>" in scope SCOPE,
-// commits result_for(SCOPE, i), and only then writes "acked <i>" to standard output.
+// The process that the durability tests kill with SIGKILL (SPEC I8). It opens the store at
+// URI (sqlite:PATH, postgres://...) and, for i = 0, 1, 2, ...: begins key "k<i>" in scope
+// SCOPE, commits result_for(SCOPE, i), and only then writes "acked <i>" to standard output.
 //
-//   sqlite_durability_child PATH SCOPE
+//   durability_child URI SCOPE
 #include <cstdio>
 #include <string>
 
-#include "stores/sqlite/sqlite_store.h"
-#include "stores/sqlite_durability_result.h"
+#include "idem/open.h"
+#include "stores/durability_result.h"
 
 int main(int argc, char** argv) {
   using namespace std::chrono_literals;
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s PATH SCOPE\n", argv[0]);
+    std::fprintf(stderr, "usage: %s URI SCOPE\n", argv[0]);
     return 2;
   }
   const std::string scope = argv[2];
-  auto store = idem::sqlite::open(argv[1], idem::StoreOptions{});
+  auto store = idem::open_store(argv[1]);
   if (!store) {
     std::fprintf(stderr, "open: %s\n", store.status().to_string().c_str());
     return 1;

@@ -1,0 +1,222 @@
+#include "stores/postgres/postgres_sql.h"
+
+#include <string_view>
+
+namespace idem::postgres {
+namespace {
+
+// Type OIDs of the parameters (pg_type.h).
+constexpr Oid kBytea = 17, kInt8 = 20;
+
+// {p}: the table prefix; {now}: the server's clock in µs; {grace}: kTombstoneGraceMicros.
+std::string expand(std::string_view sql, const std::string& prefix) {
+  static constexpr std::string_view kNow = "(extract(epoch FROM statement_timestamp()) * 1000000)::int8";
+  const std::string grace = std::to_string(kTombstoneGraceMicros);
+  std::string out;
+  out.reserve(sql.size() * 2);
+  for (std::size_t i = 0; i < sql.size();) {
+    if (sql.substr(i, 3) == "{p}") {
+      out += prefix;
+      i += 3;
+    } else if (sql.substr(i, 5) == "{now}") {
+      out += kNow;
+      i += 5;
+    } else if (sql.substr(i, 7) == "{grace}") {
+      out += grace;
+      i += 7;
+    } else {
+      out += sql[i++];
+    }
+  }
+  return out;
+}
+
+// begin: one upsert that acquires (fresh, or taking over an expired lease) and returns
+// kind 'a' or 'r' (recovered) with the fence; otherwise it changes nothing but locks the
+// row, and the second branch reports what the statement's snapshot shows: 'm' mismatch,
+// 'd' replay (fence, result), 'i' in_progress (retry_after µs). 'x' or no row at all: the
+// row the upsert met was written after the snapshot was taken; the caller runs the
+// statement again. EXCLUDED.fence is NOW (a fresh row's fence).
+constexpr std::string_view kBegin = R"sql(
+WITH up AS (
+  INSERT INTO {p}records AS r (scope, key, state, fence, fingerprint, lease_until, expires_at, result, recovered)
+  VALUES ($1, $2, 'pending', {now}, $3, {now} + $4, {now} + $4 + $5, '', false)
+  ON CONFLICT (scope, key) DO UPDATE SET
+    fence = greatest(r.fence + 1, EXCLUDED.fence),
+    recovered = r.expires_at > EXCLUDED.fence,
+    fingerprint = CASE WHEN r.expires_at > EXCLUDED.fence AND $3 = '' THEN r.fingerprint ELSE $3 END,
+    state = 'pending', lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at, result = ''
+  WHERE r.expires_at <= EXCLUDED.fence
+     OR (r.state = 'pending' AND r.lease_until <= EXCLUDED.fence
+         AND (r.fingerprint = '' OR $3 = '' OR r.fingerprint = $3))
+  RETURNING fence, recovered)
+SELECT CASE WHEN recovered THEN 'r' ELSE 'a' END, fence, NULL::bytea, NULL::int8 FROM up
+UNION ALL
+SELECT CASE WHEN s.expires_at <= n.us THEN 'x'
+            WHEN s.fingerprint <> '' AND $3 <> '' AND s.fingerprint <> $3 THEN 'm'
+            WHEN s.state = 'done' THEN 'd'
+            WHEN s.lease_until > n.us THEN 'i'
+            ELSE 'x' END,
+       s.fence, CASE WHEN s.state = 'done' THEN s.result END, s.lease_until - n.us
+FROM {p}records s, (SELECT {now} AS us) n
+WHERE s.scope = $1 AND s.key = $2 AND NOT EXISTS (SELECT FROM up))sql";
+
+// A live pending record with this fence.
+#define IDEM_HELD "scope = $1 AND key = $2 AND fence = $3 AND state = 'pending' AND expires_at > {now}"
+
+constexpr std::string_view kCommit =
+    "UPDATE {p}records SET state = 'done', lease_until = NULL, expires_at = {now} + $4, result = $5, "
+    "recovered = false WHERE " IDEM_HELD " RETURNING 1";
+constexpr std::string_view kRelease =
+    "UPDATE {p}records SET state = 'free', lease_until = NULL, expires_at = {now}, fingerprint = '', "
+    "result = '' WHERE " IDEM_HELD " RETURNING 1";
+// expires_at keeps its distance to lease_until (the retention).
+constexpr std::string_view kExtend =
+    "UPDATE {p}records SET lease_until = {now} + $4, expires_at = {now} + $4 + (expires_at - lease_until) "
+    "WHERE " IDEM_HELD " RETURNING 1";
+#undef IDEM_HELD
+
+constexpr std::string_view kGet =
+    "SELECT scope, key, state, fence, fingerprint, lease_until, expires_at, result FROM {p}records "
+    "WHERE scope = $1 AND key = $2 AND expires_at > {now}";
+// An expired record is already absent and keeps its fence as it is.
+constexpr std::string_view kRemove =
+    "UPDATE {p}records SET state = 'free', lease_until = NULL, expires_at = {now}, fingerprint = '', "
+    "result = '' WHERE scope = $1 AND key = $2 AND expires_at > {now} RETURNING 1";
+
+constexpr std::string_view kIssueToken =
+    "INSERT INTO {p}tokens (scope, token, consumed, ttl_us, expires_at) VALUES ($1, $2, false, $3, {now} + "
+    "$3) "
+    "RETURNING token";
+// A consumed token stays restorable for another ttl.
+constexpr std::string_view kConsumeToken =
+    "UPDATE {p}tokens SET consumed = true, expires_at = greatest(expires_at, {now} + ttl_us) "
+    "WHERE scope = $1 AND token = $2 AND NOT consumed AND expires_at > {now} RETURNING 1";
+constexpr std::string_view kRestoreToken =
+    "UPDATE {p}tokens SET consumed = false, expires_at = {now} + $3 "
+    "WHERE scope = $1 AND token = $2 AND expires_at > {now} RETURNING 1";
+
+// lock: 'l' with the fence (free or expired: a new fence; the owner again: the same one),
+// 'b' busy with retry_after µs, 'x' or no row: run again (as for begin).
+constexpr std::string_view kLock = R"sql(
+WITH up AS (
+  INSERT INTO {p}locks AS l (name, owner, fence, expires_at) VALUES ($1, $2, {now}, {now} + $3)
+  ON CONFLICT (name) DO UPDATE SET
+    fence = CASE WHEN l.expires_at > EXCLUDED.fence THEN l.fence ELSE greatest(l.fence + 1, EXCLUDED.fence) END,
+    owner = $2, expires_at = EXCLUDED.expires_at
+  WHERE l.expires_at <= EXCLUDED.fence OR l.owner = $2
+  RETURNING fence)
+SELECT 'l', fence, NULL::int8 FROM up
+UNION ALL
+SELECT CASE WHEN s.expires_at > n.us AND s.owner <> $2 THEN 'b' ELSE 'x' END, NULL::int8, s.expires_at - n.us
+FROM {p}locks s, (SELECT {now} AS us) n
+WHERE s.name = $1 AND NOT EXISTS (SELECT FROM up))sql";
+// Unlocking expires the lock now; the row keeps the fence.
+constexpr std::string_view kUnlock =
+    "UPDATE {p}locks SET expires_at = {now} WHERE name = $1 AND owner = $2 AND expires_at > {now} RETURNING "
+    "1";
+constexpr std::string_view kExtendLock =
+    "UPDATE {p}locks SET expires_at = {now} + $3 WHERE name = $1 AND owner = $2 AND expires_at > {now} "
+    "RETURNING 1";
+
+constexpr std::string_view kPing = "SELECT 1";
+
+// Sweep steps: up to kSweepBatch rows, skipping rows that operations hold, so a sweep
+// never waits for (or deadlocks with) them. Each returns (records that went, rows deleted).
+constexpr std::string_view kSweepRecords = R"sql(
+WITH d AS (
+  DELETE FROM {p}records WHERE (scope, key) IN (
+    SELECT scope, key FROM {p}records
+    WHERE expires_at <= {now} AND (state <> 'free' OR expires_at <= {now} - {grace})
+    LIMIT 1000 FOR UPDATE SKIP LOCKED)
+  RETURNING state)
+SELECT count(*) FILTER (WHERE state <> 'free'), count(*) FROM d)sql";
+constexpr std::string_view kSweepTokens = R"sql(
+WITH d AS (
+  DELETE FROM {p}tokens WHERE (scope, token) IN (
+    SELECT scope, token FROM {p}tokens WHERE expires_at <= {now} LIMIT 1000 FOR UPDATE SKIP LOCKED)
+  RETURNING 1)
+SELECT 0::int8, count(*) FROM d)sql";
+constexpr std::string_view kSweepLocks = R"sql(
+WITH d AS (
+  DELETE FROM {p}locks WHERE name IN (
+    SELECT name FROM {p}locks WHERE expires_at <= {now} - {grace} LIMIT 1000 FOR UPDATE SKIP LOCKED)
+  RETURNING 1)
+SELECT 0::int8, count(*) FROM d)sql";
+static_assert(kSweepBatch == 1000, "the sweep statements say LIMIT 1000");
+
+constexpr std::string_view kSchema = R"sql(
+BEGIN;
+SET LOCAL client_min_messages = warning;  -- no "already exists, skipping" notices
+SELECT pg_advisory_xact_lock(hashtext('idem schema {p}'));
+CREATE TABLE IF NOT EXISTS {p}records (
+  scope       bytea NOT NULL,
+  key         bytea NOT NULL,
+  state       text NOT NULL CHECK (state IN ('pending', 'done', 'free')),  -- free: a tombstone
+  fence       int8 NOT NULL,
+  fingerprint bytea NOT NULL,
+  lease_until int8,              -- µs since the Unix epoch; pending records only
+  expires_at  int8 NOT NULL,     -- µs since the Unix epoch
+  result      bytea NOT NULL,    -- done records only
+  recovered   boolean NOT NULL,  -- the holder took over an expired lease
+  PRIMARY KEY (scope, key)
+);
+CREATE INDEX IF NOT EXISTS {p}records_expires_at ON {p}records (expires_at);
+CREATE TABLE IF NOT EXISTS {p}tokens (
+  scope      bytea NOT NULL,
+  token      bytea NOT NULL,
+  consumed   boolean NOT NULL,
+  ttl_us     int8 NOT NULL,      -- as issued
+  expires_at int8 NOT NULL,
+  PRIMARY KEY (scope, token)
+);
+CREATE INDEX IF NOT EXISTS {p}tokens_expires_at ON {p}tokens (expires_at);
+CREATE TABLE IF NOT EXISTS {p}locks (
+  name       bytea NOT NULL PRIMARY KEY,
+  owner      bytea NOT NULL,
+  fence      int8 NOT NULL,
+  expires_at int8 NOT NULL       -- unlocked: the instant of the unlock
+);
+CREATE INDEX IF NOT EXISTS {p}locks_expires_at ON {p}locks (expires_at);
+COMMIT;
+)sql";
+
+}  // namespace
+
+std::array<Statement, kStatementCount> statements(const std::string& prefix) {
+  const std::vector<Oid> key2{kBytea, kBytea}, fenced{kBytea, kBytea, kInt8};
+  auto make = [&](const char* name, std::string_view sql, std::vector<Oid> types) {
+    return Statement{std::string("idem_") + name, expand(sql, prefix), std::move(types)};
+  };
+  return {
+      make("begin", kBegin, {kBytea, kBytea, kBytea, kInt8, kInt8}),
+      make("commit", kCommit, {kBytea, kBytea, kInt8, kInt8, kBytea}),
+      make("release", kRelease, fenced),
+      make("extend", kExtend, {kBytea, kBytea, kInt8, kInt8}),
+      make("get", kGet, key2),
+      make("remove", kRemove, key2),
+      make("issue_token", kIssueToken, {kBytea, kBytea, kInt8}),
+      make("consume_token", kConsumeToken, key2),
+      make("restore_token", kRestoreToken, {kBytea, kBytea, kInt8}),
+      make("lock", kLock, {kBytea, kBytea, kInt8}),
+      make("unlock", kUnlock, key2),
+      make("extend_lock", kExtendLock, {kBytea, kBytea, kInt8}),
+      make("ping", kPing, {}),
+      make("sweep_records", kSweepRecords, {}),
+      make("sweep_tokens", kSweepTokens, {}),
+      make("sweep_locks", kSweepLocks, {}),
+  };
+}
+
+std::string schema_sql(const std::string& prefix) { return expand(kSchema, prefix); }
+
+bool valid_prefix(const std::string& prefix) {
+  if (prefix.empty() || prefix.size() > 40) return false;
+  if (prefix[0] >= '0' && prefix[0] <= '9') return false;
+  for (char c : prefix) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+}  // namespace idem::postgres

@@ -1,0 +1,659 @@
+// The PostgreSQL store. One thread runs an io_context that owns a few non-blocking libpq
+// connections in pipeline mode. Callers only enqueue; the io thread sends the queued
+// operations as batches: each batch is a run of prepared statements followed by one Sync,
+// so the server runs it as one transaction and one commit (group commit: one WAL flush
+// for the batch). A batch's statements are sorted by the row they lock, so concurrent
+// batches on different connections lock rows in one order and never deadlock. Answers
+// wait for the batch's Sync: a `committed` is acknowledged only once the server has
+// committed it (synchronous_commit, I8). Several batches may be in flight per connection.
+//
+// Failures: a statement error rolls its batch back and fails its operations (nothing
+// happened; unavailable for transient causes); a broken connection fails the operations in
+// flight on it (unavailable: the outcome is unknown) and reconnects with backoff; an
+// operation with no answer within op_timeout fails deadline_exceeded and its connection
+// is replaced (the server cancels the stuck statement by statement_timeout). Callbacks run
+// on the io thread, never under a lock, exactly once.
+#include "stores/postgres/postgres_store.h"
+
+#include <algorithm>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "core/state_machine.h"
+#include "stores/postgres/postgres_ops.h"
+#include "stores/postgres/postgres_target.h"
+
+namespace idem::postgres {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using OpPtr = std::unique_ptr<Op>;
+
+constexpr std::size_t kConnections = 4;
+// Statements per batch (one transaction): enough to amortise a commit's WAL flush, few
+// enough that a failing batch fails few callers.
+constexpr std::size_t kMaxBatch = 128;
+constexpr std::size_t kBatchesInFlight = 2;  // per connection: one running, one waiting
+// How often an operation may meet a row newer than its statement's snapshot in a row.
+constexpr int kMaxRuns = 64;
+constexpr auto kBackoffFirst = 20ms;
+constexpr auto kBackoffMax = 2s;
+
+std::int64_t micros(Duration d) { return d.count(); }
+
+struct Batch {
+  std::vector<OpPtr> ops;
+  std::size_t next = 0;      // the op whose result comes next
+  std::size_t setup = 0;     // a connection's setup: how many results (no ops)
+  Status error;              // the first statement error; the transaction rolled back
+  std::size_t error_at = 0;  // the op whose statement failed
+};
+
+struct Connection {
+  explicit Connection(asio::io_context& io) : socket(io), timer(io) {}
+  enum class State { down, connecting, setup, ready, backoff };
+
+  PGconn* pg = nullptr;
+  asio::posix::stream_descriptor socket;
+  asio::steady_timer timer;  // reconnection backoff
+  State state = State::down;
+  std::uint64_t gen = 0;  // handlers of an older socket or connection do nothing
+  std::deque<Batch> inflight;
+  bool reading = false, writing = false;
+  bool awaiting_null = false;   // after a statement's result, libpq reports its end
+  bool connect_failed = false;  // the last attempt to connect failed
+  SteadyClock::time_point connect_deadline{};
+  SteadyClock::duration backoff = kBackoffFirst;
+};
+
+class PostgresStore final : public Store {
+ public:
+  PostgresStore(Target target, const StoreOptions& options)
+      : target_(std::move(target)),
+        statements_(statements(target_.prefix)),
+        op_timeout_(options.op_timeout),
+        sweep_interval_(options.sweep_interval),
+        tick_interval_(std::clamp<Duration>(op_timeout_ / 20, Duration(1ms), Duration(50ms))),
+        work_(asio::make_work_guard(io_)),
+        tick_(io_),
+        sweep_timer_(io_) {
+    for (std::size_t i = 0; i < kConnections; ++i) conns_.push_back(std::make_unique<Connection>(io_));
+    asio::post(io_, [this] {
+      for (auto& c : conns_) start_connect(*c);
+      schedule_tick();
+      schedule_sweep();
+    });
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  // Stops accepting; every operation already accepted gets its answer first.
+  ~PostgresStore() override {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    asio::post(io_, [this] {
+      shutting_down_ = true;
+      take_incoming();
+      maybe_stop();
+    });
+    thread_.join();
+  }
+
+  const StoreTraits& traits() const noexcept override {
+    static constexpr StoreTraits kTraits{"postgres", /*native_expiry=*/false, /*durable=*/true,
+                                         /*controllable_clock=*/false};
+    return kTraits;
+  }
+
+ protected:
+  void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    auto order = lock_order('r', a.scope, a.key);
+    submit<BeginOutcome>(Stmt::begin,
+                         {std::move(a.scope), std::move(a.key), std::move(a.fingerprint),
+                          int8_param(micros(a.lease)), int8_param(micros(a.retention))},
+                         std::move(order), &read_begin, std::move(cb));
+  }
+  void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    auto order = lock_order('r', a.scope, a.key);
+    submit<CommitOutcome>(Stmt::commit,
+                          {std::move(a.scope), std::move(a.key), fence_param(a.fence),
+                           int8_param(micros(a.retention)), std::move(a.result)},
+                          std::move(order), &read_commit, std::move(cb));
+  }
+  void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    auto order = lock_order('r', a.scope, a.key);
+    submit<ReleaseOutcome>(Stmt::release, {std::move(a.scope), std::move(a.key), fence_param(a.fence)},
+                           std::move(order), &read_release, std::move(cb));
+  }
+  void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    auto order = lock_order('r', a.scope, a.key);
+    submit<ExtendOutcome>(
+        Stmt::extend,
+        {std::move(a.scope), std::move(a.key), fence_param(a.fence), int8_param(micros(a.lease))},
+        std::move(order), &read_extend, std::move(cb));
+  }
+  void do_get(RecordId a, Callback<std::optional<Record>> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    // A plain read locks nothing.
+    submit<std::optional<Record>>(Stmt::get, {std::move(a.scope), std::move(a.key)}, std::string(), &read_get,
+                                  std::move(cb));
+  }
+  void do_remove(RecordId a, Callback<bool> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    auto order = lock_order('r', a.scope, a.key);
+    submit<bool>(Stmt::remove, {std::move(a.scope), std::move(a.key)}, std::move(order), &read_remove,
+                 std::move(cb));
+  }
+  void do_sweep(Callback<std::uint64_t> cb) override { enqueue(std::make_unique<SweepOp>(std::move(cb))); }
+
+  void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    auto token = core::random_token();
+    if (!token) return cb(token.status());
+    auto order = lock_order('t', a.scope, *token);
+    submit<std::string>(Stmt::issue_token, {std::move(a.scope), std::move(*token), int8_param(micros(a.ttl))},
+                        std::move(order), &read_issue_token, std::move(cb));
+  }
+  void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    auto order = lock_order('t', a.scope, a.token);
+    submit<ConsumeOutcome>(Stmt::consume_token, {std::move(a.scope), std::move(a.token)}, std::move(order),
+                           &read_consume, std::move(cb));
+  }
+  void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    auto order = lock_order('t', a.scope, a.token);
+    submit<RestoreOutcome>(Stmt::restore_token,
+                           {std::move(a.scope), std::move(a.token), int8_param(micros(a.ttl))},
+                           std::move(order), &read_restore, std::move(cb));
+  }
+
+  void do_lock(LockArgs a, Callback<LockOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    auto order = lock_order('l', a.name);
+    submit<LockOutcome>(Stmt::lock, {std::move(a.name), std::move(a.owner), int8_param(micros(a.ttl))},
+                        std::move(order), &read_lock, std::move(cb));
+  }
+  void do_unlock(UnlockArgs a, Callback<UnlockOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    auto order = lock_order('l', a.name);
+    submit<UnlockOutcome>(Stmt::unlock, {std::move(a.name), std::move(a.owner)}, std::move(order),
+                          &read_unlock, std::move(cb));
+  }
+  void do_extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) override {
+    if (auto s = core::validate(a); !s) return cb(s);
+    auto order = lock_order('l', a.name);
+    submit<LockExtendOutcome>(Stmt::extend_lock,
+                              {std::move(a.name), std::move(a.owner), int8_param(micros(a.ttl))},
+                              std::move(order), &read_extend_lock, std::move(cb));
+  }
+
+  void do_ping(Callback<Done> cb) override {
+    submit<Done>(Stmt::ping, {}, std::string(), &read_ping, std::move(cb));
+  }
+
+ private:
+  // A fence beyond int8 matches no row (fences stay below 2^53).
+  static std::string fence_param(Fence f) {
+    return int8_param(f > kMaxFence ? -1 : static_cast<std::int64_t>(f));
+  }
+
+  // ---- callers' side -------------------------------------------------------------------
+
+  template <class T>
+  void submit(Stmt stmt, std::vector<std::string> params, std::string order, Reader<T> reader,
+              Callback<T> cb) {
+    enqueue(std::make_unique<TypedOp<T>>(stmt, std::move(params), std::move(order), reader, std::move(cb)));
+  }
+
+  void enqueue(OpPtr op) {
+    op->deadline = SteadyClock::now() + op_timeout_;
+    std::unique_lock lock(mu_);
+    if (stopping_) {
+      lock.unlock();
+      return op->fail(unavailable(target_.message("cannot run", "the store is closing")));
+    }
+    incoming_.push_back(std::move(op));
+    const bool wake = !std::exchange(wake_posted_, true);
+    lock.unlock();
+    if (wake) asio::post(io_, [this] { take_incoming(); });
+  }
+
+  // ---- the io thread: the queue ----------------------------------------------------------
+
+  void take_incoming() {
+    std::vector<OpPtr> taken;
+    {
+      std::lock_guard lock(mu_);
+      taken.swap(incoming_);
+      wake_posted_ = false;
+    }
+    for (auto& op : taken) queue_.push_back(std::move(op));
+    fail_queue_if_unreachable();
+    dispatch();
+  }
+
+  // Sends queued operations on the least busy ready connections, in batches.
+  void dispatch() {
+    while (!queue_.empty()) {
+      Connection* best = nullptr;
+      for (auto& c : conns_) {
+        if (c->state != Connection::State::ready || c->inflight.size() >= kBatchesInFlight) continue;
+        if (!best || c->inflight.size() < best->inflight.size()) best = c.get();
+      }
+      if (!best) return;
+      Batch batch;
+      const auto now = SteadyClock::now();
+      while (!queue_.empty() && batch.ops.size() < kMaxBatch) {
+        OpPtr op = std::move(queue_.front());
+        queue_.pop_front();
+        if (op->deadline <= now) {
+          op->fail(not_run());
+          continue;
+        }
+        batch.ops.push_back(std::move(op));
+      }
+      if (batch.ops.empty()) continue;
+      std::stable_sort(batch.ops.begin(), batch.ops.end(),
+                       [](const OpPtr& a, const OpPtr& b) { return a->lock_order < b->lock_order; });
+      send(*best, std::move(batch));
+    }
+  }
+
+  void send(Connection& c, Batch batch) {
+    bool sent = true;
+    for (auto& op : batch.ops) {
+      ++op->runs;
+      const auto& st = statements_[static_cast<std::size_t>(op->stmt)];
+      std::vector<const char*> values;
+      std::vector<int> lengths, formats;
+      for (const auto& p : op->params) {
+        values.push_back(p.data());
+        lengths.push_back(static_cast<int>(p.size()));
+        formats.push_back(1);
+      }
+      const int n = static_cast<int>(values.size());
+      sent = sent && PQsendQueryPrepared(c.pg, st.name.c_str(), n, values.data(), lengths.data(),
+                                         formats.data(), /*resultFormat=*/1) == 1;
+    }
+    sent = sent && PQpipelineSync(c.pg) == 1;
+    c.inflight.push_back(std::move(batch));
+    if (!sent) return broken(c, unavailable(target_.message("cannot send", PQerrorMessage(c.pg))));
+    flush(c);
+  }
+
+  // For operations that waited out op_timeout in the queue: never sent, nothing happened.
+  Status not_run() const {
+    std::string why = "no connection was free within op_timeout";
+    if (!last_error_.is_ok()) why += "; last: " + last_error_.message();
+    return unavailable(target_.message("not run", why));
+  }
+
+  // When no connection is up or on its way up, waiting is pointless.
+  void fail_queue_if_unreachable() {
+    if (queue_.empty()) return;
+    const bool reachable = std::any_of(conns_.begin(), conns_.end(), [](const auto& c) {
+      return c->state != Connection::State::backoff || !c->connect_failed;
+    });
+    if (reachable) return;
+    auto failed = std::move(queue_);
+    queue_.clear();
+    for (auto& op : failed) op->fail(last_error_);
+  }
+
+  // ---- the io thread: connections --------------------------------------------------------
+
+  void start_connect(Connection& c) {
+    if (shutting_down_) return;
+    c.pg = target_.connect_start();
+    if (!c.pg || PQstatus(c.pg) == CONNECTION_BAD) return connect_failed(c, target_.connect_error(c.pg));
+    c.state = Connection::State::connecting;
+    c.connect_deadline = SteadyClock::now() + op_timeout_;
+    continue_connect(c, PGRES_POLLING_WRITING);
+  }
+
+  void continue_connect(Connection& c, PostgresPollingStatusType polled) {
+    switch (polled) {
+      case PGRES_POLLING_OK:
+        return start_setup(c);
+      case PGRES_POLLING_FAILED:
+        return connect_failed(c, target_.connect_error(c.pg));
+      default:
+        break;
+    }
+    attach_socket(c);
+    const auto wait = polled == PGRES_POLLING_READING ? asio::posix::stream_descriptor::wait_read
+                                                      : asio::posix::stream_descriptor::wait_write;
+    c.socket.async_wait(wait, [this, &c, gen = c.gen](boost::system::error_code ec) {
+      if (ec || gen != c.gen) return;
+      continue_connect(c, PQconnectPoll(c.pg));
+    });
+  }
+
+  // libpq may move to another socket while connecting (another address of the host).
+  void attach_socket(Connection& c) {
+    const int fd = PQsocket(c.pg);
+    if (c.socket.is_open() && c.socket.native_handle() == fd) return;
+    detach_socket(c);
+    c.socket.assign(fd);
+  }
+
+  void detach_socket(Connection& c) {
+    ++c.gen;
+    c.reading = c.writing = false;
+    if (!c.socket.is_open()) return;
+    c.socket.cancel();
+    c.socket.release();  // libpq owns the descriptor
+  }
+
+  // Prepares every statement and sets the server-side statement timeout, as one batch.
+  void start_setup(Connection& c) {
+    attach_socket(c);
+    bool ok = PQsetnonblocking(c.pg, 1) == 0 && PQenterPipelineMode(c.pg) == 1;
+    // The server gives up on a statement a little after we do, so nothing it holds stays
+    // stuck behind a connection we abandoned.
+    const std::string timeout = std::to_string((op_timeout_ + 1s).count() / 1000) + "ms";
+    const char* value = timeout.c_str();
+    ok = ok && PQsendQueryParams(c.pg, "SELECT set_config('statement_timeout', $1, false)", 1, nullptr,
+                                 &value, nullptr, nullptr, 0) == 1;
+    for (const auto& st : statements_) {
+      ok = ok && PQsendPrepare(c.pg, st.name.c_str(), st.sql.c_str(), static_cast<int>(st.types.size()),
+                               st.types.data()) == 1;
+    }
+    ok = ok && PQpipelineSync(c.pg) == 1;
+    if (!ok) return connect_failed(c, unavailable(target_.message("cannot set up", PQerrorMessage(c.pg))));
+    c.state = Connection::State::setup;
+    Batch setup;
+    setup.setup = 1 + statements_.size();
+    c.inflight.push_back(std::move(setup));
+    start_reading(c);
+    flush(c);
+  }
+
+  void start_reading(Connection& c) {
+    if (c.reading) return;
+    c.reading = true;
+    c.socket.async_wait(
+        asio::posix::stream_descriptor::wait_read, [this, &c, gen = c.gen](boost::system::error_code ec) {
+          if (ec || gen != c.gen) return;
+          c.reading = false;
+          if (PQconsumeInput(c.pg) != 1 || PQstatus(c.pg) == CONNECTION_BAD) {
+            return broken(c, unavailable(target_.message("connection lost", PQerrorMessage(c.pg))));
+          }
+          process_results(c);
+          if (gen == c.gen) start_reading(c);
+        });
+  }
+
+  void flush(Connection& c) {
+    const int r = PQflush(c.pg);
+    if (r < 0) return broken(c, unavailable(target_.message("connection lost", PQerrorMessage(c.pg))));
+    if (r == 0 || c.writing) return;
+    c.writing = true;
+    c.socket.async_wait(asio::posix::stream_descriptor::wait_write,
+                        [this, &c, gen = c.gen](boost::system::error_code ec) {
+                          if (ec || gen != c.gen) return;
+                          c.writing = false;
+                          flush(c);
+                        });
+  }
+
+  void process_results(Connection& c) {
+    const auto gen = c.gen;
+    while (gen == c.gen && !c.inflight.empty() && PQisBusy(c.pg) == 0) {
+      ResultPtr res(PQgetResult(c.pg));
+      if (!res) {
+        if (!std::exchange(c.awaiting_null, false)) return;  // nothing more for now
+        continue;
+      }
+      on_result(c, res.get());
+    }
+  }
+
+  void on_result(Connection& c, const PGresult* res) {
+    Batch& b = c.inflight.front();
+    const ExecStatusType status = PQresultStatus(res);
+    if (status == PGRES_PIPELINE_SYNC) {
+      c.awaiting_null = false;
+      Batch done = std::move(b);
+      c.inflight.pop_front();
+      return done.setup > 0 ? finish_setup(c, std::move(done)) : finish_batch(std::move(done));
+    }
+    c.awaiting_null = true;
+    const std::size_t at = b.next++;
+    if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
+      if (at < b.ops.size() && !b.ops[at]->answered()) b.ops[at]->read(res);
+    } else if (status != PGRES_PIPELINE_ABORTED && b.error.is_ok()) {
+      b.error =
+          target_.statement_error(res, b.setup > 0 ? "cannot set up the connection" : "statement failed");
+      b.error_at = at;
+    }
+  }
+
+  void finish_setup(Connection& c, Batch done) {
+    if (done.error.is_ok()) {
+      c.state = Connection::State::ready;
+      c.connect_failed = false;
+      c.backoff = kBackoffFirst;
+      return dispatch();
+    }
+    connect_failed(c, std::move(done.error));
+  }
+
+  // The batch's transaction has ended: committed, or rolled back by the error of the
+  // statement at error_at. That operation gets the error; the others did not happen and
+  // run again, so one bad call does not fail its neighbours.
+  void finish_batch(Batch done) {
+    const auto now = SteadyClock::now();
+    for (std::size_t i = 0; i < done.ops.size(); ++i) {
+      OpPtr& op = done.ops[i];
+      if (op->answered()) continue;
+      if (!done.error.is_ok() && i == done.error_at) {
+        op->fail(done.error);
+        continue;
+      }
+      if (done.error.is_ok() && !op->again) {
+        op->answer();
+        continue;
+      }
+      if (op->progressing() && done.error.is_ok()) {
+        op->deadline = now + op_timeout_;
+      } else if (op->runs >= kMaxRuns) {
+        op->fail(done.error.is_ok()
+                     ? unavailable(target_.message("cannot run", "the row kept changing under the statement"))
+                     : done.error);
+        continue;
+      }
+      queue_.push_front(std::move(op));
+    }
+    dispatch();
+    maybe_stop();
+  }
+
+  // Fails the operations in flight (their outcome is unknown), closes the connection and
+  // reconnects after a short pause.
+  void broken(Connection& c, Status why) {
+    fail_inflight(c, why);
+    close(c);
+    reconnect_later(c, false);
+    maybe_stop();
+  }
+
+  void connect_failed(Connection& c, Status why) {
+    last_error_ = why;
+    fail_inflight(c, why);
+    close(c);
+    reconnect_later(c, true);
+    fail_queue_if_unreachable();
+    maybe_stop();
+  }
+
+  void fail_inflight(Connection& c, const Status& why) {
+    auto batches = std::move(c.inflight);
+    c.inflight.clear();
+    for (auto& b : batches) {
+      for (auto& op : b.ops) op->fail(why);
+    }
+  }
+
+  void close(Connection& c) {
+    detach_socket(c);
+    c.awaiting_null = false;
+    if (c.pg) PQfinish(c.pg);
+    c.pg = nullptr;
+    c.state = Connection::State::down;
+  }
+
+  void reconnect_later(Connection& c, bool after_failure) {
+    c.state = Connection::State::backoff;
+    c.connect_failed = after_failure;
+    if (shutting_down_) return;
+    c.timer.expires_after(c.backoff);
+    if (after_failure) c.backoff = std::min<SteadyClock::duration>(c.backoff * 2, kBackoffMax);
+    c.timer.async_wait([this, &c](boost::system::error_code ec) {
+      if (!ec && c.state == Connection::State::backoff) start_connect(c);
+    });
+  }
+
+  // ---- the io thread: deadlines, sweeps, shutdown ----------------------------------------
+
+  void schedule_tick() {
+    tick_.expires_after(tick_interval_);
+    tick_.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      check_deadlines();
+      if (!stopped_) schedule_tick();
+    });
+  }
+
+  void check_deadlines() {
+    const auto now = SteadyClock::now();
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if ((*it)->deadline > now) {
+        ++it;
+        continue;
+      }
+      OpPtr op = std::move(*it);
+      it = queue_.erase(it);
+      op->fail(not_run());
+    }
+    for (auto& c : conns_) {
+      if ((c->state == Connection::State::connecting || c->state == Connection::State::setup) &&
+          now >= c->connect_deadline) {
+        connect_failed(*c, unavailable(target_.message("cannot connect", "no answer within op_timeout")));
+        continue;
+      }
+      if (!overdue(*c, now)) continue;
+      fail_inflight(*c, deadline_exceeded(target_.message("no answer within op_timeout",
+                                                          "the outcome of the call is unknown")));
+      close(*c);
+      reconnect_later(*c, false);
+    }
+    maybe_stop();
+  }
+
+  static bool overdue(const Connection& c, SteadyClock::time_point now) {
+    for (const auto& b : c.inflight) {
+      for (const auto& op : b.ops) {
+        if (!op->answered() && op->deadline <= now) return true;
+      }
+    }
+    return false;
+  }
+
+  void schedule_sweep() {
+    if (sweep_interval_.count() <= 0) return;
+    sweep_timer_.expires_after(sweep_interval_);
+    sweep_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec || shutting_down_) return;
+      if (!periodic_sweep_running_) {
+        periodic_sweep_running_ = true;
+        auto op =
+            std::make_unique<SweepOp>([this](Result<std::uint64_t>) { periodic_sweep_running_ = false; });
+        op->deadline = SteadyClock::now() + op_timeout_;
+        queue_.push_back(std::move(op));
+        dispatch();
+      }
+      schedule_sweep();
+    });
+  }
+
+  // Once closing and every accepted operation has its answer: close the connections and
+  // let io_.run() return.
+  void maybe_stop() {
+    if (!shutting_down_ || stopped_ || !queue_.empty()) return;
+    for (auto& c : conns_) {
+      if (!c->inflight.empty()) return;
+    }
+    stopped_ = true;
+    for (auto& c : conns_) {
+      close(*c);
+      c->timer.cancel();
+    }
+    tick_.cancel();
+    sweep_timer_.cancel();
+    work_.reset();
+  }
+
+  const Target target_;
+  const std::array<Statement, kStatementCount> statements_;
+  const Duration op_timeout_;
+  const Duration sweep_interval_;
+  const Duration tick_interval_;
+
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+
+  // Callers hand operations over here.
+  std::mutex mu_;
+  std::vector<OpPtr> incoming_;  // guarded by mu_
+  bool wake_posted_ = false;     // guarded by mu_
+  bool stopping_ = false;        // guarded by mu_
+
+  // The io thread's own.
+  std::deque<OpPtr> queue_;
+  std::vector<std::unique_ptr<Connection>> conns_;
+  asio::steady_timer tick_;
+  asio::steady_timer sweep_timer_;
+  Status last_error_ = unavailable("postgres: not connected yet");
+  bool periodic_sweep_running_ = false;
+  bool shutting_down_ = false;
+  bool stopped_ = false;
+
+  std::thread thread_;  // last: starts after everything above exists
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> open(std::string_view uri, const StoreOptions& options) {
+  auto target = parse_target(uri);
+  if (!target) return target.status();
+  if (options.op_timeout.count() <= 0) return invalid_argument("postgres: op_timeout must be greater than 0");
+  if (options.sweep_interval.count() < 0)
+    return invalid_argument("postgres: sweep_interval must not be negative");
+
+  // Connect once, at once: a wrong host, password or database shows here, and the tables
+  // are there before the first operation.
+  std::unique_ptr<PGconn, decltype(&PQfinish)> conn(target->connect_blocking(options.op_timeout), &PQfinish);
+  if (!conn || PQstatus(conn.get()) != CONNECTION_OK) return target->connect_error(conn.get());
+  ResultPtr created(PQexec(conn.get(), schema_sql(target->prefix).c_str()));
+  if (PQresultStatus(created.get()) != PGRES_COMMAND_OK) {
+    return target->statement_error(created.get(), "cannot create the tables");
+  }
+  conn.reset();
+  return std::unique_ptr<Store>(std::make_unique<PostgresStore>(std::move(*target), options));
+}
+
+}  // namespace idem::postgres
