@@ -3,8 +3,10 @@
 # Every file (config, data, AOF, logs, pid files) lives under the service's directory, so
 # stopping never needs anything global: it kills exactly the pids it recorded.
 
-redis_standalone_port=16379
-redis_cluster_ports=(17001 17002 17003 17004 17005 17006)
+redis_standalone_port="${IDEM_REDIS_PORT:-16379}"
+redis_cluster_first="${IDEM_REDIS_CLUSTER_PORT:-17001}"  # and the next five
+redis_cluster_ports=()
+for i in 0 1 2 3 4 5; do redis_cluster_ports+=($((redis_cluster_first + i))); done
 
 # redis_server DIR PORT [extra redis-server options...]: one daemonized server in DIR/PORT.
 redis_server() {
