@@ -1,5 +1,6 @@
 # Redis for the tests (sourced by scripts/services): a standalone server on
-# 127.0.0.1:16379 and a Cluster of 3 masters + 3 replicas on 127.0.0.1:17001-17006.
+# 127.0.0.1:16379 and a Cluster of 3 masters + 3 replicas on 127.0.0.1:17001-17006
+# (IDEM_REDIS_PORT and IDEM_REDIS_CLUSTER_PORT move them).
 # Every file (config, data, AOF, logs, pid files) lives under the service's directory, so
 # stopping never needs anything global: it kills exactly the pids it recorded.
 
@@ -60,7 +61,7 @@ redis_start() {
   fi
   {
     echo "export IDEM_TEST_REDIS_URL=redis://127.0.0.1:${redis_standalone_port}"
-    echo "export IDEM_TEST_REDIS_CLUSTER_URL=redis-cluster://127.0.0.1:17001,127.0.0.1:17002,127.0.0.1:17003"
+    echo "export IDEM_TEST_REDIS_CLUSTER_URL=redis-cluster://127.0.0.1:${redis_cluster_ports[0]},127.0.0.1:${redis_cluster_ports[1]},127.0.0.1:${redis_cluster_ports[2]}"
   } >>"${env_file}"
 }
 
