@@ -306,24 +306,21 @@ TEST(Redis, AuthAndDatabaseComeFromTheUri) {
   EXPECT_EQ(raw({"ACL", "DELUSER", user}), "1");
 }
 
-// `:pass@` (or `pass@`) authenticates the default user. The server's default user gets a
-// password for the length of the test only; connections made before keep working.
-TEST(Redis, PasswordAloneAuthenticatesTheDefaultUser) {
+// `:pass@` (or `pass@`) sends AUTH with the password alone, which authenticates the
+// default user. The test server's default user has no password, and the tests never give
+// it one (other runs may share the server): Redis then refuses the one-argument AUTH with
+// its own message, which shows that exactly that was sent.
+TEST(Redis, PasswordAloneIsAuthOfTheDefaultUser) {
   REQUIRE_SERVER(IDEM_TEST_REDIS_URL);
   const Endpoint e = first_node(IDEM_TEST_REDIS_URL);
-  Raw raw(e);
-  struct Restore {
-    Raw& raw;
-    ~Restore() { raw({"ACL", "SETUSER", "default", "nopass"}); }
-  } restore{raw};
-  ASSERT_EQ(raw({"ACL", "SETUSER", "default", ">default-pw"}), "OK");
-  for (std::string userinfo : {":default-pw@", "default-pw@"}) {
-    auto store = open_or_fail(with_unique_prefix("redis://" + userinfo + redis::to_string(e)));
-    EXPECT_EQ(store->begin(begin_args("k")).value().kind, Kind::acquired) << userinfo;
+  for (std::string userinfo : {":pw@", "pw@"}) {
+    auto s = open_store("redis://" + userinfo + redis::to_string(e));
+    EXPECT_EQ(s.status().code(), StatusCode::failed_precondition) << userinfo;
+    EXPECT_NE(s.status().message().find("AUTH failed"), std::string::npos) << s.status().message();
+    EXPECT_NE(s.status().message().find("without any password configured for the default user"),
+              std::string::npos)
+        << s.status().message();
   }
-  auto none = open_store(with_unique_prefix("redis://" + redis::to_string(e)));
-  EXPECT_EQ(none.status().code(), StatusCode::failed_precondition);
-  EXPECT_NE(none.status().message().find("NOAUTH"), std::string::npos) << none.status().message();
 }
 
 TEST(Redis, UnreachableServerIsUnavailableAndNamed) {
