@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include <boost/asio/connect.hpp>
@@ -23,9 +24,19 @@ namespace beast = boost::beast;
 using asio::ip::tcp;
 
 unsigned short free_port() {
+  // A random port below the kernel's ephemeral range (32768 and up), so that no outgoing
+  // connection of a test running alongside takes it between this check and the child's
+  // bind; and away from the ports scripts/services uses.
+  static std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
   asio::io_context ioc;
-  tcp::acceptor a(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-  return a.local_endpoint().port();
+  for (;;) {
+    const auto port = static_cast<unsigned short>(std::uniform_int_distribution<int>(20000, 24999)(rng));
+    tcp::acceptor a(ioc);
+    boost::system::error_code ec;
+    a.open(tcp::v4(), ec);
+    if (!ec) a.bind(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+    if (!ec) return port;
+  }
 }
 
 Process::Process(std::vector<std::string> argv, const std::string& log_file, bool read_port) {
