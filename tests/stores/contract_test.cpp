@@ -163,11 +163,11 @@ TEST_P(StoreContract, ReleaseAndExtendOfADoneRecordAreFenced) {
 }
 
 TEST_P(StoreContract, ExtendKeepsTheLeaseAlive) {
-  const Fence f = must_acquire(begin_args("k", "", kShort, kLong));
+  const Fence f = must_acquire(begin_args("k", "", kRenewed, kLong));
   const auto before = store().get({"s", "k"}).value().value();
   for (int i = 0; i < 3; ++i) {
-    advance(kShort / 2);
-    EXPECT_EQ(store().extend({"s", "k", f, kShort}).value(), ExtendOutcome::extended);
+    advance(kRenewed / 2);
+    EXPECT_EQ(store().extend({"s", "k", f, kRenewed}).value(), ExtendOutcome::extended);
   }
   // 1.5 leases have passed since begin: without the extensions the key would be free.
   auto o = must_begin(begin_args("k"));
@@ -465,10 +465,10 @@ TEST_P(StoreContract, AnExpiredLockIsFreeAndItsFenceGrows) {
 }
 
 TEST_P(StoreContract, ExtendingALockKeepsItHeld) {
-  ASSERT_EQ(store().lock({"n", "a", kShort}).value().kind, LockOutcome::Kind::locked);
+  ASSERT_EQ(store().lock({"n", "a", kRenewed}).value().kind, LockOutcome::Kind::locked);
   for (int i = 0; i < 3; ++i) {
-    advance(kShort / 2);
-    EXPECT_EQ(store().extend_lock({"n", "a", kShort}).value(), LockExtendOutcome::extended);
+    advance(kRenewed / 2);
+    EXPECT_EQ(store().extend_lock({"n", "a", kRenewed}).value(), LockExtendOutcome::extended);
   }
   EXPECT_EQ(store().lock({"n", "b", kLong}).value().kind, LockOutcome::Kind::busy);
 }
