@@ -82,8 +82,11 @@ struct Gateway {
       const char* asan = std::getenv("ASAN_OPTIONS");
       const std::string options =
           std::string(asan ? asan : "") + (asan && *asan ? ":" : "") + "verify_asan_link_order=0";
-      argv.insert(argv.begin(),
-                  {"/usr/bin/env", "ASAN_OPTIONS=" + options, "/usr/bin/faketime", "-f", clock_offset});
+      // env execs the gateway itself (the faketime command would fork it, and killing the
+      // wrapper would leave the gateway running): one process, libfaketime preloaded.
+      argv.insert(argv.begin(), {"/usr/bin/env", "ASAN_OPTIONS=" + options,
+                                 "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+                                 "FAKETIME=" + clock_offset});
     }
     process = std::make_unique<Process>(argv, dir + "/idem-" + std::to_string(index) + ".log");
   }
