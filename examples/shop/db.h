@@ -1,0 +1,154 @@
+// The shop's own database: its orders, stock, charges, points and outbox, on SQLite (the
+// default, one file shared by the shop, the consumer and the storm's checker) or
+// PostgreSQL. One small interface for both, so the business code is written once.
+//
+// SQL is written once for both dialects: parameters are $1, $2, ... and appear in the
+// statement in that order (SQLite binds "$N" by order of first appearance); use
+// ON CONFLICT, RETURNING and BIGINT, which both understand.
+//
+// Errors are exceptions here (an example application, not the library): DbError, whose
+// kind tells the caller what to do.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <condition_variable>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+namespace shop {
+
+class DbError : public std::runtime_error {
+ public:
+  enum class Kind {
+    unique_violation,  // a UNIQUE or PRIMARY KEY constraint refused the write
+    retry,             // SQLITE_BUSY / serialization failure / deadlock: run the transaction again
+    unavailable,       // the connection broke or the server is down
+    other,             // a bug: bad SQL, a CHECK constraint, ...
+  };
+  DbError(Kind kind, const std::string& what) : std::runtime_error(what), kind_(kind) {}
+  Kind kind() const noexcept { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+// A parameter or a column: NULL, an integer or text.
+using Value = std::variant<std::monostate, std::int64_t, std::string>;
+
+struct Row {
+  std::vector<Value> cols;
+  bool is_null(std::size_t i) const { return std::holds_alternative<std::monostate>(cols.at(i)); }
+  std::int64_t integer(std::size_t i) const;  // throws DbError(other) when not an integer
+  const std::string& text(std::size_t i) const;  // throws DbError(other) when not text
+};
+
+// One connection. Not thread-safe: one thread at a time (DbPool hands them out).
+class Db {
+ public:
+  // "sqlite:PATH" (WAL, busy timeout 5 s, synchronous=FULL) or "postgres://..." /
+  // "postgresql://...". Throws DbError(unavailable) when it cannot connect or open.
+  static std::unique_ptr<Db> open(const std::string& uri);
+  virtual ~Db() = default;
+
+  // Runs one statement; returns its rows (an empty vector for statements without any).
+  virtual std::vector<Row> query(std::string_view sql, std::initializer_list<Value> params = {}) = 0;
+  // Runs one statement; returns how many rows it inserted, updated or deleted.
+  virtual std::int64_t exec(std::string_view sql, std::initializer_list<Value> params = {}) = 0;
+
+  // A write transaction: SQLite BEGIN IMMEDIATE (takes the write lock now, so a
+  // read-then-write cannot deadlock), PostgreSQL BEGIN (READ COMMITTED).
+  virtual void begin() = 0;
+  virtual void commit() = 0;
+  virtual void rollback() noexcept = 0;  // never throws; a no-op outside a transaction
+};
+
+// Runs fn(db) in a transaction and commits; on DbError(retry) rolls back and runs fn again
+// (up to `attempts` times, with a short random backoff); any other exception rolls back
+// and propagates. fn must be safe to run again (it only touches the database).
+template <class Fn>
+auto transaction(Db& db, Fn&& fn, int attempts = 20) -> decltype(fn(db));
+
+// A bounded pool of connections for a multi-threaded server: acquire() blocks while all
+// `size` are in use. Connections are opened lazily; a connection whose last use threw
+// DbError(unavailable) is dropped and reopened on next use. Thread-safe.
+class DbPool {
+ public:
+  DbPool(std::string uri, std::size_t size);
+  ~DbPool();
+
+  class Lease {
+   public:
+    Lease(Lease&&) noexcept;
+    ~Lease();
+    Db& operator*() const { return *db_; }
+    Db* operator->() const { return db_.get(); }
+    void discard() noexcept { broken_ = true; }  // close instead of returning to the pool
+
+   private:
+    friend class DbPool;
+    Lease(DbPool* pool, std::unique_ptr<Db> db) : pool_(pool), db_(std::move(db)) {}
+    DbPool* pool_;
+    std::unique_ptr<Db> db_;
+    bool broken_ = false;
+  };
+  Lease acquire();
+
+ private:
+  std::string uri_;
+  std::size_t size_;
+  std::size_t open_ = 0;
+  std::vector<std::unique_ptr<Db>> idle_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+// Creates the shop's tables if they are missing (idempotent; safe from several processes
+// at once). The schema is in schema.cpp; see README.md for what each table is for.
+void ensure_schema(Db& db);
+
+// Adds 1 to the counter `name` in t_stats (how many duplicates each layer absorbed);
+// counters survive a crash of the process that counted.
+void count(Db& db, std::string_view name, std::int64_t n = 1);
+
+}  // namespace shop
+
+
+// ---- implementation --------------------------------------------------------------------
+namespace shop {
+namespace detail {
+void backoff(int attempt);  // sleeps a few ms, growing with attempt, randomized
+}
+
+template <class Fn>
+auto transaction(Db& db, Fn&& fn, int attempts) -> decltype(fn(db)) {
+  for (int attempt = 1;; ++attempt) {
+    db.begin();
+    try {
+      if constexpr (std::is_void_v<decltype(fn(db))>) {
+        fn(db);
+        db.commit();
+        return;
+      } else {
+        auto result = fn(db);
+        db.commit();
+        return result;
+      }
+    } catch (const DbError& e) {
+      db.rollback();
+      if (e.kind() != DbError::Kind::retry || attempt >= attempts) throw;
+    } catch (...) {
+      db.rollback();
+      throw;
+    }
+    detail::backoff(attempt);
+  }
+}
+}  // namespace shop
