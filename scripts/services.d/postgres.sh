@@ -35,7 +35,7 @@ CONF
   done
   postgres_as_owner "${postgres_bin}/psql" -q -h "${dir}" -p "${postgres_port}" -U postgres -d postgres \
     -v ON_ERROR_STOP=1 >/dev/null <<SQL
-SELECT 'CREATE ROLE idem LOGIN PASSWORD ''idem''' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'idem')
+SELECT 'CREATE ROLE idem LOGIN CREATEDB PASSWORD ''idem''' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'idem')
 \gexec
 SELECT 'CREATE DATABASE idem OWNER idem' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'idem')
 \gexec
