@@ -1,5 +1,6 @@
 // SPEC §2 as one suite for every backend; see contract.h.
 #include "stores/contract.h"
+#include "stores/race.h"
 
 #include <algorithm>
 #include <atomic>
@@ -307,21 +308,10 @@ TEST_P(StoreContract, SixtyFourRacingBeginsAcquireExactlyOnce) {
   for (int round = 0; round < 5; ++round) {
     const std::string key = "race-" + std::to_string(round);
     constexpr int kThreads = 64;
-    std::latch start(kThreads);
-    std::atomic<int> acquired{0}, in_progress{0}, other{0};
-    std::vector<std::thread> threads;
-    for (int i = 0; i < kThreads; ++i) {
-      threads.emplace_back([&] {
-        start.arrive_and_wait();
-        auto r = store().begin(begin_args(key, "fp"));
-        if (!r) return ++other, void();
-        (r->kind == Kind::acquired ? acquired : r->kind == Kind::in_progress ? in_progress : other)++;
-      });
-    }
-    for (auto& t : threads) t.join();
-    EXPECT_EQ(acquired, 1) << key;
-    EXPECT_EQ(in_progress, kThreads - 1) << key;
-    EXPECT_EQ(other, 0) << key;
+    const auto n = race_begin({&store()}, begin_args(key, "fp"), kThreads);
+    EXPECT_EQ(n.acquired, 1) << key;
+    EXPECT_EQ(n.in_progress, kThreads - 1) << key;
+    EXPECT_EQ(n.other, 0) << key;
   }
 }
 

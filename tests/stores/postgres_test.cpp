@@ -19,6 +19,7 @@
 
 #include "idem/open.h"
 #include "stores/durability_check.h"
+#include "stores/race.h"
 
 #ifndef IDEM_DURABILITY_CHILD
 #error "IDEM_DURABILITY_CHILD must name the durability_child binary"
@@ -101,22 +102,10 @@ TEST_F(PostgresTest, RacingThreadsOnTwoStoresAcquireExactlyOnce) {
   for (int round = 0; round < 5; ++round) {
     const std::string key = "race-" + std::to_string(round);
     constexpr int kThreads = 48;
-    std::latch start(kThreads);
-    std::atomic<int> acquired{0}, in_progress{0}, other{0};
-    std::vector<std::thread> threads;
-    for (int i = 0; i < kThreads; ++i) {
-      threads.emplace_back([&, i] {
-        Store& s = i % 2 ? *a : *b;
-        start.arrive_and_wait();
-        auto r = s.begin({"s", key, "fp", 60s, 60s});
-        if (!r) return ++other, void();
-        (r->kind == Kind::acquired ? acquired : r->kind == Kind::in_progress ? in_progress : other)++;
-      });
-    }
-    for (auto& t : threads) t.join();
-    EXPECT_EQ(acquired, 1) << key;
-    EXPECT_EQ(in_progress, kThreads - 1) << key;
-    EXPECT_EQ(other, 0) << key;
+    const auto n = testutil::race_begin({a.get(), b.get()}, {"s", key, "fp", 60s, 60s}, kThreads);
+    EXPECT_EQ(n.acquired, 1) << key;
+    EXPECT_EQ(n.in_progress, kThreads - 1) << key;
+    EXPECT_EQ(n.other, 0) << key;
   }
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "idem/open.h"
+#include "stores/race.h"
 #include "stores/redis/redis_keys.h"
 #include "stores/redis/redis_uri.h"
 #include "testutil/backends.h"
@@ -216,22 +217,10 @@ TEST(Redis, TwoStoresRacingOnOneKeyAcquireOnce) {
   auto a = open_or_fail(uri), b = open_or_fail(uri);
   for (int round = 0; round < 3; ++round) {
     constexpr int kThreads = 128;
-    std::latch start(kThreads);
-    std::atomic<int> acquired{0}, in_progress{0}, other{0};
-    std::vector<std::thread> threads;
-    for (int i = 0; i < kThreads; ++i) {
-      threads.emplace_back([&, i] {
-        Store& s = i % 2 ? *a : *b;
-        start.arrive_and_wait();
-        auto r = s.begin(begin_args("race-" + std::to_string(round)));
-        if (!r) return ++other, void();
-        (r->kind == Kind::acquired ? acquired : r->kind == Kind::in_progress ? in_progress : other)++;
-      });
-    }
-    for (auto& t : threads) t.join();
-    EXPECT_EQ(acquired, 1);
-    EXPECT_EQ(in_progress, kThreads - 1);
-    EXPECT_EQ(other, 0);
+    const auto n = race_begin({a.get(), b.get()}, begin_args("race-" + std::to_string(round)), kThreads);
+    EXPECT_EQ(n.acquired, 1);
+    EXPECT_EQ(n.in_progress, kThreads - 1);
+    EXPECT_EQ(n.other, 0);
   }
 }
 
