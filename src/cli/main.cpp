@@ -61,6 +61,21 @@ std::unique_ptr<Store> open_or_die(const std::string& uri) {
   return std::move(*store);
 }
 
+// `record get|delete`: true when the store answered and there was a record; otherwise
+// says why not on standard error.
+template <class T>
+bool found(const Result<T>& r) {
+  if (!r) {
+    std::cerr << "idem: " << r.status().to_string() << "\n";
+    return false;
+  }
+  if (!*r) {
+    std::cerr << "idem: not found\n";
+    return false;
+  }
+  return true;
+}
+
 // Raises the open-files limit to what the system allows, and keeps the client connections
 // to what it leaves: each may hold an upstream connection too, plus the store's files.
 ServerLimits server_limits() {
@@ -215,26 +230,12 @@ int main(int argc, char** argv) {
     RecordId id{record_scope, record_key};
     if (record_cmd->got_subcommand("get")) {
       auto r = store->get(std::move(id));
-      if (!r) {
-        std::cerr << "idem: " << r.status().to_string() << "\n";
-        return kRuntime;
-      }
-      if (!*r) {
-        std::cerr << "idem: not found\n";
-        return kRuntime;
-      }
+      if (!found(r)) return kRuntime;
       std::cout << record_json(**r) << "\n";
       return kOk;
     }
     auto r = store->remove(std::move(id));
-    if (!r) {
-      std::cerr << "idem: " << r.status().to_string() << "\n";
-      return kRuntime;
-    }
-    if (!*r) {
-      std::cerr << "idem: not found\n";
-      return kRuntime;
-    }
+    if (!found(r)) return kRuntime;
     std::cout << "removed\n";
     return kOk;
   }
