@@ -1,7 +1,7 @@
 // The checkout page in headless Chromium: a double click on the pay button must create one
 // order, and both clicks must show the same order number (one executed, one replayed by
 // the gateway's one-time token route).
-//   node checkout.test.mjs SHOP_BIN IDEM_BIN IDEM_YAML [AMQP_URL]
+//   node checkout.test.mjs SHOP_BIN IDEM_BIN IDEM_YAML [AMQP_URL]   (default: $IDEM_TEST_AMQP_URL)
 // Starts the shop (SQLite in a temporary directory) and `idem serve` in front of it on
 // free loopback ports, drives Debian's /usr/bin/chromium through playwright-core, then
 // counts the user's orders in the shop's database. Exits non-zero on any failed
@@ -13,7 +13,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const [shopBin, idemBin, config, amqp] = process.argv.slice(2);
+const [shopBin, idemBin, config] = process.argv.slice(2);
+const amqp = process.argv[5] || process.env.IDEM_TEST_AMQP_URL;
 if (!config) {
   console.error('usage: node checkout.test.mjs SHOP_BIN IDEM_BIN IDEM_YAML [AMQP_URL]');
   process.exit(2);
