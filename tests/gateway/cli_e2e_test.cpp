@@ -153,6 +153,10 @@ TEST(GatewayProcess, SigtermFinishesTheRequestInFlightAndStoresIt) {
   EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "term"}, &out), 0) << out;
   EXPECT_NE(out.find("\"state\":\"done\""), std::string::npos) << out;
   EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "absent"}), 1);
+  // An operator removes it: gone for `get`, and a second delete finds nothing.
+  EXPECT_EQ(run({IDEM_BIN, "record", "delete", "--store", store, "term"}, &out), 0) << out;
+  EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "term"}), 1);
+  EXPECT_EQ(run({IDEM_BIN, "record", "delete", "--store", store, "term"}), 1);
 }
 
 }  // namespace
