@@ -51,7 +51,7 @@ rabbitmq_node() { echo "idem-${rabbitmq_port}@localhost"; }
 rabbitmq_start() {
   local dir="$1"
   mkdir -p "${dir}/mnesia" "${dir}/log"
-    # Erlang distribution on loopback only (it listens on every interface by default).
+  # Erlang distribution on loopback only (it listens on every interface by default).
   # shellcheck disable=SC2016
   echo 'SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"' >"${dir}/rabbitmq-env.conf"
   echo '[].' >"${dir}/enabled_plugins"  # no plugins: no management listener, a faster start
