@@ -107,7 +107,10 @@ Reply Shop::pay_callback(const Request& req) {
   const std::string *order_no = field("out_trade_no"), *trade_no = field("trade_no"),
                     *amount_text = field("total_amount"), *status = field("trade_status");
   std::int64_t amount = -1;
-  if (amount_text) std::from_chars(amount_text->data(), amount_text->data() + amount_text->size(), amount);
+  if (amount_text) {
+    const char* end = amount_text->data() + amount_text->size();
+    if (std::from_chars(amount_text->data(), end, amount).ptr != end) amount = -1;
+  }
   if (!order_no || !trade_no || !status || amount < 0) return fail(400);
   // Other states (WAIT_BUYER_PAY, TRADE_CLOSED) are acknowledged and change nothing.
   if (*status != "TRADE_SUCCESS") return text(200, "success");
