@@ -205,7 +205,10 @@ Reply Shop::deduct(const std::string& sku_id, const Request& req) {
       // Two holders of one key logged at once; the next attempt reads the winner's row.
       if (e.kind() != DbError::Kind::unique_violation || !d.key) throw;
     }
-    if (!reply) continue;
+    if (!reply) {
+      detail::backoff(i + 3);  // 1-8 ms, then up to 64: the losers spread out
+      continue;
+    }
     lease.reset();  // hand the connection back before sleeping
     if (reply->status < 300) maybe_slow();
     return std::move(*reply);
