@@ -66,6 +66,12 @@ http::response<http::string_body> to_response(Reply reply, unsigned version, boo
   return res;
 }
 
+// The request was not HTTP (as opposed to: the peer closed, the socket failed).
+bool malformed(const beast::error_code& ec) {
+  return ec != http::error::end_of_stream &&
+         ec.category() == http::make_error_code(http::error::bad_target).category();
+}
+
 void serve_connection(Shop& shop, tcp::socket& socket, Connections& conns) {
   beast::flat_buffer buffer;
   for (;;) {
@@ -74,11 +80,18 @@ void serve_connection(Shop& shop, tcp::socket& socket, Connections& conns) {
     beast::error_code ec;
     http::read(socket, buffer, parser, ec);
     if (ec == http::error::body_limit) {
-      auto res = to_response(problem(413, "bad-request", "the body is larger than 1 MiB"), 11, false);
+      auto res = to_response(problem(413, "body-too-large", "the body is larger than 1 MiB"), 11, false);
       http::write(socket, res, ec);
       return;
     }
-    if (ec) return;  // closed, or not HTTP: nothing to answer
+    if (ec) {
+      if (malformed(ec)) {
+        auto res =
+            to_response(problem(400, "bad-request", "malformed HTTP request: " + ec.message()), 11, false);
+        http::write(socket, res, ec);
+      }
+      return;
+    }
     const auto& req = parser.get();
     Reply reply = shop.handle(to_request(req));
     bool stopping;

@@ -20,6 +20,7 @@ Reply problem(unsigned status, std::string_view name, std::string detail) {
       {"out-of-stock", "Out of stock"},
       {"fenced", "A newer attempt holds this key"},
       {"contention", "Too many concurrent deductions"},
+      {"body-too-large", "Request body too large"},
       {"not-found", "Not found"},
       {"method-not-allowed", "Method not allowed"},
       {"unavailable", "Database unavailable"},
@@ -98,7 +99,16 @@ Reply Shop::route(const Request& req) {
   }
   if (p == "/healthz") return only(get, [] { return Reply{200, "text/plain", "ok", {}}; });
   if (p == "/orders") return only(post, [&] { return create_order(req); });
-  if (p == "/pay/callback") return only(post, [&] { return pay_callback(req); });
+  if (p == "/pay/callback") {
+    return only(post, [&] {
+      try {
+        return pay_callback(req);
+      } catch (const DbError& e) {  // the platform reads "fail" and sends again later
+        std::fprintf(stderr, "shop: POST /pay/callback: %s\n", e.what());
+        return Reply{503, "text/plain", "fail", {{"Retry-After", "1"}}};
+      }
+    });
+  }
   if (auto sku = segment(p, "/skus/", "/deduct")) return only(post, [&] { return deduct(*sku, req); });
   if (auto sku = segment(p, "/skus/", "")) return only(get, [&] { return get_sku(*sku); });
   if (auto no = segment(p, "/orders/", "")) return only(get, [&] { return get_order(*no); });
