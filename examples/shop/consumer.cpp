@@ -99,8 +99,8 @@ std::optional<PaidOrder> parse_paid_order(std::string_view body) {
   return m;
 }
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
+std::int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
@@ -195,7 +195,7 @@ class PointsConsumer {
         const std::int64_t inserted = tx.exec(
             "INSERT INTO t_points(order_no, user_id, points, created_at) VALUES ($1, $2, $3, $4) "
             "ON CONFLICT (order_no) DO NOTHING",
-            {m.order_no, m.user_id, m.points, now_ms()});
+            {m.order_no, m.user_id, m.points, now_us()});
         if (inserted == 1) {
           tx.exec(
               "INSERT INTO t_user_points(user_id, balance) VALUES ($1, $2) "
