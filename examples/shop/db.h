@@ -10,12 +10,12 @@
 // kind tells the caller what to do.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
-#include <condition_variable>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -46,7 +46,7 @@ using Value = std::variant<std::monostate, std::int64_t, std::string>;
 struct Row {
   std::vector<Value> cols;
   bool is_null(std::size_t i) const { return std::holds_alternative<std::monostate>(cols.at(i)); }
-  std::int64_t integer(std::size_t i) const;  // throws DbError(other) when not an integer
+  std::int64_t integer(std::size_t i) const;     // throws DbError(other) when not an integer
   const std::string& text(std::size_t i) const;  // throws DbError(other) when not text
 };
 
@@ -57,6 +57,11 @@ class Db {
   // "postgresql://...". Throws DbError(unavailable) when it cannot connect or open.
   static std::unique_ptr<Db> open(const std::string& uri);
   virtual ~Db() = default;
+
+  // For the rare statement that differs between the two (schema locking); business SQL
+  // should not need it.
+  enum class Dialect { sqlite, postgres };
+  virtual Dialect dialect() const noexcept = 0;
 
   // Runs one statement; returns its rows (an empty vector for statements without any).
   virtual std::vector<Row> query(std::string_view sql, std::initializer_list<Value> params = {}) = 0;
@@ -119,7 +124,6 @@ void ensure_schema(Db& db);
 void count(Db& db, std::string_view name, std::int64_t n = 1);
 
 }  // namespace shop
-
 
 // ---- implementation --------------------------------------------------------------------
 namespace shop {
