@@ -373,6 +373,39 @@ TEST_F(ShopConsumerTest, APoisonMessageIsAckedAndCounted) {
   EXPECT_FALSE(drain.next(500ms)) << "poison messages must be acked, not requeued forever";
 }
 
+// A crash after the grant committed but before the Deduplicator recorded it leaves a
+// message the Deduplicator runs again: the ledger's unique order_no absorbs it.
+TEST_F(ShopConsumerTest, TheLedgerAbsorbsAGrantTheDeduplicatorNeverSaw) {
+  REQUIRE_BROKER(url);
+  const std::string queue = unique_queue("ledger");
+  auto db = shop::Db::open(db_uri());
+  shop::ensure_schema(*db);
+  db->exec("INSERT INTO t_points(order_no, user_id, points, created_at) VALUES ($1, $2, $3, $4)",
+           {std::string("granted"), std::string("u"), std::int64_t{5}, std::int64_t{0}});
+  db->exec("INSERT INTO t_user_points(user_id, balance) VALUES ($1, $2)",
+           {std::string("u"), std::int64_t{5}});
+  {
+    shop::Publisher pub(*url, queue);
+    pub.publish("order.paid:granted", R"({"order_no":"granted","user_id":"u","points":5})");
+    pub.publish("order.paid:new", R"({"order_no":"new","user_id":"u","points":3})");
+  }
+  const pid_t pid = start({"--queue", queue});
+  ASSERT_GT(pid, 0);
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline && stat(*db, "consumer.processed") < 1) {
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(stat(*db, "consumer.processed"), 1);
+  EXPECT_EQ(stat(*db, "consumer.ledger_unique"), 1);
+  EXPECT_EQ(
+      db->query("SELECT balance FROM t_user_points WHERE user_id = $1", {std::string("u")})[0].integer(0), 8);
+  ::kill(pid, SIGTERM);
+  auto status = wait_for_exit(pid, 30s);
+  reaped(pid);
+  ASSERT_TRUE(status);
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
+}
+
 #endif  // SHOP_CONSUMER_BIN
 
 }  // namespace

@@ -1,0 +1,208 @@
+// Orders and stock: the database unique key absorbs a second submission of one purchase,
+// the fence check a re-run deduction, the optimistic version concurrent deductions.
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <boost/json.hpp>
+
+#include "shop_service.h"
+
+namespace json = boost::json;
+
+namespace shop {
+namespace {
+
+// Why a request body is refused, for the 400's detail.
+struct BadRequest {
+  std::string detail;
+};
+
+json::object parse_object(std::string_view body) {
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec || !v.is_object()) throw BadRequest{"the body is not a JSON object"};
+  return std::move(v.as_object());
+}
+
+std::string text_field(const json::object& o, std::string_view name) {
+  const json::value* v = o.if_contains(name);
+  if (!v || !v->is_string() || v->as_string().empty() || v->as_string().size() > 128) {
+    throw BadRequest{"\"" + std::string(name) + "\" must be a string of 1 to 128 characters"};
+  }
+  return std::string(v->as_string());
+}
+
+std::int64_t quantity_field(const json::object& o) {
+  const json::value* v = o.if_contains("quantity");
+  std::int64_t q = 0;
+  if (v && v->is_int64()) q = v->as_int64();
+  if (v && v->is_uint64() && v->as_uint64() <= 100) q = static_cast<std::int64_t>(v->as_uint64());
+  if (q < 1 || q > 100) throw BadRequest{"\"quantity\" must be an integer from 1 to 100"};
+  return q;
+}
+
+Reply json_reply(unsigned status, const json::object& o) {
+  return Reply{status, "application/json", json::serialize(o), {}};
+}
+
+constexpr const char* kOrderColumns =
+    "SELECT order_no, user_id, sku_id, event_id, quantity, amount, status FROM t_order ";
+
+json::object order_json(const Row& r) {
+  return {{"order_no", r.text(0)}, {"user_id", r.text(1)},     {"sku_id", r.text(2)},
+          {"event_id", r.text(3)}, {"quantity", r.integer(4)}, {"amount", r.integer(5)},
+          {"status", r.text(6)}};
+}
+
+std::optional<std::uint64_t> parse_fence(const std::string& s) {
+  std::uint64_t f = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), f);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return f;
+}
+
+}  // namespace
+
+Reply Shop::create_order(const Request& req) {
+  std::string user, sku, event;
+  std::int64_t quantity = 0;
+  try {
+    json::object o = parse_object(req.body);
+    user = text_field(o, "user_id");
+    sku = text_field(o, "sku_id");
+    event = text_field(o, "event_id");
+    quantity = quantity_field(o);
+  } catch (const BadRequest& e) {
+    return problem(400, "bad-request", e.detail);
+  }
+  std::optional<DbPool::Lease> lease(pool_.acquire());
+  Reply reply = transaction(**lease, [&](Db& db) -> Reply {
+    auto price = db.query("SELECT price FROM t_sku WHERE sku_id = $1", {sku});
+    if (price.empty()) return problem(404, "unknown-sku", "no SKU " + sku);
+    // DO NOTHING, not a caught unique violation: on PostgreSQL an error aborts the whole
+    // transaction, and the existing order must still be read in it.
+    const std::string order_no = random_id(20);
+    const bool inserted =
+        db.exec(
+            "INSERT INTO t_order (order_no, user_id, sku_id, event_id, quantity, amount, status, created_at) "
+            "VALUES ($1, $2, $3, $4, $5, $6, 'CREATED', $7) "
+            "ON CONFLICT (user_id, sku_id, event_id) DO NOTHING",
+            {order_no, user, sku, event, quantity, price[0].integer(0) * quantity, now_micros()}) == 1;
+    auto rows =
+        inserted
+            ? db.query(std::string(kOrderColumns) + "WHERE order_no = $1", {order_no})
+            : db.query(std::string(kOrderColumns) + "WHERE user_id = $1 AND sku_id = $2 AND event_id = $3",
+                       {user, sku, event});
+    if (rows.empty()) throw DbError(DbError::Kind::other, "order vanished after its insert");
+    if (!inserted) count(db, "orders.unique_key");
+    Reply r = json_reply(inserted ? 201 : 200, order_json(rows[0]));
+    if (inserted) r.headers.emplace_back("Location", "/orders/" + order_no);
+    return r;
+  });
+  lease.reset();  // hand the connection back before sleeping
+  if (reply.status < 300) maybe_slow();
+  return reply;
+}
+
+Reply Shop::get_order(const std::string& order_no) {
+  auto lease = pool_.acquire();
+  auto rows = lease->query(std::string(kOrderColumns) + "WHERE order_no = $1", {order_no});
+  if (rows.empty()) return problem(404, "unknown-order", "no order " + order_no);
+  return json_reply(200, order_json(rows[0]));
+}
+
+Reply Shop::get_sku(const std::string& sku_id) {
+  auto lease = pool_.acquire();
+  auto rows = lease->query("SELECT sku_id, stock, version, price FROM t_sku WHERE sku_id = $1", {sku_id});
+  if (rows.empty()) return problem(404, "unknown-sku", "no SKU " + sku_id);
+  const Row& r = rows[0];
+  return json_reply(
+      200,
+      {{"sku_id", r.text(0)}, {"stock", r.integer(1)}, {"version", r.integer(2)}, {"price", r.integer(3)}});
+}
+
+Reply Shop::deduct(const std::string& sku_id, const Request& req) {
+  std::string order_no;
+  std::int64_t quantity = 0;
+  try {
+    json::object o = parse_object(req.body);
+    order_no = text_field(o, "order_no");
+    quantity = quantity_field(o);
+  } catch (const BadRequest& e) {
+    return problem(400, "bad-request", e.detail);
+  }
+  // The fence check applies only to the gateway's requests, which carry both.
+  std::optional<std::string> key;
+  std::int64_t fence = 0;
+  if (req.idempotency_key && req.idempotency_fence) {
+    auto f = parse_fence(*req.idempotency_fence);
+    if (!f || *f >= (std::uint64_t{1} << 53))
+      return problem(400, "bad-request", "malformed Idempotency-Fence");
+    key = *req.idempotency_key;
+    fence = static_cast<std::int64_t>(*f);
+  }
+  std::optional<DbPool::Lease> lease(pool_.acquire());
+  // One attempt: the answer, or nullopt when another deduction changed the version first.
+  auto attempt = [&](Db& db) -> std::optional<Reply> {
+    auto order = db.query("SELECT sku_id, quantity FROM t_order WHERE order_no = $1", {order_no});
+    if (order.empty()) return problem(404, "unknown-order", "no order " + order_no);
+    if (order[0].text(0) != sku_id || order[0].integer(1) != quantity) {
+      return problem(400, "bad-request",
+                     "order " + order_no + " is not for " + std::to_string(quantity) + " x " + sku_id);
+    }
+    if (key) {
+      auto done = db.query("SELECT fence, stock_after FROM t_stock_log WHERE idem_key = $1", {*key});
+      if (!done.empty() && done[0].integer(0) > fence) {
+        count(db, "deduct.fenced");
+        return problem(409, "fenced",
+                       "a newer attempt (fence " + std::to_string(done[0].integer(0)) + ") ran");
+      }
+      if (!done.empty()) {
+        count(db, "deduct.fence_replay");
+        return json_reply(200, {{"sku_id", sku_id},
+                                {"order_no", order_no},
+                                {"quantity", quantity},
+                                {"stock_after", done[0].integer(1)}});
+      }
+    }
+    auto sku = db.query("SELECT stock, version FROM t_sku WHERE sku_id = $1", {sku_id});
+    if (sku.empty()) return problem(404, "unknown-sku", "no SKU " + sku_id);
+    const std::int64_t stock = sku[0].integer(0), version = sku[0].integer(1);
+    if (stock < quantity) return problem(409, "out-of-stock", std::to_string(stock) + " left of " + sku_id);
+    if (db.exec(
+            "UPDATE t_sku SET stock = stock - $1, version = version + 1 WHERE sku_id = $2 AND version = $3",
+            {quantity, sku_id, version}) == 0) {
+      count(db, "deduct.version_retry");
+      return std::nullopt;
+    }
+    db.exec(
+        "INSERT INTO t_stock_log (id, idem_key, fence, order_no, sku_id, quantity, stock_after, created_at) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        {random_id(20), key ? Value(*key) : Value(), key ? Value(fence) : Value(), order_no, sku_id, quantity,
+         stock - quantity, now_micros()});
+    return json_reply(200, {{"sku_id", sku_id},
+                            {"order_no", order_no},
+                            {"quantity", quantity},
+                            {"stock_after", stock - quantity}});
+  };
+  for (int i = 0; i < 10; ++i) {
+    std::optional<Reply> reply;
+    try {
+      reply = transaction(**lease, attempt);
+    } catch (const DbError& e) {
+      // Two holders of one key logged at once; the next attempt reads the winner's row.
+      if (e.kind() != DbError::Kind::unique_violation || !key) throw;
+    }
+    if (!reply) continue;
+    lease.reset();
+    if (reply->status < 300) maybe_slow();
+    return std::move(*reply);
+  }
+  Reply r = problem(503, "contention", "the stock of " + sku_id + " changed 10 times during this deduction");
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+}  // namespace shop
