@@ -106,7 +106,8 @@ class Storm {
         } else {
           crashes_.push_back(p->name() + " exited on its own (" + how + "); see " + p->log_file());
         }
-        if (ready_) p->start();
+        // A process that keeps dying (it cannot bind its port, say) is not restarted forever.
+        if (ready_ && ++restarts_[p->name()] <= 5) p->start();
       }
       watch_children();
     });
@@ -193,6 +194,7 @@ class Storm {
   asio::signal_set children_;
   std::unique_ptr<Proc> shop_, consumer_, gateway_;
   std::vector<std::string> crashes_;
+  std::map<std::string, int> restarts_;  // after exits on their own, by process
   std::string setup_error_;
   bool ready_ = false, stopping_ = false, shop_killed_ = false, gateway_killed_ = false;
   std::int64_t pending_points_ = -1, unsent_ = -1;
@@ -236,10 +238,11 @@ int Storm::report(double total_seconds) {
   for (const auto& c : crashes_) std::cout << "      " << c << "\n";
   violations += static_cast<long>(crashes_.size());
   std::cout << "violations: " << violations << std::endl;
-  const bool kept = violations > 0;
-  env_.cleanup(kept);
-  if (kept) std::cout << "workdir kept: " << env_.workdir() << "\n";
+  // The workdir (logs, SQLite files) is kept when the run failed: violations where none
+  // were expected, or none in the control run.
   const bool pass = opt_.expect_violations ? violations > 0 : violations == 0;
+  env_.cleanup(!pass);
+  if (!pass) std::cout << "workdir kept: " << env_.workdir() << "\n";
   return pass ? 0 : 1;
 }
 
