@@ -286,5 +286,8 @@ int main(int argc, char** argv) {
   } catch (const shop::DbError& e) {
     std::cerr << "shop-storm: database: " << e.what() << std::endl;
     return 3;
+  } catch (const std::exception& e) {  // a bug in the storm itself: no verdict
+    std::cerr << "shop-storm: " << e.what() << std::endl;
+    return 3;
   }
 }
