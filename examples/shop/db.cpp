@@ -195,6 +195,18 @@ class SqliteDb final : public Connection {
 
 // ---- PostgreSQL -------------------------------------------------------------------------
 
+// libpq's messages span lines; the shop logs one line per error.
+std::string one_line(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n' || c == '\t' || c == '\r') c = ' ';
+    if (c == ' ' && (out.empty() || out.back() == ' ')) continue;
+    out += c;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 class PgDb final : public Connection {
  public:
   explicit PgDb(const std::string& uri) : conn_(PQconnectdb(uri.c_str())) {
@@ -202,8 +214,7 @@ class PgDb final : public Connection {
       std::string why = conn_ ? PQerrorMessage(conn_) : "out of memory";
       if (conn_) PQfinish(conn_);
       conn_ = nullptr;
-      while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-      throw DbError(Kind::unavailable, "postgres: cannot connect: " + why);
+      throw DbError(Kind::unavailable, "postgres: cannot connect: " + one_line(why));
     }
     // Quiet the NOTICEs of CREATE TABLE IF NOT EXISTS on stderr.
     PQsetNoticeProcessor(
@@ -293,8 +304,7 @@ class PgDb final : public Connection {
   [[noreturn]] void fail_result(const PGresult* r, std::string_view sql) {
     const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
     const std::string code = state ? state : "";
-    std::string msg = r ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    const std::string msg = one_line(r ? PQresultErrorMessage(r) : PQerrorMessage(conn_));
     Kind kind = Kind::other;
     if (PQstatus(conn_) == CONNECTION_BAD || code.starts_with("08") || code == "57P01" || code == "57P02" ||
         code == "57P03") {

@@ -152,7 +152,8 @@ int main(int argc, char** argv) {
     shop::ensure_schema(*db);
     if (!seeds.empty()) seed_skus(*db, seeds);
   } catch (const shop::DbError& e) {
-    std::fprintf(stderr, "shop: cannot prepare the database %s: %s\n", db_uri.c_str(), e.what());
+    std::fprintf(stderr, "shop: cannot prepare the database: %s\n",
+                 e.what());  // no URI: it may hold a password
     return 1;
   }
   idem::Guard guard(**store, {.lease = 3s,

@@ -88,7 +88,34 @@ bool sign_ok(const std::string& secret, const std::string& data, const std::stri
   return sign.size() == hex.size() && CRYPTO_memcmp(sign.data(), hex.data(), hex.size()) == 0;
 }
 
+// A signed notification of a successful payment.
+struct Notification {
+  std::string order_no, trade_no;
+  std::int64_t amount = 0;  // cents
+};
+
 enum class Payment { paid, already_paid, unknown_order, wrong_amount };
+
+// The state machine, in one transaction: CREATED → PAID with its charge and its outbox
+// row, or nothing at all.
+Payment record_payment(Db& db, const Notification& n) {
+  auto order = db.query("SELECT user_id, amount FROM t_order WHERE order_no = $1", {n.order_no});
+  if (order.empty()) return Payment::unknown_order;
+  if (order[0].integer(1) != n.amount) return Payment::wrong_amount;
+  const std::int64_t now = now_micros();
+  if (db.exec("UPDATE t_order SET status = 'PAID', paid_at = $1 WHERE order_no = $2 AND status = 'CREATED'",
+              {now, n.order_no}) == 0) {
+    count(db, "callback.already_paid");
+    return Payment::already_paid;
+  }
+  db.exec("INSERT INTO t_charge (id, order_no, trade_no, amount, created_at) VALUES ($1, $2, $3, $4, $5)",
+          {random_id(20), n.order_no, n.trade_no, n.amount, now});
+  const std::string message = boost::json::serialize(boost::json::object{
+      {"order_no", n.order_no}, {"user_id", order[0].text(0)}, {"points", n.amount / 100}});
+  db.exec("INSERT INTO t_outbox (id, order_no, payload, created_at) VALUES ($1, $2, $3, $4)",
+          {"order.paid:" + n.order_no, n.order_no, message, now});
+  return Payment::paid;
+}
 
 }  // namespace
 
@@ -105,55 +132,43 @@ Reply Shop::pay_callback(const Request& req) {
     return fail(400);
   }
   const std::string *order_no = field("out_trade_no"), *trade_no = field("trade_no"),
-                    *amount_text = field("total_amount"), *status = field("trade_status");
-  std::int64_t amount = -1;
-  if (amount_text) {
-    const char* end = amount_text->data() + amount_text->size();
-    if (std::from_chars(amount_text->data(), end, amount).ptr != end) amount = -1;
+                    *amount = field("total_amount"), *status = field("trade_status");
+  Notification n;
+  if (amount) {
+    const char* end = amount->data() + amount->size();
+    if (std::from_chars(amount->data(), end, n.amount).ptr != end) n.amount = -1;
   }
-  if (!order_no || !trade_no || !status || amount < 0) return fail(400);
+  if (!order_no || !trade_no || !status || !amount || n.amount < 0) return fail(400);
   // Other states (WAIT_BUYER_PAY, TRADE_CLOSED) are acknowledged and change nothing.
   if (*status != "TRADE_SUCCESS") return text(200, "success");
+  n.order_no = *order_no;
+  n.trade_no = *trade_no;
 
   std::optional<Payment> refused;
   auto pay = [&]() -> idem::Result<std::string> {
     auto lease = pool_.acquire();
-    const Payment p = transaction(*lease, [&](Db& db) {
-      auto order = db.query("SELECT user_id, amount FROM t_order WHERE order_no = $1", {*order_no});
-      if (order.empty()) return Payment::unknown_order;
-      if (order[0].integer(1) != amount) return Payment::wrong_amount;
-      const std::int64_t now = now_micros();
-      if (db.exec(
-              "UPDATE t_order SET status = 'PAID', paid_at = $1 WHERE order_no = $2 AND status = 'CREATED'",
-              {now, *order_no}) == 0) {
-        count(db, "callback.already_paid");
-        return Payment::already_paid;
-      }
-      db.exec("INSERT INTO t_charge (id, order_no, trade_no, amount, created_at) VALUES ($1, $2, $3, $4, $5)",
-              {random_id(20), *order_no, *trade_no, amount, now});
-      const std::string message = boost::json::serialize(boost::json::object{
-          {"order_no", *order_no}, {"user_id", order[0].text(0)}, {"points", amount / 100}});
-      db.exec("INSERT INTO t_outbox (id, order_no, payload, created_at) VALUES ($1, $2, $3, $4)",
-              {"order.paid:" + *order_no, *order_no, message, now});
-      return Payment::paid;
-    });
+    const Payment p = transaction(*lease, [&](Db& db) { return record_payment(db, n); });
     if (p == Payment::unknown_order || p == Payment::wrong_amount) {
-      // Not stored: the guard releases the key, so a later re-send runs again.
-      refused = p;
+      refused = p;  // not stored: the guard releases the key, so a later re-send runs again
       return idem::failed_precondition("refused");
     }
     if (p == Payment::paid && on_paid_) on_paid_();
     return std::string("success");
   };
-
   idem::GuardResult r = [&] {
     try {
-      return guard_.run("pay-callback", *order_no, idem::hash128(signed_part), pay);
+      return guard_.run("pay-callback", n.order_no, idem::hash128(signed_part), pay);
     } catch (const DbError& e) {
-      std::fprintf(stderr, "shop: pay callback %s: %s\n", order_no->c_str(), e.what());
+      std::fprintf(stderr, "shop: pay callback %s: %s\n", n.order_no.c_str(), e.what());
       return idem::GuardResult::make_failed(idem::unavailable(e.what()));
     }
   }();
+  if (refused) return fail(*refused == Payment::unknown_order ? 404 : 400);
+  return callback_answer(r, n.order_no);
+}
+
+// What the platform reads, by the guard's outcome; repeats are counted.
+Reply Shop::callback_answer(const idem::GuardResult& r, const std::string& order_no) {
   auto counted = [&](const char* name, Reply reply) {
     auto lease = pool_.acquire();
     transaction(*lease, [&](Db& db) { count(db, name); });
@@ -177,8 +192,7 @@ Reply Shop::pay_callback(const Request& req) {
     case Outcome::failed:
       break;
   }
-  if (refused) return fail(*refused == Payment::unknown_order ? 404 : 400);
-  std::fprintf(stderr, "shop: pay callback %s: %s\n", order_no->c_str(), r.status().to_string().c_str());
+  std::fprintf(stderr, "shop: pay callback %s: %s\n", order_no.c_str(), r.status().to_string().c_str());
   Reply reply = fail(503);
   reply.headers.emplace_back("Retry-After", "1");
   return reply;

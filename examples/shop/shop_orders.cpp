@@ -123,80 +123,93 @@ Reply Shop::get_sku(const std::string& sku_id) {
       {{"sku_id", r.text(0)}, {"stock", r.integer(1)}, {"version", r.integer(2)}, {"price", r.integer(3)}});
 }
 
-Reply Shop::deduct(const std::string& sku_id, const Request& req) {
-  std::string order_no;
+namespace {
+
+// One deduction as asked: for the gateway's requests also its key and fence.
+struct Deduction {
+  std::string sku_id, order_no;
   std::int64_t quantity = 0;
+  std::optional<std::string> key;  // only with a fence: the fence check applies
+  std::int64_t fence = 0;
+
+  Reply done(std::int64_t stock_after) const {
+    return json_reply(
+        200,
+        {{"sku_id", sku_id}, {"order_no", order_no}, {"quantity", quantity}, {"stock_after", stock_after}});
+  }
+};
+
+// One attempt, in one transaction: the answer, or nullopt when another deduction changed
+// the SKU's version between the read and the update.
+std::optional<Reply> deduct_once(Db& db, const Deduction& d) {
+  auto order = db.query("SELECT sku_id, quantity FROM t_order WHERE order_no = $1", {d.order_no});
+  if (order.empty()) return problem(404, "unknown-order", "no order " + d.order_no);
+  if (order[0].text(0) != d.sku_id || order[0].integer(1) != d.quantity) {
+    return problem(400, "bad-request",
+                   "order " + d.order_no + " is not for " + std::to_string(d.quantity) + " x " + d.sku_id);
+  }
+  if (d.key) {
+    auto logged = db.query("SELECT fence, stock_after FROM t_stock_log WHERE idem_key = $1", {*d.key});
+    if (!logged.empty() && logged[0].integer(0) > d.fence) {  // we are a zombie
+      count(db, "deduct.fenced");
+      return problem(409, "fenced",
+                     "a newer attempt (fence " + std::to_string(logged[0].integer(0)) + ") ran");
+    }
+    if (!logged.empty()) {  // an earlier attempt deducted; its answer was lost
+      count(db, "deduct.fence_replay");
+      return d.done(logged[0].integer(1));
+    }
+  }
+  auto sku = db.query("SELECT stock, version FROM t_sku WHERE sku_id = $1", {d.sku_id});
+  if (sku.empty()) return problem(404, "unknown-sku", "no SKU " + d.sku_id);
+  const std::int64_t stock = sku[0].integer(0), version = sku[0].integer(1);
+  if (stock < d.quantity) return problem(409, "out-of-stock", std::to_string(stock) + " left of " + d.sku_id);
+  if (db.exec("UPDATE t_sku SET stock = stock - $1, version = version + 1 WHERE sku_id = $2 AND version = $3",
+              {d.quantity, d.sku_id, version}) == 0) {
+    count(db, "deduct.version_retry");
+    return std::nullopt;
+  }
+  db.exec(
+      "INSERT INTO t_stock_log (id, idem_key, fence, order_no, sku_id, quantity, stock_after, created_at) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+      {random_id(20), d.key ? Value(*d.key) : Value(), d.key ? Value(d.fence) : Value(), d.order_no, d.sku_id,
+       d.quantity, stock - d.quantity, now_micros()});
+  return d.done(stock - d.quantity);
+}
+
+}  // namespace
+
+Reply Shop::deduct(const std::string& sku_id, const Request& req) {
+  Deduction d;
+  d.sku_id = sku_id;
   try {
     json::object o = parse_object(req.body);
-    order_no = text_field(o, "order_no");
-    quantity = quantity_field(o);
+    d.order_no = text_field(o, "order_no");
+    d.quantity = quantity_field(o);
   } catch (const BadRequest& e) {
     return problem(400, "bad-request", e.detail);
   }
-  // The fence check applies only to the gateway's requests, which carry both.
-  std::optional<std::string> key;
-  std::int64_t fence = 0;
-  if (req.idempotency_key && req.idempotency_fence) {
+  if (req.idempotency_key && req.idempotency_fence) {  // the gateway's requests carry both
     auto f = parse_fence(*req.idempotency_fence);
     if (!f || *f >= (std::uint64_t{1} << 53))
       return problem(400, "bad-request", "malformed Idempotency-Fence");
-    key = *req.idempotency_key;
-    fence = static_cast<std::int64_t>(*f);
+    d.key = *req.idempotency_key;
+    d.fence = static_cast<std::int64_t>(*f);
   }
   std::optional<DbPool::Lease> lease(pool_.acquire());
-  // One attempt: the answer, or nullopt when another deduction changed the version first.
-  auto attempt = [&](Db& db) -> std::optional<Reply> {
-    auto order = db.query("SELECT sku_id, quantity FROM t_order WHERE order_no = $1", {order_no});
-    if (order.empty()) return problem(404, "unknown-order", "no order " + order_no);
-    if (order[0].text(0) != sku_id || order[0].integer(1) != quantity) {
-      return problem(400, "bad-request",
-                     "order " + order_no + " is not for " + std::to_string(quantity) + " x " + sku_id);
-    }
-    if (key) {
-      auto done = db.query("SELECT fence, stock_after FROM t_stock_log WHERE idem_key = $1", {*key});
-      if (!done.empty() && done[0].integer(0) > fence) {
-        count(db, "deduct.fenced");
-        return problem(409, "fenced",
-                       "a newer attempt (fence " + std::to_string(done[0].integer(0)) + ") ran");
-      }
-      if (!done.empty()) {
-        count(db, "deduct.fence_replay");
-        return json_reply(200, {{"sku_id", sku_id},
-                                {"order_no", order_no},
-                                {"quantity", quantity},
-                                {"stock_after", done[0].integer(1)}});
-      }
-    }
-    auto sku = db.query("SELECT stock, version FROM t_sku WHERE sku_id = $1", {sku_id});
-    if (sku.empty()) return problem(404, "unknown-sku", "no SKU " + sku_id);
-    const std::int64_t stock = sku[0].integer(0), version = sku[0].integer(1);
-    if (stock < quantity) return problem(409, "out-of-stock", std::to_string(stock) + " left of " + sku_id);
-    if (db.exec(
-            "UPDATE t_sku SET stock = stock - $1, version = version + 1 WHERE sku_id = $2 AND version = $3",
-            {quantity, sku_id, version}) == 0) {
-      count(db, "deduct.version_retry");
-      return std::nullopt;
-    }
-    db.exec(
-        "INSERT INTO t_stock_log (id, idem_key, fence, order_no, sku_id, quantity, stock_after, created_at) "
-        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        {random_id(20), key ? Value(*key) : Value(), key ? Value(fence) : Value(), order_no, sku_id, quantity,
-         stock - quantity, now_micros()});
-    return json_reply(200, {{"sku_id", sku_id},
-                            {"order_no", order_no},
-                            {"quantity", quantity},
-                            {"stock_after", stock - quantity}});
-  };
   for (int i = 0; i < 10; ++i) {
     std::optional<Reply> reply;
     try {
-      reply = transaction(**lease, attempt);
+      reply = transaction(**lease, [&](Db& db) { return deduct_once(db, d); });
     } catch (const DbError& e) {
       // Two holders of one key logged at once; the next attempt reads the winner's row.
-      if (e.kind() != DbError::Kind::unique_violation || !key) throw;
+      if (e.kind() != DbError::Kind::unique_violation || !d.key) throw;
     }
-    if (!reply) continue;
-    lease.reset();
+    if (!reply) {
+      detail::backoff(i + 3);  // 1-8 ms, then up to 64: the losers spread out
+      continue;
+    }
+    lease.reset();  // hand the connection back before sleeping
     if (reply->status < 300) maybe_slow();
     return std::move(*reply);
   }

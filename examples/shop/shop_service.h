@@ -59,6 +59,7 @@ class Shop {
   Reply get_sku(const std::string& sku_id);
   Reply deduct(const std::string& sku_id, const Request& req);
   Reply pay_callback(const Request& req);
+  Reply callback_answer(const idem::GuardResult& r, const std::string& order_no);
   void maybe_slow() const;  // --slow-percent/--slow-ms, after a commit
 
   DbPool& pool_;
