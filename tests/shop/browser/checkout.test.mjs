@@ -11,9 +11,9 @@ import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, openSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
-const [shopBin, idemBin, config] = process.argv.slice(2);
+const [shopBin, idemBin, config] = process.argv.slice(2).map(p => p && resolve(p));  // the children run elsewhere
 const amqp = process.argv[5] || process.env.IDEM_TEST_AMQP_URL;
 if (!config) {
   console.error('usage: node checkout.test.mjs SHOP_BIN IDEM_BIN IDEM_YAML [AMQP_URL]');
