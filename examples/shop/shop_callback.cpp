@@ -3,8 +3,6 @@
 // unsigned changes anything), the Guard (one run per out_trade_no; repeats replay), and
 // the conditional update WHERE status = 'CREATED' (a re-run after a crash charges nothing).
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include <charconv>
 #include <cstdio>
@@ -14,6 +12,7 @@
 
 #include <boost/json.hpp>
 
+#include "callback_sign.h"
 #include "idem/fingerprint.h"
 #include "shop_service.h"
 
@@ -75,16 +74,7 @@ std::string signed_string(const std::map<std::string, std::string>& form) {
 }
 
 bool sign_ok(const std::string& secret, const std::string& data, const std::string& sign) {
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &len);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned i = 0; i < len; ++i) {
-    hex += kHex[mac[i] >> 4];
-    hex += kHex[mac[i] & 15];
-  }
+  const std::string hex = callback_signature(secret, data);
   return sign.size() == hex.size() && CRYPTO_memcmp(sign.data(), hex.data(), hex.size()) == 0;
 }
 

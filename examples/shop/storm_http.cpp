@@ -1,10 +1,5 @@
 #include "storm_http.h"
 
-#include <cctype>
-
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -92,37 +87,6 @@ awaitable<void> Group::wait() {
     done_.expires_at(asio::steady_timer::time_point::max());
     co_await done_.async_wait(kTuple);
   }
-}
-
-std::string hmac_sha256_hex(const std::string& key, const std::string& data) {
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &len);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out.push_back(hex[mac[i] >> 4]);
-    out.push_back(hex[mac[i] & 15]);
-  }
-  return out;
-}
-
-std::string form_escape(const std::string& s) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '*') {
-      out.push_back(static_cast<char>(c));
-    } else if (c == ' ') {
-      out.push_back('+');
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
-  return out;
 }
 
 }  // namespace shop::storm

@@ -72,9 +72,4 @@ class Group {
   int running_ = 0;
 };
 
-// Lowercase hex HMAC-SHA256(key, data).
-std::string hmac_sha256_hex(const std::string& key, const std::string& data);
-// application/x-www-form-urlencoded value escaping.
-std::string form_escape(const std::string& s);
-
 }  // namespace shop::storm

@@ -5,6 +5,8 @@
 
 #include <boost/json.hpp>
 
+#include "callback_sign.h"
+
 namespace shop::storm {
 
 namespace json = boost::json;
@@ -97,7 +99,7 @@ std::string signed_callback(const Run& run, const UserRun& u, bool forged) {
   const std::string fields = "out_trade_no=" + u.order_no + "&total_amount=" + std::to_string(u.amount) +
                              "&trade_no=T" + u.order_no + "&trade_status=TRADE_SUCCESS";
   const std::string key = forged ? run.secret + "-forged" : run.secret;
-  return fields + "&sign=" + hmac_sha256_hex(key, fields);
+  return fields + "&sign=" + callback_signature(key, fields);
 }
 
 // One copy of the payment platform's callback: after `delay`, sent until `success`.
