@@ -342,18 +342,31 @@ awaitable<void> Gateway::renew(const Route& route, const Identity& id, Fence fen
 }
 
 awaitable<void> Gateway::release_claim(const Route& route, const Identity& id, Fence fence) {
-  ReleaseArgs args{id.scope, id.key, fence};
-  auto call = async_release(store_, std::move(args), use_awaitable);
-  Result<ReleaseOutcome> r = co_await observe("release", std::move(call));
-  if (r && *r == ReleaseOutcome::fenced) metrics_.count_store_conflict();
-  waiters_.notify(id.scope, id.key);
-  if (route.key.kind == KeyRule::Kind::token && r && *r == ReleaseOutcome::released) {
-    // The user may submit again with the same token (SPEC §3.3).
+  if (route.key.kind == KeyRule::Kind::token) {
+    // The user may submit again with the same token (SPEC §3.3). The token is re-armed
+    // while the claim still stands: a duplicate that was waiting claims the key the moment
+    // it is released and consumes the token at once, so a restore after the release would
+    // race it and answer that duplicate token-invalid.
     RestoreTokenArgs restore{id.scope, id.key, config_.tokens.ttl};
     auto rcall = async_restore_token(store_, std::move(restore), use_awaitable);
     Result<RestoreOutcome> restored = co_await observe("restore_token", std::move(rcall));
     (void)restored;
   }
+  ReleaseArgs args{id.scope, id.key, fence};
+  auto call = async_release(store_, std::move(args), use_awaitable);
+  Result<ReleaseOutcome> r = co_await observe("release", std::move(call));
+  if (r && *r == ReleaseOutcome::fenced) {
+    metrics_.count_store_conflict();
+    if (route.key.kind == KeyRule::Kind::token) {
+      // The claim was not ours to release (taken over, or removed by an operator, which
+      // must not re-arm the token): take back the restore.
+      TokenArgs again{id.scope, id.key};
+      auto ccall = async_consume_token(store_, std::move(again), use_awaitable);
+      Result<ConsumeOutcome> consumed = co_await observe("consume_token", std::move(ccall));
+      (void)consumed;
+    }
+  }
+  waiters_.notify(id.scope, id.key);
 }
 
 awaitable<void> Gateway::commit_claim(const Route& route, const Identity& id, Fence fence,

@@ -5,7 +5,9 @@
 #include <signal.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
@@ -34,6 +36,10 @@ class FaultyStore final : public testutil::StoreWrapper {
   std::atomic<bool> fail_begin{false};
   std::atomic<bool> fail_commit{false};
   std::atomic<bool> fail_consume{false};
+  std::atomic<int> restore_delay_ms{0};  // restore_token answers this late
+  ~FaultyStore() override {
+    for (auto& t : late_) t.join();
+  }
 
  protected:
   static Status down() { return unavailable("injected store failure"); }
@@ -49,10 +55,23 @@ class FaultyStore final : public testutil::StoreWrapper {
     if (fail_consume) return cb(down());
     StoreWrapper::do_consume_token(std::move(a), std::move(cb));
   }
+  void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
+    const int delay = restore_delay_ms;
+    if (delay == 0) return StoreWrapper::do_restore_token(std::move(a), std::move(cb));
+    std::lock_guard lock(late_mutex_);
+    late_.emplace_back([this, delay, a = std::move(a), cb = std::move(cb)]() mutable {
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+      StoreWrapper::do_restore_token(std::move(a), std::move(cb));
+    });
+  }
   void do_ping(Callback<Done> cb) override {
     if (fail_begin) return cb(down());
     StoreWrapper::do_ping(std::move(cb));
   }
+
+ private:
+  std::mutex late_mutex_;
+  std::vector<std::thread> late_;
 };
 
 class GatewayRuntime : public ::testing::Test {
@@ -177,6 +196,66 @@ TEST_F(GatewayRuntime, TokenConsumptionFailingUnderRejectIs503) {
   store_.fail_consume = false;  // the token was not consumed: it still works
   auto again = request(port_, verb::post, "/token-reject", {{"Idempotency-Token", token}}, "{}");
   EXPECT_EQ(again.result_int(), 201u) << again.body();
+}
+
+// A double click whose first request fails with a 5xx: the claim is released and the
+// token restored (SPEC §3.3), and the waiting second click must be able to use it. The
+// store answers restore_token late, so a gateway that released the claim before the
+// token was re-armed would answer the second click token-invalid.
+TEST_F(GatewayRuntime, ADuplicateWaitingOnAFailedTokenSubmissionRunsWithTheRestoredToken) {
+  auto issued = request(port_, verb::post, "/_idem/tokens");
+  ASSERT_EQ(issued.result_int(), 201u) << issued.body();
+  const std::string token(boost::json::parse(issued.body()).at("token").as_string());
+  store_.restore_delay_ms = 300;
+  const std::vector<std::pair<std::string, std::string>> headers = {
+      {"Idempotency-Token", token}, {"X-Test-Status", "503"}, {"X-Test-Delay-Ms", "300"}};
+  e2e::Response first;
+  std::thread click1([&] { first = request(port_, verb::post, "/token-reject", headers, "{}"); });
+  // The second click goes out once the first is at the upstream, so it finds the claim.
+  const auto count = [&] { return request(upstream_->port(), verb::get, "/_count?key=" + token).body(); };
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+       count() != "1" && std::chrono::steady_clock::now() < until;) {
+  }
+  ASSERT_EQ(count(), "1") << "the first click never reached the upstream";
+  auto second = request(port_, verb::post, "/token-reject", headers, "{}");
+  click1.join();
+  EXPECT_EQ(first.result_int(), 503u) << first.body();
+  // The second click ran (the token was re-armed for it): the upstream's own answer,
+  // its second execution, not 400 token-invalid.
+  ASSERT_EQ(second.result_int(), 503u) << second.body();
+  EXPECT_EQ(boost::json::parse(second.body()).at("execution").as_int64(), 2) << second.body();
+  EXPECT_EQ(count(), "2");
+  // And the token is still good for the user's next attempt.
+  store_.restore_delay_ms = 0;
+  auto third = request(port_, verb::post, "/token-reject", {{"Idempotency-Token", token}}, "{}");
+  EXPECT_EQ(third.result_int(), 201u) << third.body();
+}
+
+// An operator removes the record of a token submission while it is at the upstream, which
+// then fails: the release is fenced, and the token stays used (SPEC §3.3: removing a
+// token's record does not re-arm its token).
+TEST_F(GatewayRuntime, ATokenWhoseClaimWasRemovedMidRequestIsNotReArmedByTheFailure) {
+  auto issued = request(port_, verb::post, "/_idem/tokens");
+  ASSERT_EQ(issued.result_int(), 201u) << issued.body();
+  const std::string token(boost::json::parse(issued.body()).at("token").as_string());
+  e2e::Response first;
+  std::thread click([&] {
+    first =
+        request(port_, verb::post, "/token-reject",
+                {{"Idempotency-Token", token}, {"X-Test-Status", "503"}, {"X-Test-Delay-Ms", "500"}}, "{}");
+  });
+  const auto count = [&] { return request(upstream_->port(), verb::get, "/_count?key=" + token).body(); };
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+       count() != "1" && std::chrono::steady_clock::now() < until;) {
+  }
+  ASSERT_EQ(count(), "1") << "the submission never reached the upstream";
+  EXPECT_EQ(request(admin_port_, verb::delete_, "/v1/records/_/" + token).result_int(), 204u);
+  click.join();
+  EXPECT_EQ(first.result_int(), 503u) << first.body();
+  auto again = request(port_, verb::post, "/token-reject", {{"Idempotency-Token", token}}, "{}");
+  EXPECT_EQ(again.result_int(), 400u) << again.body();
+  EXPECT_EQ(type_of(again), "urn:idem:problem:token-invalid");
+  EXPECT_EQ(count(), "1");
 }
 
 TEST_F(GatewayRuntime, ASlowHeadIsCutOffAtTheDeadline) {
