@@ -35,12 +35,18 @@ inline json::object body_json(const Response& r) {
   return ec || !v.is_object() ? json::object{} : v.as_object();
 }
 
-inline std::string config_text(unsigned short listen, unsigned short upstream, unsigned short admin,
-                               const std::string& store = "memory:") {
+// The top of a gateway's config: its listeners, its upstream and its store; the caller
+// appends defaults and routes.
+inline std::string config_head(unsigned short listen, unsigned short upstream, unsigned short admin,
+                               const std::string& store) {
   return "listen: 127.0.0.1:" + std::to_string(listen) +
          "\nupstream: http://127.0.0.1:" + std::to_string(upstream) + "\nstore: \"" + store +
-         "\"\nadmin:\n  listen: 127.0.0.1:" + std::to_string(admin) + R"(
-defaults:
+         "\"\nadmin:\n  listen: 127.0.0.1:" + std::to_string(admin) + "\n";
+}
+
+inline std::string config_text(unsigned short listen, unsigned short upstream, unsigned short admin,
+                               const std::string& store = "memory:") {
+  return config_head(listen, upstream, admin, store) + R"(defaults:
   lease: 5s
   wait: 5s
   upstream_timeout: 3s

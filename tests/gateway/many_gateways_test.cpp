@@ -47,10 +47,7 @@ std::string unique_name(const char* what) {
 
 std::string gateway_config(unsigned short listen, unsigned short admin, unsigned short upstream,
                            const std::string& store) {
-  return "listen: 127.0.0.1:" + std::to_string(listen) +
-         "\nupstream: http://127.0.0.1:" + std::to_string(upstream) + "\nstore: \"" + store +
-         "\"\nadmin:\n  listen: 127.0.0.1:" + std::to_string(admin) + R"(
-defaults:
+  return config_head(listen, upstream, admin, store) + R"(defaults:
   lease: 10s
   wait: 10s
   upstream_timeout: 5s
