@@ -238,7 +238,8 @@ int Storm::report(double total_seconds) {
     std::cout << "  drain: NOT complete after 60 s: " << pending_points_ << " paid orders without points, "
               << unsent_ << " unsent outbox rows\n";
   long violations = print_checks(std::cout, checks);
-  std::cout << "  check 8 no process crashed, and each stopped cleanly: " << (crashes_.empty() ? "ok" : "FAILED") << "\n";
+  std::cout << "  check 8 no process crashed, and each stopped cleanly: "
+            << (crashes_.empty() ? "ok" : "FAILED") << "\n";
   for (const auto& c : crashes_) std::cout << "      " << c << "\n";
   violations += static_cast<long>(crashes_.size());
   std::cout << "violations: " << violations << std::endl;
