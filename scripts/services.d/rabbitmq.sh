@@ -51,6 +51,7 @@ rabbitmq_node() { echo "idem-${rabbitmq_port}@localhost"; }
 rabbitmq_start() {
   local dir="$1"
   mkdir -p "${dir}/mnesia" "${dir}/log"
+  echo "${rabbitmq_port}" >"${dir}/port"  # for rabbitmq_stop, whatever its environment
   # Erlang distribution on loopback only (it listens on every interface by default).
   # shellcheck disable=SC2016
   echo 'SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"' >"${dir}/rabbitmq-env.conf"
@@ -80,6 +81,8 @@ rabbitmq_start() {
 
 rabbitmq_stop() {
   local dir="$1" pid="" launcher="" i
+  # The node, its rabbitmqctl and its epmd are on the ports it was started with.
+  [ -f "${dir}/port" ] && rabbitmq_port="$(cat "${dir}/port")"
   [ -f "${dir}/rabbitmq.pid" ] && pid="$(cat "${dir}/rabbitmq.pid")"
   [ -f "${dir}/launcher.pid" ] && launcher="$(cat "${dir}/launcher.pid")"
   if [ -n "${pid}" ] && kill -0 "${pid}" 2>/dev/null; then
