@@ -124,6 +124,23 @@ routes:
     l.header_timeout = std::chrono::seconds(1);
     return l;
   }
+  // A one-time token from the gateway.
+  std::string issue_token() {
+    auto issued = request(port_, verb::post, "/_idem/tokens");
+    EXPECT_EQ(issued.result_int(), 201u) << issued.body();
+    return std::string(boost::json::parse(issued.body()).at("token").as_string());
+  }
+  // How many times the upstream ran requests with this key.
+  std::string upstream_count(const std::string& key) {
+    return request(upstream_->port(), verb::get, "/_count?key=" + key).body();
+  }
+  // Asks the upstream until it has run `key` once (or 5 s pass); true when it has.
+  bool wait_at_upstream(const std::string& key) {
+    for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+         std::chrono::steady_clock::now() < until;)
+      if (upstream_count(key) == "1") return true;
+    return false;
+  }
   e2e::Response post(const std::string& target, const std::string& key) {
     return request(port_, verb::post, target, {{"Idempotency-Key", key}}, "{}");
   }
@@ -176,9 +193,7 @@ TEST_F(GatewayRuntime, StoreFailingAfterTheClaimStillAnswersTheUpstreamResponse)
 }
 
 TEST_F(GatewayRuntime, TokenConsumptionFailingUnderPassForwardsUnprotected) {
-  auto issued = request(port_, verb::post, "/_idem/tokens");
-  ASSERT_EQ(issued.result_int(), 201u) << issued.body();
-  const std::string token(boost::json::parse(issued.body()).at("token").as_string());
+  const std::string token = issue_token();
   store_.fail_consume = true;
   auto r = request(port_, verb::post, "/token-pass", {{"Idempotency-Token", token}}, "{}");
   EXPECT_EQ(r.result_int(), 201u) << r.body();
@@ -187,8 +202,7 @@ TEST_F(GatewayRuntime, TokenConsumptionFailingUnderPassForwardsUnprotected) {
 }
 
 TEST_F(GatewayRuntime, TokenConsumptionFailingUnderRejectIs503) {
-  auto issued = request(port_, verb::post, "/_idem/tokens");
-  const std::string token(boost::json::parse(issued.body()).at("token").as_string());
+  const std::string token = issue_token();
   store_.fail_consume = true;
   auto r = request(port_, verb::post, "/token-reject", {{"Idempotency-Token", token}}, "{}");
   EXPECT_EQ(r.result_int(), 503u) << r.body();
@@ -203,20 +217,14 @@ TEST_F(GatewayRuntime, TokenConsumptionFailingUnderRejectIs503) {
 // store answers restore_token late, so a gateway that released the claim before the
 // token was re-armed would answer the second click token-invalid.
 TEST_F(GatewayRuntime, ADuplicateWaitingOnAFailedTokenSubmissionRunsWithTheRestoredToken) {
-  auto issued = request(port_, verb::post, "/_idem/tokens");
-  ASSERT_EQ(issued.result_int(), 201u) << issued.body();
-  const std::string token(boost::json::parse(issued.body()).at("token").as_string());
+  const std::string token = issue_token();
   store_.restore_delay_ms = 300;
   const std::vector<std::pair<std::string, std::string>> headers = {
       {"Idempotency-Token", token}, {"X-Test-Status", "503"}, {"X-Test-Delay-Ms", "300"}};
   e2e::Response first;
   std::thread click1([&] { first = request(port_, verb::post, "/token-reject", headers, "{}"); });
   // The second click goes out once the first is at the upstream, so it finds the claim.
-  const auto count = [&] { return request(upstream_->port(), verb::get, "/_count?key=" + token).body(); };
-  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-       count() != "1" && std::chrono::steady_clock::now() < until;) {
-  }
-  ASSERT_EQ(count(), "1") << "the first click never reached the upstream";
+  ASSERT_TRUE(wait_at_upstream(token)) << "the first click never reached the upstream";
   auto second = request(port_, verb::post, "/token-reject", headers, "{}");
   click1.join();
   EXPECT_EQ(first.result_int(), 503u) << first.body();
@@ -224,7 +232,7 @@ TEST_F(GatewayRuntime, ADuplicateWaitingOnAFailedTokenSubmissionRunsWithTheResto
   // its second execution, not 400 token-invalid.
   ASSERT_EQ(second.result_int(), 503u) << second.body();
   EXPECT_EQ(boost::json::parse(second.body()).at("execution").as_int64(), 2) << second.body();
-  EXPECT_EQ(count(), "2");
+  EXPECT_EQ(upstream_count(token), "2");
   // And the token is still good for the user's next attempt.
   store_.restore_delay_ms = 0;
   auto third = request(port_, verb::post, "/token-reject", {{"Idempotency-Token", token}}, "{}");
@@ -235,27 +243,21 @@ TEST_F(GatewayRuntime, ADuplicateWaitingOnAFailedTokenSubmissionRunsWithTheResto
 // then fails: the release is fenced, and the token stays used (SPEC §3.3: removing a
 // token's record does not re-arm its token).
 TEST_F(GatewayRuntime, ATokenWhoseClaimWasRemovedMidRequestIsNotReArmedByTheFailure) {
-  auto issued = request(port_, verb::post, "/_idem/tokens");
-  ASSERT_EQ(issued.result_int(), 201u) << issued.body();
-  const std::string token(boost::json::parse(issued.body()).at("token").as_string());
+  const std::string token = issue_token();
   e2e::Response first;
   std::thread click([&] {
     first =
         request(port_, verb::post, "/token-reject",
                 {{"Idempotency-Token", token}, {"X-Test-Status", "503"}, {"X-Test-Delay-Ms", "500"}}, "{}");
   });
-  const auto count = [&] { return request(upstream_->port(), verb::get, "/_count?key=" + token).body(); };
-  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-       count() != "1" && std::chrono::steady_clock::now() < until;) {
-  }
-  ASSERT_EQ(count(), "1") << "the submission never reached the upstream";
+  ASSERT_TRUE(wait_at_upstream(token)) << "the submission never reached the upstream";
   EXPECT_EQ(request(admin_port_, verb::delete_, "/v1/records/_/" + token).result_int(), 204u);
   click.join();
   EXPECT_EQ(first.result_int(), 503u) << first.body();
   auto again = request(port_, verb::post, "/token-reject", {{"Idempotency-Token", token}}, "{}");
   EXPECT_EQ(again.result_int(), 400u) << again.body();
   EXPECT_EQ(type_of(again), "urn:idem:problem:token-invalid");
-  EXPECT_EQ(count(), "1");
+  EXPECT_EQ(upstream_count(token), "1");
 }
 
 TEST_F(GatewayRuntime, ASlowHeadIsCutOffAtTheDeadline) {
