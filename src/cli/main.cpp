@@ -130,7 +130,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   if (!store) return kRuntime;
 
   IoPool pool(std::max(1u, std::thread::hardware_concurrency()));
-  UpstreamClient upstream(*config.upstream);
+  UpstreamClient upstream(*config.upstream, config.upstream_idle);
   Metrics metrics;
   Gateway gateway(config, *store, upstream, metrics);
   Admin admin(config, *store, metrics);

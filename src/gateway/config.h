@@ -54,6 +54,10 @@ struct TokensConfig {
 struct Config {
   ListenAddress listen{"127.0.0.1", 8080};
   std::optional<UpstreamUrl> upstream;  // required to serve: from the file or --upstream
+  // `upstream_idle_timeout`: how long an idle upstream connection is kept for reuse (0:
+  // never reused). Keep it below the upstream's own keep-alive timeout; a shorter
+  // Keep-Alive: timeout=N announced by the upstream is honoured too.
+  Duration upstream_idle = std::chrono::seconds(3);
   std::string store = "sqlite:./idem.db";
   AdminConfig admin;
   Policy defaults;

@@ -12,7 +12,8 @@
 namespace idem::gateway {
 namespace {
 
-const Names kTopKeys = {"listen", "upstream", "store", "admin", "defaults", "tokens", "routes"};
+const Names kTopKeys = {"listen", "upstream", "upstream_idle_timeout", "store", "admin", "defaults",
+                        "tokens", "routes"};
 const Names kPolicyKeys = {"retention",   "lease",          "wait",         "upstream_timeout",
                            "subject",     "on_store_error", "on_duplicate", "on_uncertain",
                            "fingerprint", "cache_5xx",      "max_body",     "max_result"};
@@ -303,6 +304,8 @@ Config ConfigReader::read(const YAML::Node& root) {
     if (!u) fail(*e, u.status().message());
     c.upstream = *u;
   }
+  if (const Entry* e = find(es, "upstream_idle_timeout"))
+    c.upstream_idle = duration(*e, Duration::zero(), "must not be negative");
   if (const Entry* e = find(es, "store")) {
     c.store = scalar(*e, "a store URI such as sqlite:./idem.db");
     if (Status s = check_store_uri(c.store); !s) fail(*e, s.message());

@@ -22,6 +22,8 @@ using Steady = std::chrono::steady_clock;
 namespace {
 
 constexpr auto kTuple = asio::as_tuple(use_awaitable);
+// What is read of a response that is passed on but never stored, before the rest streams.
+constexpr std::size_t kStreamedPrefix = 64 * 1024;
 // How often a waiter asks the store again, for holders on other instances.
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
 
@@ -50,7 +52,7 @@ Problem failure_problem(UpstreamResult::Kind k) {
 
 }  // namespace
 
-std::vector<HeaderField> header_fields(const HttpRequest& req) {
+std::vector<HeaderField> header_fields(const http::request_header<>& req) {
   std::vector<HeaderField> out;
   for (const auto& f : req) out.push_back({f.name_string(), f.value()});
   return out;
@@ -110,15 +112,15 @@ void Gateway::write_log_locked() {
   log_buffer_.clear();
 }
 
-HttpResponse Gateway::reject_early(const Route& route, const HttpRequest& req, const Rejection& r,
-                                   bool keep_alive) {
-  auto res = problem_response(r.problem, r.detail, req.version(), keep_alive);
+HttpResponse Gateway::reject_early(const Route& route, const http::request_header<>& req, const Rejection& r,
+                                   bool keep_alive, std::optional<Duration> retry_after) {
+  auto res = problem_response(r.problem, r.detail, req.version(), keep_alive, retry_after);
   metrics_.count_request(route.name, problem_metric_name(r.problem));
   log(route, nullptr, problem_metric_name(r.problem), res.result_int(), Duration{});
   return res;
 }
 
-awaitable<HttpResponse> Gateway::protect(const RouteMatch& match, const HttpRequest& req, Decision head) {
+awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& req, Decision head) {
   const auto t0 = Steady::now();
   const Route& route = *match.route;
   const auto headers = header_fields(req);
@@ -138,7 +140,12 @@ awaitable<HttpResponse> Gateway::protect(const RouteMatch& match, const HttpRequ
   metrics_.count_request(route.name, reply.outcome);
   log(route, d.verdict == Verdict::protect ? &d.identity : nullptr, reply.outcome,
       reply.response.result_int(), since(t0));
-  co_return std::move(reply.response);
+  co_return Answer{std::move(reply.response), std::move(reply.tail)};
+}
+
+void Gateway::count_unprotected(const Route& route, unsigned status, Duration latency) {
+  metrics_.count_request(route.name, "unprotected");
+  log(route, nullptr, "unprotected", status, latency);
 }
 
 awaitable<Gateway::Reply> Gateway::replay_mode(const Route& route, const Identity& id,
@@ -238,7 +245,8 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
   fwd.set("Idempotency-Key", id.key);
   fwd.set(kFenceHeader, std::to_string(fence));
   bool conflict = false;
-  UpstreamResult up = co_await exchange_renewing(fwd, route, id, fence, false, std::string(), conflict);
+  UpstreamResult up =
+      co_await exchange_renewing(fwd, route, id, fence, false, std::string(), conflict, p.max_result);
 
   if (up.kind == UpstreamResult::Kind::response) {
     const unsigned status = up.response.result_int();
@@ -247,7 +255,9 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
                    route.name.c_str());
     } else if (releases_claim(status, p.cache_5xx)) {
       co_await release_claim(route, id, fence);
-    } else if (up.response.body().size() > p.max_result) {
+    } else if (up.tail || up.response.body().size() > p.max_result) {
+      // Too large to replay: the record says so, and the body streams through to this
+      // client only.
       StoredResult marker;
       marker.kind = StoredResult::Kind::not_stored;
       marker.response.status = status;
@@ -255,8 +265,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
     } else {
       co_await commit_claim(route, id, fence, encode(to_stored(up.response)));
     }
-    co_return Reply{make_client_response(std::move(up.response), req.version(), req.keep_alive()),
-                    "forwarded"};
+    co_return forwarded(req, std::move(up), "forwarded");
   }
   if (up.kind == UpstreamResult::Kind::refused) {
     co_await release_claim(route, id, fence);
@@ -288,27 +297,32 @@ awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity&
   fwd.set(kFenceHeader, std::to_string(r->fence));
   bool conflict = false;
   Identity lock_id{id.scope, name, {}};
-  UpstreamResult up = co_await exchange_renewing(fwd, route, lock_id, r->fence, true, owner, conflict);
+  UpstreamResult up =
+      co_await exchange_renewing(fwd, route, lock_id, r->fence, true, owner, conflict, kStreamedPrefix);
   UnlockArgs unlock{name, owner};
   auto ucall = async_unlock(store_, std::move(unlock), use_awaitable);
   Result<UnlockOutcome> u = co_await observe("unlock", std::move(ucall));
   if (u && *u == UnlockOutcome::not_owner) metrics_.count_store_conflict();
   if (up.kind != UpstreamResult::Kind::response)
     co_return problem(req, failure_problem(up.kind), "the upstream did not answer: " + up.error);
-  co_return Reply{make_client_response(std::move(up.response), req.version(), req.keep_alive()), "forwarded"};
+  co_return forwarded(req, std::move(up), "forwarded");
 }
 
 awaitable<UpstreamResult> Gateway::exchange_renewing(const HttpRequest& fwd, const Route& route,
                                                      const Identity& id, Fence fence, bool lock,
-                                                     std::string owner, bool& conflict) {
+                                                     std::string owner, bool& conflict,
+                                                     std::size_t max_buffered) {
   using namespace asio::experimental::awaitable_operators;
   const auto t0 = Steady::now();
-  auto exchange = upstream_.exchange(fwd, route.policy.upstream_timeout);
+  auto exchange = upstream_.exchange(fwd, route.policy.upstream_timeout, max_buffered);
   auto renewal = renew(route, id, fence, lock, std::move(owner), conflict);
   auto both = co_await (std::move(exchange) || std::move(renewal));
   metrics_.observe_upstream(since(t0));
   if (both.index() == 0) co_return std::get<0>(std::move(both));
-  co_return UpstreamResult{UpstreamResult::Kind::broken, {}, "interrupted"};
+  UpstreamResult r;
+  r.kind = UpstreamResult::Kind::broken;
+  r.error = "interrupted";
+  co_return r;
 }
 
 awaitable<void> Gateway::renew(const Route& route, const Identity& id, Fence fence, bool lock,
@@ -393,30 +407,21 @@ awaitable<Gateway::Reply> Gateway::forward_unprotected(const Route& route, const
                                                        bool mark) {
   HttpRequest fwd = make_forward_request(req, upstream_.url());
   const auto t0 = Steady::now();
-  UpstreamResult up = co_await upstream_.exchange(fwd, route.policy.upstream_timeout);
+  UpstreamResult up = co_await upstream_.exchange(fwd, route.policy.upstream_timeout, kStreamedPrefix);
   metrics_.observe_upstream(since(t0));
-  if (up.kind != UpstreamResult::Kind::response) {
-    Reply r = problem(req, failure_problem(up.kind), "the upstream did not answer: " + up.error);
-    if (mark) r.response.set(kStatusHeader, "unprotected");
-    r.outcome = "unprotected";
-    co_return r;
-  }
-  HttpResponse res = make_client_response(std::move(up.response), req.version(), req.keep_alive(),
-                                          req.method() == http::verb::head);
-  if (mark) res.set(kStatusHeader, "unprotected");
-  co_return Reply{std::move(res), "unprotected"};
+  Reply r = up.kind == UpstreamResult::Kind::response
+                ? forwarded(req, std::move(up), "unprotected")
+                : problem(req, failure_problem(up.kind), "the upstream did not answer: " + up.error);
+  if (mark) r.response.set(kStatusHeader, "unprotected");
+  r.outcome = "unprotected";
+  co_return r;
 }
 
-awaitable<HttpResponse> Gateway::proxy(const HttpRequest& req) {
-  HttpRequest fwd = make_forward_request(req, upstream_.url());
-  const auto t0 = Steady::now();
-  UpstreamResult up = co_await upstream_.exchange(fwd, config_.defaults.upstream_timeout);
-  metrics_.observe_upstream(since(t0));
-  if (up.kind != UpstreamResult::Kind::response)
-    co_return problem_response(failure_problem(up.kind), "the upstream did not answer: " + up.error,
-                               req.version(), req.keep_alive());
-  co_return make_client_response(std::move(up.response), req.version(), req.keep_alive(),
-                                 req.method() == http::verb::head);
+Gateway::Reply Gateway::forwarded(const HttpRequest& req, UpstreamResult up, std::string_view outcome) const {
+  const bool streamed = up.tail != nullptr;
+  return Reply{make_client_response(std::move(up.response), req.version(), req.keep_alive(),
+                                    req.method() == http::verb::head, streamed),
+               outcome, std::move(up.tail)};
 }
 
 awaitable<HttpResponse> Gateway::issue_token(const HttpRequest& req) {

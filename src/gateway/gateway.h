@@ -4,7 +4,8 @@
 // deadline and every outcome counted and logged once.
 //
 // The HTTP layer (server.h) reads the request head, asks check_head, reads the body within
-// the route's max_body, then calls protect(); unmatched requests go to proxy(). Nothing
+// the route's max_body, then calls protect(); unmatched requests are streamed by the HTTP
+// layer (relay.h). Nothing
 // here touches the client's connection, so a client that disconnects never cancels an
 // upstream exchange: the result is stored all the same.
 // Safe for concurrent use from any number of coroutines on any executors.
@@ -29,8 +30,9 @@
 
 namespace idem::gateway {
 
-// The fields of a Beast request as the core's HeaderField views (valid while `req` lives).
-std::vector<HeaderField> header_fields(const HttpRequest& req);
+// The fields of a Beast request head as the core's HeaderField views (valid while `req`
+// lives).
+std::vector<HeaderField> header_fields(const http::request_header<>& req);
 
 class Gateway {
  public:
@@ -39,16 +41,21 @@ class Gateway {
   const Config& config() const noexcept { return config_; }
 
   // A request of a protected route whose head was checked (`head` is check_head's answer)
-  // and whose body is read. Answers, counts idem_requests_total and logs one line.
-  boost::asio::awaitable<HttpResponse> protect(const RouteMatch& match, const HttpRequest& req,
-                                               Decision head);
+  // and whose body is read. Answers, counts idem_requests_total and logs one line. A
+  // response too large to hold whole comes with a tail to stream (its record is settled
+  // already: not stored).
+  boost::asio::awaitable<Answer> protect(const RouteMatch& match, const HttpRequest& req, Decision head);
 
-  // A protected request rejected before its body was read (check_head, max_body).
-  HttpResponse reject_early(const Route& route, const HttpRequest& req, const Rejection& r, bool keep_alive);
+  // A protected request rejected before its body was read (check_head, max_body, the
+  // body budget).
+  HttpResponse reject_early(const Route& route, const http::request_header<>& req, const Rejection& r,
+                            bool keep_alive, std::optional<Duration> retry_after = std::nullopt);
 
-  // An unmatched request: forwarded untouched but for hop-by-hop fields and a client-sent
-  // Idempotency-Fence.
-  boost::asio::awaitable<HttpResponse> proxy(const HttpRequest& req);
+  // A request of a protected route forwarded unprotected by the HTTP layer (streamed: no
+  // key on a `required: false` route): counts and logs it.
+  void count_unprotected(const Route& route, unsigned status, Duration latency);
+
+  UpstreamClient& upstream() noexcept { return upstream_; }
 
   // POST /_idem/tokens (SPEC §3.3).
   boost::asio::awaitable<HttpResponse> issue_token(const HttpRequest& req);
@@ -62,7 +69,8 @@ class Gateway {
  private:
   struct Reply {
     HttpResponse response;
-    std::string_view outcome;  // the idem_requests_total label
+    std::string_view outcome;                 // the idem_requests_total label
+    std::unique_ptr<ResponseTail> tail = {};  // the rest of a response too large to hold
   };
   Reply problem(const HttpRequest& req, Problem p, std::string_view detail,
                 std::optional<Duration> retry_after = std::nullopt) const;
@@ -73,13 +81,18 @@ class Gateway {
   boost::asio::awaitable<Reply> lock_mode(const Route& route, const Identity& id, const HttpRequest& req);
   boost::asio::awaitable<Reply> forward_unprotected(const Route& route, const HttpRequest& req, bool mark);
   boost::asio::awaitable<Reply> store_failed(const Route& route, const HttpRequest& req, const Status& s);
+  // The upstream's response as this client's answer, its tail (if any) still to stream.
+  Reply forwarded(const HttpRequest& req, UpstreamResult up, std::string_view outcome) const;
   Reply answer_replay(const Route& route, const HttpRequest& req, std::string_view stored, bool waited) const;
 
   // The upstream exchange while the claim (or lock) is renewed every lease/3; `conflict`
-  // becomes true when a renewal came back fenced / not_owner.
+  // becomes true when a renewal came back fenced / not_owner. The renewal ends when the
+  // response's head and first `max_buffered` bytes are in: the rest of a larger body
+  // streams after the claim is settled.
   boost::asio::awaitable<UpstreamResult> exchange_renewing(const HttpRequest& fwd, const Route& route,
                                                            const Identity& id, Fence fence, bool lock,
-                                                           std::string owner, bool& conflict);
+                                                           std::string owner, bool& conflict,
+                                                           std::size_t max_buffered);
   boost::asio::awaitable<void> renew(const Route& route, const Identity& id, Fence fence, bool lock,
                                      std::string owner, bool& conflict);
   // Release a claim (and, on a token route, re-arm the token), then wake waiters.

@@ -74,8 +74,9 @@ bool is_hop_by_hop(std::string_view name) noexcept {
 void strip_hop_by_hop(http::fields& fields) {
   // Fields the Connection header names are hop-by-hop for this message too.
   std::vector<std::string> named;
-  for (auto it = fields.find(http::field::connection);
-       it != fields.end() && it->name() == http::field::connection; ++it) {
+  // (equal_range: several Connection fields need not be adjacent.)
+  const auto [first, last] = fields.equal_range(http::field::connection);
+  for (auto it = first; it != last; ++it) {
     std::string_view v = it->value();
     while (!v.empty()) {
       auto comma = v.find(',');

@@ -81,6 +81,9 @@ std::string Metrics::render() const {
   counter("idem_tokens_issued_total", "One-time tokens issued.", tokens_issued_.load());
   counter("idem_store_errors_total", "Store calls that failed.", store_errors_.load());
   counter("idem_store_conflicts_total", "Commits or extends answered fenced.", store_conflicts_.load());
+  counter("idem_overloaded_total",
+          "Requests refused 503 overloaded: the request bodies held in memory reached their cap.",
+          overloaded_.load());
   out += "# HELP idem_store_seconds Store call latency.\n# TYPE idem_store_seconds histogram\n";
   for (const auto& [op, h] : store_) h.render(out, "idem_store_seconds", "op=\"" + label_value(op) + "\"");
   out += "# HELP idem_upstream_seconds Upstream exchange latency.\n# TYPE idem_upstream_seconds histogram\n";

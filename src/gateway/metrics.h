@@ -38,6 +38,7 @@ class Metrics {
   void count_token_issued() noexcept { tokens_issued_.fetch_add(1, std::memory_order_relaxed); }
   void count_store_error() noexcept { store_errors_.fetch_add(1, std::memory_order_relaxed); }
   void count_store_conflict() noexcept { store_conflicts_.fetch_add(1, std::memory_order_relaxed); }
+  void count_overloaded() noexcept { overloaded_.fetch_add(1, std::memory_order_relaxed); }
   void observe_store(std::string_view op, Duration d);
   void observe_upstream(Duration d) noexcept { upstream_.observe(d); }
   void inflight_add(int delta) noexcept { inflight_.fetch_add(delta, std::memory_order_relaxed); }
@@ -53,6 +54,7 @@ class Metrics {
   std::atomic<std::uint64_t> tokens_issued_{0};
   std::atomic<std::uint64_t> store_errors_{0};
   std::atomic<std::uint64_t> store_conflicts_{0};
+  std::atomic<std::uint64_t> overloaded_{0};
   std::atomic<std::int64_t> inflight_{0};
   Histogram upstream_;
 };

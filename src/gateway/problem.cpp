@@ -48,6 +48,10 @@ Entry entry(Problem p) noexcept {
       return {"unauthorized", "unauthorized", 401, "Unauthorized"};
     case Problem::request_invalid:
       return {"request-invalid", "request_invalid", 400, "Request invalid"};
+    case Problem::overloaded:
+      return {"overloaded", "overloaded", 503, "Gateway overloaded"};
+    case Problem::version_not_supported:
+      return {"version-not-supported", "version_not_supported", 505, "HTTP version not supported"};
   }
   return {"internal", "internal", 500, "Internal error"};  // unreachable for valid enumerators
 }

@@ -25,11 +25,13 @@ enum class Problem {
   outcome_uncertain,  // 409 the first request's outcome is unknown (on_uncertain: hold)
   result_not_stored,  // 409 the first response was over max_result
   locked,             // 409 lock mode, key busy
-  upstream_unavailable,  // 502
-  upstream_timeout,      // 504
-  store_unavailable,     // 503
-  unauthorized,          // 401 admin listener without the bearer token
-  request_invalid,       // 400 malformed control API request
+  upstream_unavailable,   // 502
+  upstream_timeout,       // 504
+  store_unavailable,      // 503
+  unauthorized,           // 401 admin listener without the bearer token
+  request_invalid,        // 400 malformed control API request
+  overloaded,             // 503 the request bodies held in memory reached their cap
+  version_not_supported,  // 505 not HTTP/1.0 or HTTP/1.1 (an HTTP/2 preface, say)
 };
 
 // "key-missing": the <name> of "urn:idem:problem:<name>".

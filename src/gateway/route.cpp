@@ -23,6 +23,32 @@ std::vector<std::string_view> split_segments(std::string_view s) {
   }
 }
 
+// The path's segments as frameworks route them: empty segments dropped (repeated '/'
+// merged, a trailing '/' ignored) and each segment's ";parameters" cut off. Still
+// percent-encoded: a parameter's value is decoded once, by its consumer.
+using NormalizedPath = std::vector<std::string_view>;
+NormalizedPath normalize_path(std::string_view path) {
+  NormalizedPath out;
+  for (std::string_view s : split_segments(path.substr(1))) {
+    s = s.substr(0, s.find(';'));
+    if (!s.empty()) out.push_back(s);
+  }
+  return out;
+}
+
+bool path_ends_in_slash(std::string_view path) {
+  const auto last = path.find_last_not_of('/');
+  return last != std::string_view::npos ? last + 1 < path.size() : !path.empty();
+}
+
+// A literal segment as routes compare it: percent-decoded and ASCII case folded.
+std::string fold_segment(std::string_view segment) {
+  std::string out = percent_decode(segment, false);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 }  // namespace
 
 Result<PathPattern> PathPattern::parse(std::string_view text) {
@@ -38,6 +64,7 @@ Result<PathPattern> PathPattern::parse(std::string_view text) {
     segments.pop_back();
   }
   for (std::string_view s : segments) {
+    if (s.empty()) continue;  // "/a//b/" routes as "/a/b", as requests do
     if (s.find('*') != std::string_view::npos) {
       return invalid_argument("'*' is allowed only as a trailing \"/*\" (a prefix match)");
     }
@@ -51,7 +78,7 @@ Result<PathPattern> PathPattern::parse(std::string_view text) {
     } else if (s.find_first_of("{}") != std::string_view::npos) {
       return invalid_argument("a {parameter} must be a whole path segment (\"/a/{name}/b\")");
     } else {
-      p.segments_.push_back({false, percent_decode(s, false)});
+      p.segments_.push_back({false, fold_segment(s)});
     }
   }
   return p;
@@ -64,18 +91,19 @@ bool PathPattern::has_param(std::string_view name) const noexcept {
 
 std::optional<PathParams> PathPattern::match(std::string_view path) const {
   if (path.empty() || path.front() != '/' || text_.empty()) return std::nullopt;
-  std::vector<std::string_view> segments = split_segments(path.substr(1));
-  // A prefix pattern needs at least one more segment: "/forms/*" matches "/forms/" and
-  // "/forms/a/b", not "/forms".
-  if (prefix_ ? segments.size() <= segments_.size() : segments.size() != segments_.size()) {
+  const NormalizedPath segments = normalize_path(path);
+  // A prefix pattern needs more: "/forms/*" matches "/forms/", "/FORMS//" and "/forms/a/b",
+  // not "/forms".
+  const std::size_t n = segments_.size();
+  if (prefix_ ? segments.size() < n || (segments.size() == n && !path_ends_in_slash(path))
+              : segments.size() != n) {
     return std::nullopt;
   }
   PathParams params;
-  for (std::size_t i = 0; i < segments_.size(); ++i) {
-    std::string decoded = percent_decode(segments[i], false);
+  for (std::size_t i = 0; i < n; ++i) {
     if (segments_[i].param) {
-      params.emplace_back(segments_[i].text, std::move(decoded));
-    } else if (decoded != segments_[i].text) {
+      params.emplace_back(segments_[i].text, percent_decode(segments[i], false));
+    } else if (fold_segment(segments[i]) != segments_[i].text) {
       return std::nullopt;
     }
   }

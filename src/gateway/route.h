@@ -17,9 +17,14 @@
 namespace idem::gateway {
 
 // `match.path`: "/orders" (exact), "/forms/*" (every path below "/forms/", the trailing
-// "/*" only), "/skus/{sku}/deduct" ({name} segments capture path parameters). Paths are
-// compared segment by segment after percent-decoding each request segment, case-sensitively
-// and without normalization ("/orders/" is not "/orders"). "/*" matches every path.
+// "/*" only), "/skus/{sku}/deduct" ({name} segments capture path parameters).
+// Matching errs on the side of protection (docs/gateway.md, "Route matching"): a request
+// path is compared the way common upstream frameworks route it, so that no spelling of a
+// protected path reaches the upstream unprotected: ASCII case folded, repeated '/' merged,
+// a trailing '/' ignored, ";parameters" in a segment ignored, percent-encoding decoded.
+// Captured parameters keep their case (two ids that differ only by case are two ids).
+// "/*" matches every path. The HTTP layer refuses targets that frameworks disagree on
+// (an encoded '/', '\', dot segments) before they get here.
 class PathPattern {
  public:
   // invalid_argument naming the reason: not starting with '/', a '?' or '#', a '*' other

@@ -12,15 +12,24 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 
+#include "gateway/relay.h"
+
 namespace idem::gateway {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using asio::awaitable;
 using asio::ip::tcp;
+using Steady = std::chrono::steady_clock;
 
 namespace {
 
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+// The connection buffer holds a head (up to the header limit) plus a little of what
+// follows it; a chunk-extension line or a trailer section longer than that fails to fit.
+constexpr std::size_t kBufferSlack = 4096;
+// POST /_idem/tokens takes no body; a small one is read and ignored.
+constexpr std::uint64_t kTokenBodyLimit = 4096;
+constexpr std::uint64_t kAdminBodyLimit = 1024 * 1024;
 
 // Counts a request from its head to its answer: for shutdown, and (client listener only)
 // for the idem_inflight gauge.
@@ -51,29 +60,49 @@ void report_exception(std::exception_ptr e) {
   }
 }
 
-// Reads the rest of the request (its body) within the deadline. A body over the parser's
-// limit is answered 413 by the caller; any other failure closes the connection.
-awaitable<beast::error_code> read_body(beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                                       http::request_parser<http::string_body>& parser,
-                                       std::chrono::seconds timeout) {
-  if (parser.is_done()) co_return beast::error_code{};
-  // A client that waits for permission before sending its body (curl does, above 1 KiB).
-  auto expect = parser.get().find(http::field::expect);
-  if (expect != parser.get().end() && beast::iequals(expect->value(), "100-continue")) {
-    HttpResponse go{http::status::continue_, 11};
-    stream.expires_after(timeout);
-    auto [wec, wn] = co_await http::async_write(stream, go, kTuple);
-    if (wec) co_return wec;
-  }
-  stream.expires_after(timeout);
-  auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
-  co_return ec;
+HttpResponse header_too_large(unsigned version) {
+  return problem_response(431, "header-too-large", "Request header fields too large",
+                          "the request head (with chunk extensions and trailers) is larger than 16 KiB",
+                          version, false);
+}
+
+// A request line that ends in a well-formed version other than HTTP/1.x ("PRI *
+// HTTP/2.0", the HTTP/2 prior-knowledge preface).
+bool speaks_another_version(const beast::flat_buffer& buffer) {
+  const std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
+  const std::string_view line = data.substr(0, data.find("\r\n"));
+  if (line.size() < 8) return false;
+  const std::string_view v = line.substr(line.size() - 8);
+  return v.starts_with("HTTP/") && v[5] >= '0' && v[5] <= '9' && v[5] != '1' && v[6] == '.' && v[7] >= '0' &&
+         v[7] <= '9';
+}
+
+HttpResponse malformed_body(unsigned version) {
+  return problem_response(Problem::request_invalid, "malformed request body (chunked framing)", version,
+                          false);
+}
+
+bool is_standard_method_in_another_case(std::string_view method) {
+  static constexpr std::array<std::string_view, 9> kMethods = {
+      "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+  for (std::string_view m : kMethods)
+    if (m != method && beast::iequals(m, method)) return true;
+  return false;
+}
+
+// "%2F" or "%2f" (and the same for another byte) anywhere in `text`.
+bool has_encoded(std::string_view text, char hi, char lo) {
+  for (std::size_t i = 0; i + 2 < text.size(); ++i)
+    if (text[i] == '%' && text[i + 1] == hi && (text[i + 2] == lo || text[i + 2] == lo + ('a' - 'A')))
+      return true;
+  return false;
 }
 
 // The request target in origin-form ("/path?query"), or nullopt when it cannot be served.
-// An absolute-form target ("http://host/orders") is reduced to its origin-form, and a path
-// with dot segments ("/a/../orders", also percent-encoded) is refused: otherwise a request
-// could reach a protected path under a spelling the route table does not match.
+// An absolute-form target ("http://host/orders") is reduced to its origin-form. Refused,
+// because frameworks route them differently and a protected path could hide behind one:
+// a fragment ('#'), a backslash (also encoded), an encoded '/', and dot segments ("/a/../
+// orders", also percent-encoded).
 std::optional<std::string> origin_form(std::string_view target) {
   std::string_view t = target;
   const auto scheme = t.find("://");
@@ -85,31 +114,71 @@ std::optional<std::string> origin_form(std::string_view target) {
   if (out.starts_with('?')) out.insert(0, "/");
   if (!out.starts_with('/')) return std::nullopt;
   std::string_view path = target_path(out);
+  if (out.find_first_of("#\\") != std::string::npos || has_encoded(path, '2', 'F') ||
+      has_encoded(path, '5', 'C'))
+    return std::nullopt;
   while (!path.empty()) {
     path.remove_prefix(1);
     const auto next = path.find('/');
-    const std::string segment = percent_decode(path.substr(0, next), false);
+    std::string segment = percent_decode(path.substr(0, next), false);
+    segment = segment.substr(0, segment.find(';'));
     if (segment == "." || segment == "..") return std::nullopt;
     path = next == std::string_view::npos ? std::string_view{} : path.substr(next);
   }
   return out;
 }
 
+// The checks every request head passes on either listener before anything else happens;
+// the refusal to answer (and close) otherwise. Rewrites an absolute-form target.
+std::optional<HttpResponse> refuse_head(http::request_header<>& head) {
+  const unsigned version = head.version();
+  if (version != 10 && version != 11)
+    return problem_response(Problem::version_not_supported, "this gateway speaks HTTP/1.1 (and 1.0) only", 11,
+                            false);
+  auto invalid = [&](std::string_view detail) {
+    return problem_response(Problem::request_invalid, detail, version, false);
+  };
+  if (head.method() == http::verb::unknown && is_standard_method_in_another_case(head.method_string()))
+    return invalid("methods are case-sensitive: send the standard spelling in upper case");
+  // RFC 9112 §6.3: only "chunked" frames a request body here; any other coding (or a list)
+  // could be read as a different body length by the upstream or a proxy in between.
+  const auto [te, te_end] = head.equal_range(http::field::transfer_encoding);
+  if (te != te_end && (std::next(te) != te_end || !beast::iequals(te->value(), "chunked")))
+    return invalid("Transfer-Encoding must be exactly \"chunked\"");
+  const auto [host, host_end] = head.equal_range(http::field::host);
+  if (host != host_end && std::next(host) != host_end) return invalid("more than one Host field");
+  if (head.method() != http::verb::options || head.target() != "*") {
+    auto target = origin_form(head.target());
+    if (!target)
+      return invalid(
+          "the request target must be a path without '#', '\\', an encoded '/' or '\\', or dot segments");
+    if (*target != head.target()) head.target(*target);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Server::Server(IoPool& pool, Gateway& gateway, Admin& admin, Metrics& metrics, ServerLimits limits)
-    : pool_(pool), gateway_(gateway), admin_(admin), metrics_(metrics), limits_(limits) {}
+    : pool_(pool),
+      gateway_(gateway),
+      admin_(admin),
+      metrics_(metrics),
+      limits_(limits),
+      budget_(limits.buffered_bodies) {}
 
 tcp::endpoint Server::listen_client(const ListenAddress& address) { return listen(address, false); }
 tcp::endpoint Server::listen_admin(const ListenAddress& address) { return listen(address, true); }
 
-Server::Listener::Listener(asio::io_context& ioc) : acceptor(ioc), gate(ioc) {}
+Server::Listener::Listener(asio::io_context& ioc, bool is_admin, std::size_t max)
+    : acceptor(ioc), gate(ioc), admin(is_admin), max_connections(max) {}
 
 tcp::endpoint Server::listen(const ListenAddress& address, bool admin) {
   tcp::resolver resolver(pool_.main());
   auto results = resolver.resolve(address.host, std::to_string(address.port));
   const tcp::endpoint ep = results.begin()->endpoint();
-  auto listener = std::make_unique<Listener>(pool_.main());
+  auto listener = std::make_unique<Listener>(pool_.main(), admin,
+                                             admin ? limits_.max_admin_connections : limits_.max_connections);
   tcp::acceptor& acceptor = listener->acceptor;
   acceptor.open(ep.protocol());
   acceptor.set_option(asio::socket_base::reuse_address(true));
@@ -121,16 +190,16 @@ tcp::endpoint Server::listen(const ListenAddress& address, bool admin) {
     std::lock_guard lock(mu_);
     listeners_.push_back(std::move(listener));
   }
-  asio::co_spawn(acceptor.get_executor(), accept_loop(ref, admin), report_exception);
+  asio::co_spawn(acceptor.get_executor(), accept_loop(ref), report_exception);
   return bound;
 }
 
-awaitable<void> Server::accept_loop(Listener& listener, bool admin) {
+awaitable<void> Server::accept_loop(Listener& listener) {
   tcp::acceptor& acceptor = listener.acceptor;
   for (;;) {
     // At the limit, wait for a connection to close (connection_closed cancels the gate;
     // the short expiry only bounds the wait should a wake-up race past it).
-    while (!admin && open_clients_.load() >= limits_.max_connections && !stopping_.load()) {
+    while (listener.open.load() >= listener.max_connections && !stopping_.load()) {
       listener.gate.expires_after(std::chrono::milliseconds(100));
       co_await listener.gate.async_wait(kTuple);
     }
@@ -151,19 +220,18 @@ awaitable<void> Server::accept_loop(Listener& listener, bool admin) {
       if (++accepted_ % 256 == 0) conns_.remove_if([](const std::weak_ptr<Conn>& w) { return w.expired(); });
       conns_.push_back(conn);
     }
-    if (!admin) open_clients_.fetch_add(1);
+    listener.open.fetch_add(1);
     auto ex = conn->stream.get_executor();
-    asio::co_spawn(ex, session(std::move(conn), admin), [this, admin](std::exception_ptr e) {
-      if (!admin) connection_closed();
+    asio::co_spawn(ex, session(std::move(conn), listener.admin), [this, &listener](std::exception_ptr e) {
+      connection_closed(listener);
       report_exception(e);
     });
   }
 }
 
-void Server::connection_closed() {
-  if (open_clients_.fetch_sub(1) != limits_.max_connections) return;
-  std::lock_guard lock(mu_);
-  for (auto& l : listeners_) asio::post(l->gate.get_executor(), [l = l.get()] { l->gate.cancel(); });
+void Server::connection_closed(Listener& listener) {
+  if (listener.open.fetch_sub(1) != listener.max_connections) return;
+  asio::post(listener.gate.get_executor(), [l = &listener] { l->gate.cancel(); });
 }
 
 void Server::shutdown() {
@@ -184,50 +252,63 @@ void Server::shutdown() {
       });
 }
 
+HttpResponse Server::overloaded(unsigned version) {
+  metrics_.count_overloaded();
+  return problem_response(Problem::overloaded, "too many request bodies are being received; retry shortly",
+                          version, false, std::chrono::seconds(1));
+}
+
 awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
   beast::tcp_stream& stream = conn->stream;
-  beast::flat_buffer buffer;
+  // Bounded: a head, chunk-extension line or trailer section that does not fit is refused.
+  beast::flat_buffer buffer(limits_.header_limit + kBufferSlack);
   bool unread_body = false;  // answered before the body was read: the client may still send
   for (;;) {
     if (stopping_.load()) break;
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(limits_.header_limit));
-    parser.body_limit(admin ? 1024 * 1024 : limits_.proxy_body_limit);
+    Request req;
+    req.head.header_limit(static_cast<std::uint32_t>(limits_.header_limit));
+    req.head.body_limit(boost::none);  // each route sets its own when the body is read
     conn->idle = true;
+    // An idle keep-alive connection holds no buffer memory while it waits.
+    if (buffer.size() == 0) buffer.shrink_to_fit();
     stream.expires_after(limits_.header_timeout);
-    auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, kTuple);
+    auto [ec, n] = co_await http::async_read_header(stream, buffer, req.head, kTuple);
     conn->idle = false;
+    req.head_bytes = n;
+    req.body_done = req.head.is_done();
     if (ec) {
       // Clean close, timeout or cancel: go quietly. A head we cannot parse: say so, then close.
-      const bool parse_error = ec.category() == http::make_error_code(http::error::bad_target).category() &&
-                               ec != http::error::end_of_stream && ec != http::error::partial_message;
-      if (ec == http::error::header_limit) {
-        auto res = problem_response(431, "header-too-large", "Request header fields too large",
-                                    "the request head is larger than 16 KiB", 11, false);
-        stream.expires_after(limits_.write_timeout);
-        co_await http::async_write(stream, res, kTuple);
-      } else if (parse_error) {
-        auto res =
+      std::optional<HttpResponse> res;
+      if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
+        res = header_too_large(11);
+      else if (ec == http::error::bad_version && speaks_another_version(buffer))
+        res = problem_response(Problem::version_not_supported, "this gateway speaks HTTP/1.1 (and 1.0) only",
+                               11, false);
+      else if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
+               ec != http::error::end_of_stream && ec != http::error::partial_message)
+        res =
             problem_response(Problem::request_invalid, "malformed HTTP request: " + ec.message(), 11, false);
+      if (res) {
         stream.expires_after(limits_.write_timeout);
-        co_await http::async_write(stream, res, kTuple);
+        co_await http::async_write(stream, *res, kTuple);
       }
       break;
     }
 
     ActiveGuard guard(active_, admin ? nullptr : &metrics_);
-    std::optional<HttpResponse> res;
-    if (admin)
-      res = co_await handle_admin(*conn, buffer, parser);
+    std::optional<Answer> answer;
+    if (auto refusal = refuse_head(req.head.get()))
+      answer.emplace(std::move(*refusal));
+    else if (admin)
+      answer = co_await handle_admin(*conn, buffer, req);
     else
-      res = co_await handle(*conn, buffer, parser);
-    if (!res) break;
-    const bool keep = res->keep_alive() && !stopping_.load();
-    res->keep_alive(keep);
-    stream.expires_after(limits_.write_timeout);
-    auto [wec, written] = co_await http::async_write(stream, *res, kTuple);
-    unread_body = !parser.is_done();
-    if (wec || !keep) break;
+      answer = co_await handle(*conn, buffer, req);
+    if (!answer) break;
+    unread_body = !req.body_done;
+    const bool keep = answer->response.keep_alive() && !stopping_.load() && !unread_body;
+    answer->response.keep_alive(keep);
+    const bool usable = co_await write_answer(stream, *answer, limits_.write_timeout);
+    if (!usable || !keep) break;
   }
   boost::system::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -238,74 +319,151 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     std::size_t drained = 0;
     stream.expires_after(std::chrono::seconds(1));
     while (drained < 1024 * 1024) {
-      auto [rec, n] = co_await stream.async_read_some(asio::buffer(scratch), kTuple);
+      auto [rec, rn] = co_await stream.async_read_some(asio::buffer(scratch), kTuple);
       if (rec) break;
-      drained += n;
+      drained += rn;
     }
   }
   stream.close();
 }
 
-awaitable<std::optional<HttpResponse>> Server::handle(Conn& conn, beast::flat_buffer& buffer,
-                                                      http::request_parser<http::string_body>& parser) {
-  const unsigned version = parser.get().version();
-  const bool keep_alive = parser.get().keep_alive();
-  if (parser.get().method() != http::verb::options || parser.get().target() != "*") {
-    auto target = origin_form(parser.get().target());
-    if (!target)
-      co_return problem_response(Problem::request_invalid,
-                                 "the request target must be a path without dot segments", version, false);
-    if (*target != parser.get().target()) parser.get().target(*target);
+awaitable<Server::Body> Server::read_body(Conn& conn, beast::flat_buffer& buffer, Request& req,
+                                          std::uint64_t limit, BodyReservation& reservation) {
+  const unsigned version = req.head.get().version();
+  Body body;
+  body.parser = std::make_unique<BodyParser>(std::move(req.head));
+  BodyParser& parser = *body.parser;
+  parser.body_limit(limit);
+  if (parser.is_done()) {
+    req.body_done = true;
+    co_return body;
   }
-  const auto& head = parser.get();
+  if (auto length = parser.content_length()) {
+    if (*length > limit) {
+      body.refusal =
+          problem_response(Problem::body_too_large, "the request body is too large", version, false);
+      co_return body;
+    }
+    if (!reservation.take(*length)) {
+      body.refusal = overloaded(version);
+      co_return body;
+    }
+  }
+  ChunkGuard guard(limits_.header_limit, req.head_bytes, &reservation);
+  guard.attach(parser);
+  // A client that waits for permission before sending its body (curl does, above 1 KiB).
+  auto expect = parser.get().find(http::field::expect);
+  if (expect != parser.get().end() && beast::iequals(expect->value(), "100-continue")) {
+    HttpResponse go{http::status::continue_, 11};
+    conn.stream.expires_after(limits_.write_timeout);
+    auto [wec, wn] = co_await http::async_write(conn.stream, go, kTuple);
+    if (wec) {
+      body.client_gone = true;
+      co_return body;
+    }
+  }
+  conn.stream.expires_after(limits_.body_timeout);
+  auto [ec, n] = co_await http::async_read(conn.stream, buffer, parser, kTuple);
+  if (ec && ec != http::error::body_limit) guard.read_failed(ec);
+  if (guard.failure() == ChunkGuard::Failure::head_too_large) {
+    body.refusal = header_too_large(version);
+  } else if (guard.failure() == ChunkGuard::Failure::overloaded) {
+    body.refusal = overloaded(version);
+  } else if (ec == http::error::body_limit) {
+    body.refusal = problem_response(Problem::body_too_large, "the request body is too large", version, false);
+  } else if (guard.failure() == ChunkGuard::Failure::malformed) {
+    body.refusal = malformed_body(version);
+  } else if (ec) {
+    body.client_gone = true;
+  } else if (!guard.finish(parser.get().base())) {
+    body.refusal = header_too_large(version);
+  } else {
+    req.body_done = true;
+  }
+  co_return body;
+}
+
+awaitable<std::optional<Answer>> Server::handle(Conn& conn, beast::flat_buffer& buffer, Request& req) {
+  const auto& head = req.head.get();
+  const bool keep_alive = head.keep_alive();
 
   if (head.method() == http::verb::post && target_path(head.target()) == "/_idem/tokens") {
-    if (auto ec = co_await read_body(conn.stream, buffer, parser, limits_.body_timeout))
-      co_return std::nullopt;
-    co_return co_await gateway_.issue_token(parser.get());
+    BodyReservation reservation(budget_);
+    Body body = co_await read_body(conn, buffer, req, kTokenBodyLimit, reservation);
+    if (body.client_gone) co_return std::nullopt;
+    if (body.refusal) co_return Answer{std::move(*body.refusal)};
+    co_return Answer{co_await gateway_.issue_token(body.parser->get())};
   }
 
   const auto& routes = gateway_.config().routes;
   auto match = match_route(routes, head.method_string(), head.target());
-  if (!match) {
-    auto ec = co_await read_body(conn.stream, buffer, parser, limits_.body_timeout);
-    if (ec == http::error::body_limit)
-      co_return problem_response(Problem::body_too_large, "the request body is larger than the proxy accepts",
-                                 version, false);
-    if (ec) co_return std::nullopt;
-    co_return co_await gateway_.proxy(parser.get());
-  }
+  if (!match) co_return co_await relay(conn, buffer, req, nullptr);
 
   // Cheap checks first: nothing is read or claimed for a request rejected on its head.
   const Route& route = *match->route;
   const auto fields = header_fields(head);
   const RequestView view{head.method_string(), head.target(), fields, {}};
   Decision decision = check_head(route, view);
-  const bool body_pending = !parser.is_done();
   if (decision.verdict == Verdict::reject)
-    co_return gateway_.reject_early(route, head, decision.rejection, keep_alive && !body_pending);
-  if (decision.verdict == Verdict::protect || route.key.kind == KeyRule::Kind::templated) {
-    if (auto length = parser.content_length())
-      if (auto r = check_body_size(route, *length)) co_return gateway_.reject_early(route, head, *r, false);
-    parser.body_limit(route.policy.max_body);
+    co_return Answer{
+        gateway_.reject_early(route, head, decision.rejection, keep_alive && req.head.is_done())};
+  // Forwarded as it is (no key on a `required: false` route): streamed, like a request on
+  // no route.
+  if (decision.verdict == Verdict::unprotected && route.key.kind != KeyRule::Kind::templated)
+    co_return co_await relay(conn, buffer, req, &route);
+  if (auto length = req.head.content_length())
+    if (auto r = check_body_size(route, *length))
+      co_return Answer{gateway_.reject_early(route, head, *r, keep_alive && req.head.is_done())};
+
+  BodyReservation reservation(budget_);
+  Body body = co_await read_body(conn, buffer, req, route.policy.max_body, reservation);
+  if (body.client_gone) co_return std::nullopt;
+  if (body.refusal) {
+    // A body over max_body is counted and logged as the route's problem.
+    if (body.refusal->result_int() == 413) {
+      auto r = check_body_size(route, route.policy.max_body + 1);
+      co_return Answer{gateway_.reject_early(route, body.parser->get(), *r, false)};
+    }
+    co_return Answer{std::move(*body.refusal)};
   }
-  auto ec = co_await read_body(conn.stream, buffer, parser, limits_.body_timeout);
-  if (ec == http::error::body_limit) {
-    auto r = check_body_size(route, route.policy.max_body + 1);
-    co_return gateway_.reject_early(route, parser.get(), *r, false);
-  }
-  if (ec) co_return std::nullopt;
-  co_return co_await gateway_.protect(*match, parser.get(), std::move(decision));
+  co_return co_await gateway_.protect(*match, body.parser->get(), std::move(decision));
 }
 
-awaitable<std::optional<HttpResponse>> Server::handle_admin(Conn& conn, beast::flat_buffer& buffer,
-                                                            http::request_parser<http::string_body>& parser) {
-  auto ec = co_await read_body(conn.stream, buffer, parser, limits_.body_timeout);
-  if (ec == http::error::body_limit)
-    co_return problem_response(Problem::body_too_large, "admin requests are limited to 1 MiB",
-                               parser.get().version(), false);
-  if (ec) co_return std::nullopt;
-  co_return co_await admin_.handle(parser.get());
+awaitable<std::optional<Answer>> Server::relay(Conn& conn, beast::flat_buffer& buffer, Request& req,
+                                               const Route* route) {
+  StreamParser parser(std::move(req.head));
+  parser.body_limit(boost::none);  // streamed: it costs a fixed buffer, whatever its size
+  ChunkGuard guard(limits_.header_limit, req.head_bytes, nullptr);
+  // The body is streamed: a client waiting for 100-continue may send it at once.
+  auto expect = parser.get().find(http::field::expect);
+  if (expect != parser.get().end() && beast::iequals(expect->value(), "100-continue") && !parser.is_done()) {
+    HttpResponse go{http::status::continue_, 11};
+    conn.stream.expires_after(limits_.write_timeout);
+    auto [wec, wn] = co_await http::async_write(conn.stream, go, kTuple);
+    if (wec) co_return std::nullopt;
+  }
+  const auto t0 = Steady::now();
+  const Duration timeout =
+      route ? route->policy.upstream_timeout : gateway_.config().defaults.upstream_timeout;
+  auto answer = co_await relay_request(conn.stream, buffer, parser, guard, gateway_.upstream(),
+                                       {limits_.body_timeout, timeout}, req.body_done);
+  metrics_.observe_upstream(std::chrono::duration_cast<Duration>(Steady::now() - t0));
+  if (!answer && guard.failure() == ChunkGuard::Failure::head_too_large)
+    answer.emplace(header_too_large(parser.get().version()));
+  if (!answer && guard.failure() == ChunkGuard::Failure::malformed)
+    answer.emplace(malformed_body(parser.get().version()));
+  if (answer && route)
+    gateway_.count_unprotected(*route, answer->response.result_int(),
+                               std::chrono::duration_cast<Duration>(Steady::now() - t0));
+  co_return answer;
+}
+
+awaitable<std::optional<Answer>> Server::handle_admin(Conn& conn, beast::flat_buffer& buffer, Request& req) {
+  BodyReservation reservation(budget_);
+  Body body = co_await read_body(conn, buffer, req, kAdminBodyLimit, reservation);
+  if (body.client_gone) co_return std::nullopt;
+  if (body.refusal) co_return Answer{std::move(*body.refusal)};
+  co_return Answer{co_await admin_.handle(body.parser->get())};
 }
 
 }  // namespace idem::gateway

@@ -1,9 +1,17 @@
-// The gateway's HTTP/1.1 listeners (SPEC §3.2, §3.5): the client-facing listener, whose
+// The gateway's HTTP/1.1 listeners (docs/gateway.md): the client-facing listener, whose
 // requests go through the Gateway pipeline, and the admin listener. One coroutine per
 // connection owns its stream and loops deadline → read → handle → write, so keep-alive
 // and pipelined clients are served in order. Every read has a deadline (a slow client
 // sending its head byte by byte is cut off), heads over 16 KiB get 431, malformed requests
 // 400 problem+json, and both close the connection.
+// The edge is strict where proxies and frameworks could disagree (RFC 9112): a
+// Transfer-Encoding other than exactly "chunked", two Host fields, a target with '#',
+// '\\', an encoded '/' or '\\' or a dot segment, a standard method spelled in another case,
+// and a version other than HTTP/1.0 and 1.1 (an HTTP/2 preface gets 505) are refused
+// before anything is forwarded. Memory is bounded: the connection buffer has a fixed
+// limit, chunk extensions and trailers count against the header limit (trailers are
+// dropped), a request on no route streams to the upstream, and the request bodies held
+// whole across all connections share one cap (past it: 503 overloaded).
 //
 // Shutdown (SIGTERM): stop accepting, close idle connections, let requests in flight
 // finish (their results are stored), then report drained.
@@ -25,21 +33,25 @@
 
 #include "gateway/admin.h"
 #include "gateway/gateway.h"
+#include "gateway/http_body.h"
 #include "gateway/io_pool.h"
 
 namespace idem::gateway {
 
 struct ServerLimits {
   std::size_t header_limit = 16 * 1024;
-  std::uint64_t proxy_body_limit = 64ull * 1024 * 1024;  // unmatched requests
-  std::chrono::seconds header_timeout{10};               // includes keep-alive idle time
+  // Request-body bytes held in memory at once across every connection (protected routes,
+  // the admin listener); a request that would pass it is answered 503 overloaded.
+  std::uint64_t buffered_bodies = 256ull * 1024 * 1024;
+  std::chrono::seconds header_timeout{10};  // includes keep-alive idle time
   std::chrono::seconds body_timeout{30};
   std::chrono::seconds write_timeout{30};
   // Open client connections at most; at the limit the listener stops accepting (new
   // connections wait in the kernel's backlog) until one closes. Idle and slow connections
   // are closed by header_timeout, so the limit cannot be held by idle clients for long.
-  // The admin listener is not counted.
+  // The admin listener has a cap of its own.
   std::size_t max_connections = 4096;
+  std::size_t max_admin_connections = 64;
 };
 
 class Server {
@@ -62,20 +74,44 @@ class Server {
     boost::beast::tcp_stream stream;
     bool idle = true;  // touched on the connection's thread only
   };
-  boost::asio::ip::tcp::endpoint listen(const ListenAddress& address, bool admin);
   struct Listener {
-    explicit Listener(boost::asio::io_context& ioc);
+    Listener(boost::asio::io_context& ioc, bool admin, std::size_t max_connections);
     boost::asio::ip::tcp::acceptor acceptor;
     boost::asio::steady_timer gate;  // the accept loop waits on it at max_connections
+    const bool admin;
+    const std::size_t max_connections;
+    std::atomic<std::size_t> open{0};
   };
-  boost::asio::awaitable<void> accept_loop(Listener& listener, bool admin);
-  void connection_closed();
+  using HeadParser = http::request_parser<http::empty_body>;
+  using BodyParser = http::request_parser<http::string_body>;
+  // One request on a connection: its head, read; its body, maybe not yet.
+  struct Request {
+    HeadParser head;
+    std::size_t head_bytes = 0;
+    bool body_done = false;  // the body was read to its end (else the connection closes)
+  };
+  // A request body read whole, or the answer that refuses it.
+  struct Body {
+    std::unique_ptr<BodyParser> parser;
+    std::optional<HttpResponse> refusal;  // set: answer it and close
+    bool client_gone = false;             // the client failed mid-body: close, no answer
+  };
+
+  boost::asio::ip::tcp::endpoint listen(const ListenAddress& address, bool admin);
+  boost::asio::awaitable<void> accept_loop(Listener& listener);
+  void connection_closed(Listener& listener);
   boost::asio::awaitable<void> session(std::shared_ptr<Conn> conn, bool admin);
   // nullopt: close the connection without an answer (the client went away mid-body).
-  boost::asio::awaitable<std::optional<HttpResponse>> handle(Conn& conn, boost::beast::flat_buffer& buffer,
-                                                             http::request_parser<http::string_body>& parser);
-  boost::asio::awaitable<std::optional<HttpResponse>> handle_admin(
-      Conn& conn, boost::beast::flat_buffer& buffer, http::request_parser<http::string_body>& parser);
+  boost::asio::awaitable<std::optional<Answer>> handle(Conn& conn, boost::beast::flat_buffer& buffer,
+                                                       Request& req);
+  boost::asio::awaitable<std::optional<Answer>> handle_admin(Conn& conn, boost::beast::flat_buffer& buffer,
+                                                             Request& req);
+  boost::asio::awaitable<std::optional<Answer>> relay(Conn& conn, boost::beast::flat_buffer& buffer,
+                                                      Request& req, const Route* route);
+  // Reads the body whole, at most `limit` bytes, holding them in the body budget.
+  boost::asio::awaitable<Body> read_body(Conn& conn, boost::beast::flat_buffer& buffer, Request& req,
+                                         std::uint64_t limit, BodyReservation& reservation);
+  HttpResponse overloaded(unsigned version);
 
   IoPool& pool_;
   Gateway& gateway_;
@@ -84,7 +120,7 @@ class Server {
   ServerLimits limits_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> active_{0};  // requests between head read and response written
-  std::atomic<std::size_t> open_clients_{0};
+  BodyBudget budget_;
   std::mutex mu_;
   std::list<std::unique_ptr<Listener>> listeners_;  // guarded by mu_
   std::list<std::weak_ptr<Conn>> conns_;            // guarded by mu_

@@ -2,7 +2,9 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <tuple>
 
 #include <boost/asio/as_tuple.hpp>
@@ -11,18 +13,20 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
 
 namespace idem::gateway {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using asio::ip::tcp;
+using Steady = std::chrono::steady_clock;
 
 namespace {
 
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
-constexpr std::uint64_t kMaxResponseBody = 256ull * 1024 * 1024;
 constexpr std::size_t kMaxIdle = 256;
+constexpr std::size_t kResponseHeaderLimit = 64 * 1024;
+constexpr std::size_t kPiece = 64 * 1024;
 
 // A pooled connection the upstream has closed (or sent stray bytes on) is not usable. One
 // non-blocking peek: no data and no end of stream means idle and open.
@@ -34,15 +38,42 @@ bool still_open(beast::tcp_stream& s) {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
+// `timeout=N` of a Keep-Alive field ("timeout=5, max=100"), in seconds.
+std::optional<std::chrono::seconds> keep_alive_timeout(std::string_view value) {
+  for (;;) {
+    const auto comma = value.find(',');
+    std::string_view part = value.substr(0, comma);
+    while (!part.empty() && (part.front() == ' ' || part.front() == '\t')) part.remove_prefix(1);
+    if (part.size() > 8 && beast::iequals(part.substr(0, 8), "timeout=")) {
+      long n = 0;
+      const auto digits = part.substr(8);
+      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+      if (ec == std::errc() && n >= 0) return std::chrono::seconds(n);
+    }
+    if (comma == std::string_view::npos) return std::nullopt;
+    value.remove_prefix(comma + 1);
+  }
+}
+
+UpstreamResult failed(UpstreamResult::Kind kind, std::string error) {
+  UpstreamResult r;
+  r.kind = kind;
+  r.error = std::move(error);
+  return r;
+}
+
+// A read or write that failed after the request was (maybe) sent: the outcome is unknown.
+UpstreamResult lost(const beast::error_code& ec, const char* what) {
+  if (ec == beast::error::timeout)
+    return failed(UpstreamResult::Kind::timeout, std::string(what) + ": timed out");
+  return failed(UpstreamResult::Kind::broken, std::string(what) + ": " + ec.message());
+}
+
 }  // namespace
 
 HttpRequest make_forward_request(const HttpRequest& client, const UpstreamUrl& upstream) {
   HttpRequest req = client;
-  strip_hop_by_hop(req.base());
-  req.erase(kFenceHeader);
-  req.erase(http::field::expect);
-  if (!upstream.base_path.empty()) req.target(upstream.base_path + std::string(client.target()));
-  req.version(11);
+  prepare_forward_head(req.base(), upstream);
   req.keep_alive(true);
   if (!req.body().empty() || req.method() == http::verb::post || req.method() == http::verb::put ||
       req.method() == http::verb::patch)
@@ -50,16 +81,50 @@ HttpRequest make_forward_request(const HttpRequest& client, const UpstreamUrl& u
   return req;
 }
 
-HttpResponse make_client_response(HttpResponse upstream, unsigned version, bool keep_alive, bool head) {
+void prepare_forward_head(http::request_header<>& head, const UpstreamUrl& upstream) {
+  strip_hop_by_hop(head);
+  head.erase(kFenceHeader);
+  head.erase(http::field::expect);
+  if (!upstream.base_path.empty()) head.target(upstream.base_path + std::string(head.target()));
+  head.version(11);
+}
+
+HttpResponse make_client_response(HttpResponse upstream, unsigned version, bool keep_alive, bool head,
+                                  bool streamed) {
   HttpResponse res = std::move(upstream);
   strip_hop_by_hop(res.base());
   res.version(version);
   res.keep_alive(keep_alive);
-  if (!head) res.prepare_payload();
+  if (!head && !streamed) res.prepare_payload();
   return res;
 }
 
-UpstreamClient::UpstreamClient(UpstreamUrl url, std::chrono::steady_clock::duration max_idle)
+ResponseTail::ResponseTail(UpstreamClient& owner, UpstreamConnection conn, std::unique_ptr<Parser> parser,
+                           Steady::duration idle_timeout)
+    : owner_(owner), conn_(std::move(conn)), parser_(std::move(parser)), idle_timeout_(idle_timeout) {}
+
+ResponseTail::~ResponseTail() = default;  // an unfinished body: the connection closes
+
+asio::awaitable<std::pair<beast::error_code, std::size_t>> ResponseTail::read(char* out, std::size_t size) {
+  if (!conn_ || parser_->is_done()) co_return std::pair{beast::error_code{}, std::size_t{0}};
+  auto& body = parser_->get().body();
+  body.data = out;
+  body.size = size;
+  conn_->stream.expires_after(idle_timeout_);
+  // Some: whatever has arrived is passed on at once (an event stream's next event).
+  auto [ec, n] = co_await http::async_read_some(conn_->stream, conn_->buffer, *parser_, kTuple);
+  const std::size_t got = size - body.size;
+  if (ec == http::error::need_buffer) ec = {};
+  if (ec) {
+    conn_.reset();
+  } else if (parser_->is_done()) {
+    owner_.settle(std::move(*conn_), *parser_);
+    conn_.reset();
+  }
+  co_return std::pair{ec, got};
+}
+
+UpstreamClient::UpstreamClient(UpstreamUrl url, Steady::duration max_idle)
     : url_(std::move(url)), max_idle_(max_idle) {}
 
 UpstreamClient::Pool& UpstreamClient::pool_of(const asio::execution_context& context) {
@@ -71,23 +136,31 @@ UpstreamClient::Pool& UpstreamClient::pool_of(const asio::execution_context& con
 std::optional<beast::tcp_stream> UpstreamClient::checkout(const asio::execution_context& context) {
   std::lock_guard lock(mu_);
   auto& idle = pool_of(context).idle;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = Steady::now();
   while (!idle.empty()) {
     Idle c = std::move(idle.back());
     idle.pop_back();
-    if (now - c.since < max_idle_ && still_open(c.stream)) return std::move(c.stream);
+    if (now < c.until && still_open(c.stream)) return std::move(c.stream);
     boost::system::error_code ec;
     c.stream.socket().close(ec);
   }
   return std::nullopt;
 }
 
-void UpstreamClient::checkin(beast::tcp_stream stream) {
+void UpstreamClient::settle(UpstreamConnection conn, const ResponseTail::Parser& parser) {
+  // Any doubt about where the response ended, or bytes after it: the connection closes.
+  if (!parser.is_done() || !parser.keep_alive() || conn.buffer.size() != 0) return;
+  Steady::duration limit = max_idle_;
+  const auto& head = parser.get();
+  if (auto it = head.find(http::field::keep_alive); it != head.end())
+    if (auto announced = keep_alive_timeout(it->value()))
+      limit = std::min<Steady::duration>(limit, *announced / 2);
+  if (limit <= Steady::duration::zero()) return;
   std::lock_guard lock(mu_);
-  stream.expires_never();
-  auto& idle = pool_of(asio::query(stream.get_executor(), asio::execution::context)).idle;
-  if (idle.size() >= kMaxIdle) return;  // closes the stream
-  idle.push_back({std::move(stream), std::chrono::steady_clock::now()});
+  conn.stream.expires_never();
+  auto& idle = pool_of(asio::query(conn.stream.get_executor(), asio::execution::context)).idle;
+  if (idle.size() >= kMaxIdle) return;
+  idle.push_back({std::move(conn.stream), Steady::now() + limit});
 }
 
 void UpstreamClient::close_idle() {
@@ -95,65 +168,104 @@ void UpstreamClient::close_idle() {
   pools_.clear();
 }
 
-asio::awaitable<UpstreamResult> UpstreamClient::exchange(const HttpRequest& request, Duration timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_point deadline) {
   auto ex = co_await asio::this_coro::executor;
-  auto pooled = checkout(asio::query(ex, asio::execution::context));
-  beast::tcp_stream stream = pooled ? std::move(*pooled) : beast::tcp_stream(ex);
-  if (!pooled) {
-    boost::system::error_code cec;
-    const auto address = asio::ip::make_address(url_.host, cec);
-    if (!cec) {  // an IP address: no resolver round trip
-      const tcp::endpoint endpoint(address, url_.port);
-      stream.expires_at(deadline);
-      std::tie(cec) = co_await stream.async_connect(endpoint, kTuple);
-    } else {
-      // The resolver has no deadline of its own: a timer on this coroutine's executor
-      // cancels it (the timer's handler may outlive this frame, hence the shared owner).
-      auto resolver = std::make_shared<tcp::resolver>(ex);
-      asio::steady_timer limit(ex, deadline);
-      limit.async_wait([resolver](const boost::system::error_code& ec) {
-        if (!ec) resolver->cancel();
-      });
-      const std::string service = std::to_string(url_.port);
-      auto [rec, endpoints] = co_await resolver->async_resolve(url_.host, service, kTuple);
-      limit.cancel();
-      if (rec == asio::error::operation_aborted)
-        co_return UpstreamResult{UpstreamResult::Kind::refused, {}, "resolve: timed out"};
-      if (rec) co_return UpstreamResult{UpstreamResult::Kind::refused, {}, "resolve: " + rec.message()};
-      stream.expires_at(deadline);
-      tcp::endpoint ep;
-      std::tie(cec, ep) = co_await stream.async_connect(endpoints, kTuple);
-    }
-    if (cec) co_return UpstreamResult{UpstreamResult::Kind::refused, {}, "connect: " + cec.message()};
-    stream.socket().set_option(tcp::no_delay(true), cec);
+  if (auto pooled = checkout(asio::query(ex, asio::execution::context)))
+    co_return Connected{UpstreamConnection{std::move(*pooled), {}}, {}};
+  beast::tcp_stream stream(ex);
+  boost::system::error_code cec;
+  const auto address = asio::ip::make_address(url_.host, cec);
+  if (!cec) {  // an IP address: no resolver round trip
+    const tcp::endpoint endpoint(address, url_.port);
+    stream.expires_at(deadline);
+    std::tie(cec) = co_await stream.async_connect(endpoint, kTuple);
+  } else {
+    // The resolver has no deadline of its own: a timer on this coroutine's executor
+    // cancels it (the timer's handler may outlive this frame, hence the shared owner).
+    auto resolver = std::make_shared<tcp::resolver>(ex);
+    asio::steady_timer limit(ex, deadline);
+    limit.async_wait([resolver](const boost::system::error_code& ec) {
+      if (!ec) resolver->cancel();
+    });
+    const std::string service = std::to_string(url_.port);
+    auto [rec, endpoints] = co_await resolver->async_resolve(url_.host, service, kTuple);
+    limit.cancel();
+    if (rec == asio::error::operation_aborted)
+      co_return Connected{std::nullopt, failed(UpstreamResult::Kind::refused, "resolve: timed out")};
+    if (rec)
+      co_return Connected{std::nullopt, failed(UpstreamResult::Kind::refused, "resolve: " + rec.message())};
+    stream.expires_at(deadline);
+    tcp::endpoint ep;
+    std::tie(cec, ep) = co_await stream.async_connect(endpoints, kTuple);
   }
+  if (cec)
+    co_return Connected{std::nullopt, failed(UpstreamResult::Kind::refused, "connect: " + cec.message())};
+  stream.socket().set_option(tcp::no_delay(true), cec);
+  co_return Connected{UpstreamConnection{std::move(stream), {}}, {}};
+}
 
-  stream.expires_at(deadline);
-  auto [wec, written] = co_await http::async_write(stream, request, kTuple);
-  if (wec == beast::error::timeout)
-    co_return UpstreamResult{UpstreamResult::Kind::timeout, {}, "timed out sending the request"};
-  if (wec) co_return UpstreamResult{UpstreamResult::Kind::broken, {}, "send: " + wec.message()};
+asio::awaitable<UpstreamResult> UpstreamClient::exchange(const HttpRequest& request, Duration timeout,
+                                                         std::size_t max_buffered) {
+  const auto deadline = Steady::now() + timeout;
+  Connected c = co_await connect(deadline);
+  if (!c.conn) co_return std::move(c.failure);
+  c.conn->stream.expires_at(deadline);
+  auto [wec, written] = co_await http::async_write(c.conn->stream, request, kTuple);
+  if (wec) co_return lost(wec, "send");
+  co_return co_await receive(std::move(*c.conn), request.method() == http::verb::head, deadline,
+                             max_buffered);
+}
 
-  beast::flat_buffer buffer;
+asio::awaitable<UpstreamResult> UpstreamClient::receive(UpstreamConnection conn, bool head_request,
+                                                        Steady::time_point deadline,
+                                                        std::size_t max_buffered) {
+  const auto idle_timeout = std::max<Steady::duration>(deadline - Steady::now(), std::chrono::seconds(1));
   // Interim answers (102 Processing, 103 Early Hints) precede the final one: skip them.
   // 101 is never final here: the gateway forwards no Upgrade, so it means a broken upstream.
+  std::unique_ptr<ResponseTail::Parser> parser;
   for (;;) {
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(kMaxResponseBody);
-    if (request.method() == http::verb::head) parser.skip(true);
-    auto [rec, read] = co_await http::async_read(stream, buffer, parser, kTuple);
-    if (rec == beast::error::timeout)
-      co_return UpstreamResult{UpstreamResult::Kind::timeout, {}, "timed out waiting for the response"};
-    if (rec) co_return UpstreamResult{UpstreamResult::Kind::broken, {}, "receive: " + rec.message()};
-    const unsigned status = parser.get().result_int();
-    if (status == 101)
-      co_return UpstreamResult{UpstreamResult::Kind::broken, {}, "the upstream switched protocols"};
-    if (status >= 100 && status < 200) continue;
-    HttpResponse res = parser.release();
-    if (res.keep_alive() && buffer.size() == 0) checkin(std::move(stream));
-    co_return UpstreamResult{UpstreamResult::Kind::response, std::move(res), {}};
+    parser = std::make_unique<ResponseTail::Parser>();
+    parser->header_limit(kResponseHeaderLimit);
+    parser->body_limit(boost::none);
+    if (head_request) parser->skip(true);
+    conn.stream.expires_at(deadline);
+    auto [ec, n] = co_await http::async_read_header(conn.stream, conn.buffer, *parser, kTuple);
+    if (ec) co_return lost(ec, "receive");
+    const unsigned status = parser->get().result_int();
+    if (status == 101) co_return failed(UpstreamResult::Kind::broken, "the upstream switched protocols");
+    if (status >= 200 || status < 100) break;
   }
+
+  // The body, up to one byte more than the caller buffers (to know it is larger); a caller
+  // that buffers nothing gets the head as soon as it arrives (an event stream's, say).
+  std::string body;
+  while (max_buffered > 0 && !parser->is_done() && body.size() <= max_buffered) {
+    const std::size_t room = max_buffered + 1 - body.size();
+    const auto remaining = parser->content_length();  // of a Content-Length body, still unread
+    std::size_t want = remaining ? static_cast<std::size_t>(std::min<std::uint64_t>(*remaining, kPiece))
+                                 : std::clamp<std::size_t>(body.size(), 4096, kPiece);
+    want = std::max<std::size_t>(1, std::min(want, room));
+    const std::size_t old = body.size();
+    body.resize(old + want);
+    auto& piece = parser->get().body();
+    piece.data = body.data() + old;
+    piece.size = want;
+    conn.stream.expires_at(deadline);
+    auto [ec, n] = co_await http::async_read(conn.stream, conn.buffer, *parser, kTuple);
+    body.resize(old + want - piece.size);
+    if (ec && ec != http::error::need_buffer) co_return lost(ec, "receive");
+  }
+
+  UpstreamResult r;
+  r.kind = UpstreamResult::Kind::response;
+  r.response.base() = parser->get().base();
+  r.response.body() = std::move(body);
+  if (parser->is_done())
+    settle(std::move(conn), *parser);
+  else
+    r.tail = std::make_unique<ResponseTail>(*this, std::move(conn), std::move(parser), idle_timeout);
+  strip_hop_by_hop(r.response.base());
+  co_return r;
 }
 
 }  // namespace idem::gateway

@@ -1,56 +1,123 @@
-// The gateway's client for its one upstream (SPEC §3.2): plain HTTP/1.1 over a pool of
-// keep-alive connections, each exchange bounded by a deadline, every failure classified by
-// what it means for the side effect:
+// The gateway's client for its one upstream (docs/gateway.md): plain HTTP/1.1 over a pool
+// of keep-alive connections, each exchange bounded by a deadline, every failure classified
+// by what it means for the side effect:
 //   refused  nothing was sent (connect failed or timed out): safe to release the claim
 //   timeout  the deadline passed after sending: outcome unknown
 //   broken   the connection failed after sending: outcome unknown
-// A request is never resent once any byte of it may have reached the upstream; a pooled
-// connection the upstream has already closed is noticed before use and replaced.
+// A request is never resent once any byte of it may have reached the upstream. A pooled
+// connection is reused only after an exchange that ended with no doubt about framing (the
+// whole request sent, a complete response delimited by its length or chunks, no stray
+// bytes after it, keep-alive on both sides), and never past the idle time the upstream
+// announces (`Keep-Alive: timeout=N`) or the configured one: an upstream closing an idle
+// connection just as a request is sent on it would fake an unknown outcome.
+// Bodies are never held whole unless the caller asks: a response larger than the caller
+// buffers comes back as its head, its first part and a ResponseTail that streams the rest.
 // Safe for concurrent use: any number of exchanges may run at once from any thread. Idle
 // connections are pooled per io_context, so an exchange reuses one of its own thread's.
 #pragma once
 
 #include <chrono>
 #include <deque>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
 
 #include "gateway/address.h"
 #include "gateway/http_reply.h"
 
 namespace idem::gateway {
 
+class UpstreamClient;
+
+// An upstream connection for one exchange: checked out of the pool or newly connected.
+struct UpstreamConnection {
+  boost::beast::tcp_stream stream;
+  boost::beast::flat_buffer buffer;  // bytes read from the upstream but not yet parsed
+};
+
+// The rest of a response body that was too large to buffer. Owns the upstream connection
+// until the body ends (then pools it when that is safe) or the tail is dropped (then
+// closes it).
+class ResponseTail {
+ public:
+  using Parser = http::response_parser<http::buffer_body>;
+  // Each read waits at most `idle_timeout` for the upstream.
+  ResponseTail(UpstreamClient& owner, UpstreamConnection conn, std::unique_ptr<Parser> parser,
+               std::chrono::steady_clock::duration idle_timeout);
+  ~ResponseTail();
+  ResponseTail(const ResponseTail&) = delete;
+  ResponseTail& operator=(const ResponseTail&) = delete;
+
+  // Reads the next part of the body into `out`: the bytes read (0 only at the end), or an
+  // error (timeout, connection lost) after which the tail is unusable.
+  boost::asio::awaitable<std::pair<boost::system::error_code, std::size_t>> read(char* out, std::size_t size);
+  bool done() const noexcept { return parser_->is_done(); }
+
+ private:
+  UpstreamClient& owner_;
+  std::optional<UpstreamConnection> conn_;
+  std::unique_ptr<Parser> parser_;
+  std::chrono::steady_clock::duration idle_timeout_;
+};
+
 struct UpstreamResult {
   enum class Kind { response, refused, timeout, broken };
   Kind kind = Kind::refused;
-  HttpResponse response;  // kind == response: as received, hop-by-hop fields still present
-  std::string error;      // otherwise: why, for the problem detail and the log
+  // kind == response: the head with its end-to-end fields only (hop-by-hop fields and those
+  // the upstream's Connection names are removed) and the body: all of it, or when `tail`
+  // is set, its first part (Content-Length, if any, still describes the whole body).
+  HttpResponse response;
+  std::unique_ptr<ResponseTail> tail;
+  std::string error;  // otherwise: why, for the log
 };
 
 // The request as the upstream must see it: the client's request with hop-by-hop fields,
-// Expect (the body is already read) and any client-sent Idempotency-Fence removed, the target prefixed with
-// the upstream's base path, framing recomputed and keep-alive on.
+// Expect (the body is already read) and any client-sent Idempotency-Fence removed, the
+// target prefixed with the upstream's base path, framing recomputed and keep-alive on.
 HttpRequest make_forward_request(const HttpRequest& client, const UpstreamUrl& upstream);
+// The same for a request whose body is streamed: the head only, framing (Content-Length or
+// chunked) kept as the client sent it.
+void prepare_forward_head(http::request_header<>& head, const UpstreamUrl& upstream);
 
 // The upstream's response as the client must see it: hop-by-hop fields removed, framing
-// recomputed for `version` and `keep_alive` (kept as sent for an answer to HEAD).
-HttpResponse make_client_response(HttpResponse upstream, unsigned version, bool keep_alive,
-                                  bool head = false);
+// recomputed for `version` and `keep_alive` (kept as sent for an answer to HEAD, and for a
+// response whose body continues in a tail, which the writer frames).
+HttpResponse make_client_response(HttpResponse upstream, unsigned version, bool keep_alive, bool head = false,
+                                  bool streamed = false);
 
 class UpstreamClient {
  public:
-  // Idle pooled connections older than `max_idle` are closed rather than reused, before
-  // a typical upstream keep-alive timeout (5 s in Node.js, 75 s in nginx) closes them.
+  // Idle pooled connections older than `max_idle` (or than half the idle time the
+  // upstream announces with Keep-Alive: timeout=N, when that is shorter) are closed rather
+  // than reused, before the upstream's own keep-alive timeout (5 s in Node.js, 75 s in
+  // nginx) closes them under a request.
   explicit UpstreamClient(UpstreamUrl url,
                           std::chrono::steady_clock::duration max_idle = std::chrono::seconds(3));
 
   // Sends `request` (already made by make_forward_request) and reads the response, all
-  // within `timeout`. Never throws.
-  boost::asio::awaitable<UpstreamResult> exchange(const HttpRequest& request, Duration timeout);
+  // within `timeout`. A body of more than `max_buffered` bytes comes back in part, with a
+  // tail for the rest. Never throws.
+  boost::asio::awaitable<UpstreamResult> exchange(const HttpRequest& request, Duration timeout,
+                                                  std::size_t max_buffered);
+
+  // The parts of an exchange, for a caller that streams the request body itself:
+  // a connection (pooled or new; on failure the result says refused and why)...
+  struct Connected {
+    std::optional<UpstreamConnection> conn;
+    UpstreamResult failure;
+  };
+  boost::asio::awaitable<Connected> connect(std::chrono::steady_clock::time_point deadline);
+  // ...and, once the whole request was written on it, its response as exchange() gives it.
+  boost::asio::awaitable<UpstreamResult> receive(UpstreamConnection conn, bool head_request,
+                                                 std::chrono::steady_clock::time_point deadline,
+                                                 std::size_t max_buffered);
 
   const UpstreamUrl& url() const noexcept { return url_; }
 
@@ -58,9 +125,10 @@ class UpstreamClient {
   void close_idle();
 
  private:
+  friend class ResponseTail;
   struct Idle {
     boost::beast::tcp_stream stream;
-    std::chrono::steady_clock::time_point since;
+    std::chrono::steady_clock::time_point until;  // reused only before this
   };
   struct Pool {
     const boost::asio::execution_context* context;
@@ -68,12 +136,28 @@ class UpstreamClient {
   };
   Pool& pool_of(const boost::asio::execution_context& context);  // requires mu_
   std::optional<boost::beast::tcp_stream> checkout(const boost::asio::execution_context& context);
-  void checkin(boost::beast::tcp_stream stream);
+  // Pools the connection after a response that leaves no doubt about framing; closes it
+  // otherwise.
+  void settle(UpstreamConnection conn, const ResponseTail::Parser& parser);
 
   UpstreamUrl url_;
   std::chrono::steady_clock::duration max_idle_;
   std::mutex mu_;
   std::deque<Pool> pools_;  // guarded by mu_; one per io_context, a handful
+};
+
+}  // namespace idem::gateway
+
+namespace idem::gateway {
+
+// A response for the client: whole, or (with `tail`) its head and the first part of its
+// body, the rest to be streamed from the upstream as it comes.
+struct Answer {
+  Answer() = default;
+  Answer(HttpResponse r) : response(std::move(r)) {}  // NOLINT: a whole response is an answer
+  Answer(HttpResponse r, std::unique_ptr<ResponseTail> t) : response(std::move(r)), tail(std::move(t)) {}
+  HttpResponse response;
+  std::unique_ptr<ResponseTail> tail;
 };
 
 }  // namespace idem::gateway

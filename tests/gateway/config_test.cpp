@@ -84,6 +84,14 @@ TEST(LoadConfig, TopLevelKeys) {
   EXPECT_EQ(c.admin.listen, (ListenAddress{"::1", 9902}));
 }
 
+TEST(LoadConfig, UpstreamIdleTimeout) {
+  EXPECT_EQ(load("").upstream_idle, 3s);
+  EXPECT_EQ(load("upstream_idle_timeout: 500ms\n").upstream_idle, 500ms);
+  EXPECT_EQ(load("upstream_idle_timeout: 0\n").upstream_idle, 0s);  // never reuse
+  EXPECT_THROW(load("upstream_idle_timeout: -1s\n"), ConfigError);
+  EXPECT_THROW(load("upstream_idle_timeout: soon\n"), ConfigError);
+}
+
 TEST(LoadConfig, EveryDefaultsKey) {
   Config c = load(R"(
 defaults:

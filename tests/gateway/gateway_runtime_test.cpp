@@ -278,16 +278,18 @@ class GatewayRuntimeTwoConnections : public GatewayRuntime {
   }
 };
 
-TEST_F(GatewayRuntimeTwoConnections, AtTheLimitANewConnectionWaitsUntilOneCloses) {
+// Two connections held open, then a third asked to serve `request`: it waits in the
+// kernel's backlog until one of the two closes.
+void expect_third_connection_waits(unsigned short port, const std::string& request) {
   namespace asio = boost::asio;
   using asio::ip::tcp;
   asio::io_context io;
-  const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port_);
+  const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port);
   tcp::socket a(io), b(io), c(io);
   a.connect(ep);
   b.connect(ep);
   c.connect(ep);  // completes in the kernel's backlog
-  asio::write(c, asio::buffer(std::string("GET /limited HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")));
+  asio::write(c, asio::buffer(request));
   pollfd pfd{c.native_handle(), POLLIN, 0};
   EXPECT_EQ(::poll(&pfd, 1, 300), 0) << "a third connection was served while two were open";
   a.close();
@@ -296,6 +298,85 @@ TEST_F(GatewayRuntimeTwoConnections, AtTheLimitANewConnectionWaitsUntilOneCloses
   boost::system::error_code ec;
   answer.resize(c.read_some(asio::buffer(answer), ec));
   EXPECT_TRUE(answer.starts_with("HTTP/1.1 200")) << answer;
+}
+
+TEST_F(GatewayRuntimeTwoConnections, AtTheLimitANewConnectionWaitsUntilOneCloses) {
+  expect_third_connection_waits(port_, "GET /limited HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+}
+
+// The admin listener has a cap of its own, apart from the client listener's.
+class GatewayRuntimeTwoAdminConnections : public GatewayRuntime {
+ protected:
+  ServerLimits limits() const override {
+    ServerLimits l;
+    l.max_admin_connections = 2;
+    l.header_timeout = std::chrono::seconds(30);
+    return l;
+  }
+};
+
+TEST_F(GatewayRuntimeTwoAdminConnections, AtTheAdminLimitANewConnectionWaitsUntilOneCloses) {
+  expect_third_connection_waits(admin_port_,
+                                "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  // The client listener is not held by the admin connections.
+  EXPECT_EQ(post("/reject", "admin-cap").result_int(), 201u);
+}
+
+// One cap on the request-body bytes held across all connections: a request that would
+// pass it is refused 503 overloaded (with Retry-After, counted), not buffered; the bytes
+// are given back when a request ends.
+class GatewayRuntimeSmallBodyBudget : public GatewayRuntime {
+ protected:
+  ServerLimits limits() const override {
+    ServerLimits l;
+    l.buffered_bodies = 1000;
+    l.header_timeout = std::chrono::seconds(30);
+    l.body_timeout = std::chrono::seconds(30);
+    return l;
+  }
+};
+
+TEST_F(GatewayRuntimeSmallBodyBudget, RequestsPastTheBodyBudgetAreRefusedOverloaded) {
+  namespace asio = boost::asio;
+  using asio::ip::tcp;
+  asio::io_context io;
+  const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port_);
+  // A slow client holds 800 bytes of the budget with a body it has not finished sending.
+  tcp::socket slow(io);
+  slow.connect(ep);
+  const std::string body(800, 'a');
+  asio::write(slow, asio::buffer("POST /reject HTTP/1.1\r\nHost: x\r\nIdempotency-Key: slow\r\n"
+                                 "Content-Length: 800\r\nConnection: close\r\n\r\n" +
+                                 body.substr(0, 100)));
+  // Wait until the slow request holds its share: a second one of 800 bytes does not fit.
+  e2e::Response refused;
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+       std::chrono::steady_clock::now() < until;) {
+    refused = request(port_, verb::post, "/reject", {{"Idempotency-Key", "second"}}, body);
+    if (refused.result_int() == 503) break;
+  }
+  ASSERT_EQ(refused.result_int(), 503u) << refused.body();
+  EXPECT_NE(refused.body().find("urn:idem:problem:overloaded"), std::string::npos);
+  EXPECT_EQ(refused[http::field::retry_after], "1");
+  // Chunked bodies are held chunk by chunk: refused as well once they do not fit.
+  std::string chunked = e2e::raw_exchange(port_,
+                                          "POST /reject HTTP/1.1\r\nHost: x\r\nIdempotency-Key: chunked\r\n"
+                                          "Transfer-Encoding: chunked\r\n\r\n320\r\n" +
+                                              body + "\r\n0\r\n\r\n");
+  EXPECT_TRUE(chunked.starts_with("HTTP/1.1 503")) << chunked.substr(0, 200);
+  // Small requests still fit beside the slow one.
+  EXPECT_EQ(post("/reject", "small").result_int(), 201u);
+  // Once the slow request is done, its share is free again.
+  asio::write(slow, asio::buffer(body.substr(100)));
+  std::string answer(64, '\0');
+  boost::system::error_code ec;
+  answer.resize(slow.read_some(asio::buffer(answer), ec));
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 201")) << answer;
+  EXPECT_EQ(request(port_, verb::post, "/reject", {{"Idempotency-Key", "third"}}, body).result_int(), 201u);
+  const std::string metrics = request(admin_port_, verb::get, "/metrics").body();
+  EXPECT_NE(metrics.find("idem_overloaded_total 2"), std::string::npos) << metrics;
+  // Unmatched requests stream: they hold nothing of the budget, whatever their size.
+  EXPECT_EQ(request(port_, verb::post, "/unmatched", {}, std::string(100000, 'b')).result_int(), 201u);
 }
 
 }  // namespace

@@ -9,9 +9,20 @@
 //   X-Test-Body-Size: N    answer a body of N 'x' bytes instead of the JSON echo
 //   X-Test-Close: 1        answer (keep-alive as usual), then close the connection
 //   X-Test-Interim: 1      send "102 Processing" and "103 Early Hints" before the answer
+//   X-Test-Stream: N,MS    answer a chunked body of N events "data: i\n\n", MS ms apart
+//   X-Test-Hop: NAME       answer with "Connection: NAME" and a field NAME (hop-by-hop)
 // GET /_count?key=K answers the number of executions of key K.
+// GET /_seen?from=N answers, as a JSON array, every other request received from the N-th
+// on (0-based): its method, target, fields ([name, value] in order) and body size.
 // The JSON echo names the key, the execution number, the Idempotency-Fence received (or
-// "") and the request body. Usage: test_upstream [PORT]; prints the bound port on stdout.
+// "") and the request body.
+// Usage: test_upstream [PORT] [--idle-close-ms MS [--announce]]; prints the bound port on
+// stdout. With --idle-close-ms, a request that arrives on a connection idle for MS or
+// more is not served: the connection is closed unread, as when a server's keep-alive
+// timer fires just as a request is on its way (Node.js and nginx close idle connections
+// so); a race made deterministic. With --announce, answers say Keep-Alive: timeout=S.
+#include <poll.h>
+
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -34,6 +45,27 @@ namespace {
 
 std::mutex mu;
 std::map<std::string, int> executions;  // guarded by mu
+boost::json::array seen;                // guarded by mu
+long idle_close_ms = 0;
+bool announce_idle = false;
+
+void record(const http::request<http::string_body>& req) {
+  boost::json::array fields;
+  for (const auto& f : req) fields.push_back(boost::json::array{f.name_string(), f.value()});
+  boost::json::object o{{"method", req.method_string()},
+                        {"target", req.target()},
+                        {"fields", std::move(fields)},
+                        {"body_size", req.body().size()}};
+  std::lock_guard lock(mu);
+  seen.push_back(std::move(o));
+}
+
+std::string seen_from(std::size_t from) {
+  std::lock_guard lock(mu);
+  boost::json::array out;
+  for (std::size_t i = from; i < seen.size(); ++i) out.push_back(seen[i]);
+  return boost::json::serialize(out);
+}
 
 int execute(const std::string& key) {
   std::lock_guard lock(mu);
@@ -57,11 +89,29 @@ void sleep_ms(long ms) { std::this_thread::sleep_for(std::chrono::milliseconds(m
 void serve(tcp::socket& socket) {
   beast::flat_buffer buffer;
   beast::error_code ec;
+  auto idle_since = std::chrono::steady_clock::now();
   for (;;) {
-    http::request<http::string_body> req;
-    http::read(socket, buffer, req, ec);
+    if (idle_close_ms > 0 && buffer.size() == 0) {
+      pollfd p{socket.native_handle(), POLLIN, 0};
+      if (::poll(&p, 1, -1) < 0) return;
+      if (std::chrono::steady_clock::now() - idle_since >= std::chrono::milliseconds(idle_close_ms)) return;
+    }
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(64ull * 1024 * 1024);
+    http::read(socket, buffer, parser, ec);
     if (ec) return;
+    http::request<http::string_body> req = parser.release();
     const std::string target(req.target());
+    if (target.starts_with("/_seen?from=")) {
+      http::response<http::string_body> res{http::status::ok, 11};
+      res.body() = seen_from(std::stoul(target.substr(12)));
+      res.keep_alive(req.keep_alive());
+      res.prepare_payload();
+      http::write(socket, res, ec);
+      if (ec) return;
+      continue;
+    }
+    if (!target.starts_with("/_count")) record(req);
     http::response<http::string_body> res;
     res.version(11);
     res.keep_alive(req.keep_alive());
@@ -90,6 +140,27 @@ void serve(tcp::socket& socket) {
 
     res.result(static_cast<unsigned>(
         header_number(req, "X-Test-Status", req.method() == http::verb::post ? 201 : 200)));
+    if (auto stream = req.find("X-Test-Stream"); stream != req.end()) {
+      const std::string spec(stream->value());
+      const long events = std::stol(spec);
+      const long gap = std::stol(spec.substr(spec.find(',') + 1));
+      res.set(http::field::content_type, "text/event-stream");
+      res.chunked(true);
+      http::response_serializer<http::string_body> sr(res);
+      http::write_header(socket, sr, ec);
+      for (long i = 0; i < events && !ec; ++i) {
+        sleep_ms(gap);
+        const std::string event = "data: " + std::to_string(i) + "\n\n";
+        asio::write(socket, http::make_chunk(asio::buffer(event)), ec);
+      }
+      if (!ec) asio::write(socket, http::make_chunk_last(), ec);
+      if (ec || !req.keep_alive()) return;
+      continue;
+    }
+    if (auto hop = req.find("X-Test-Hop"); hop != req.end()) {
+      res.set(http::field::connection, hop->value());
+      res.set(hop->value(), "hop-by-hop");
+    }
     const long size = header_number(req, "X-Test-Body-Size", -1);
     if (size >= 0) {
       res.body() = std::string(static_cast<std::size_t>(size), 'x');
@@ -104,6 +175,7 @@ void serve(tcp::socket& socket) {
       res.set(http::field::content_type, "application/json");
     }
     res.set(http::field::location, "/things/" + std::to_string(n));
+    if (announce_idle) res.set(http::field::keep_alive, "timeout=" + std::to_string(idle_close_ms / 1000));
     res.set(http::field::set_cookie, "session=secret");
     res.set("X-Upstream", "test");
     res.prepare_payload();
@@ -117,6 +189,7 @@ void serve(tcp::socket& socket) {
       http::write(socket, res, ec);
     }
     if (ec || !req.keep_alive() || req.count("X-Test-Close")) return;
+    idle_since = std::chrono::steady_clock::now();
   }
 }
 
@@ -124,7 +197,16 @@ void serve(tcp::socket& socket) {
 
 int main(int argc, char** argv) {
   asio::io_context ioc;
-  const unsigned short port = argc > 1 ? static_cast<unsigned short>(std::stoi(argv[1])) : 0;
+  unsigned short port = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--idle-close-ms" && i + 1 < argc)
+      idle_close_ms = std::stol(argv[++i]);
+    else if (arg == "--announce")
+      announce_idle = true;
+    else
+      port = static_cast<unsigned short>(std::stoi(arg));
+  }
   tcp::acceptor acceptor(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
   std::printf("%u\n", acceptor.local_endpoint().port());
   std::fflush(stdout);

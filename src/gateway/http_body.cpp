@@ -1,0 +1,64 @@
+#include "gateway/http_body.h"
+
+#include <boost/beast/http/error.hpp>
+
+namespace idem::gateway {
+
+bool BodyBudget::take(std::uint64_t n) noexcept {
+  std::uint64_t used = used_.load(std::memory_order_relaxed);
+  do {
+    if (n > limit_ || used > limit_ - n) return false;
+  } while (!used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
+  return true;
+}
+
+void ChunkGuard::on_chunk(std::uint64_t size, std::string_view extensions, boost::system::error_code& ec) {
+  // Extensions carry nothing the gateway uses, yet each is parsed whole from the buffer:
+  // all of them together count against the header limit.
+  used_ += extensions.size();
+  if (used_ > header_limit_) {
+    failure_ = Failure::head_too_large;
+    ec = boost::beast::http::error::header_limit;
+    return;
+  }
+  if (reservation_ && size > 0 && !reservation_->take(size)) {
+    failure_ = Failure::overloaded;
+    ec = boost::beast::http::error::body_limit;
+  }
+}
+
+void ChunkGuard::read_failed(const boost::system::error_code& ec) noexcept {
+  namespace http = boost::beast::http;
+  if (failure_ != Failure::none) return;
+  if (ec == http::error::buffer_overflow || ec == http::error::header_limit)
+    failure_ = Failure::head_too_large;
+  else if (ec.category() == http::make_error_code(http::error::bad_chunk).category() &&
+           ec != http::error::end_of_stream && ec != http::error::partial_message &&
+           ec != http::error::need_buffer)
+    failure_ = Failure::malformed;
+}
+
+bool ChunkGuard::finish(boost::beast::http::fields& fields) {
+  if (!chunked_) return true;  // only a chunked body ends in trailers
+  // Every field that is not one of the head's (counted with multiplicity) is a trailer.
+  std::vector<bool> matched(head_.size(), false);
+  for (auto it = fields.begin(); it != fields.end();) {
+    bool from_head = false;
+    for (std::size_t i = 0; i < head_.size() && !from_head; ++i)
+      if (!matched[i] && head_[i].first == it->name_string() && head_[i].second == it->value())
+        from_head = matched[i] = true;
+    if (from_head) {
+      ++it;
+      continue;
+    }
+    used_ += it->name_string().size() + it->value().size() + 4;  // "name: value\r\n"
+    it = fields.erase(it);
+  }
+  if (used_ > header_limit_) {
+    failure_ = Failure::head_too_large;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace idem::gateway

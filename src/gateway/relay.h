@@ -1,0 +1,46 @@
+// Streaming between the client and the upstream (docs/gateway.md, "Bounded memory"): a
+// request on no route is forwarded as its body arrives, and any response too large to
+// hold whole is passed on as it arrives, so an event stream reaches the client event by
+// event and a large download costs a fixed buffer, not its size.
+#pragma once
+
+#include <chrono>
+#include <optional>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include "gateway/http_body.h"
+#include "gateway/upstream.h"
+
+namespace idem::gateway {
+
+using StreamParser = http::request_parser<http::buffer_body>;
+
+// Writes `answer` to the client: whole, or its head and first part and then its tail as
+// the upstream sends it (framed as the upstream framed it: its Content-Length, else
+// chunked for HTTP/1.1 clients, else ended by closing). Each write waits at most
+// `write_timeout`. False when the connection cannot be used again (a write failed, or
+// the upstream failed mid-body after the head was sent: the client sees a cut response).
+boost::asio::awaitable<bool> write_answer(boost::beast::tcp_stream& client, Answer& answer,
+                                          std::chrono::steady_clock::duration write_timeout);
+
+struct RelayTimeouts {
+  std::chrono::steady_clock::duration client_read;  // each wait for the client's body
+  Duration upstream;                                // connect, and each upstream write and read
+};
+
+// Forwards a request whose head `parser` has read (its body not yet read) to the
+// upstream, streaming the body as it arrives, and reads the upstream's response head.
+// `guard` is attached to the parser (chunk extensions and trailers). The answer: the
+// upstream's response (its body streamed through a tail), or a problem (502/504) when
+// the upstream failed; nullopt when the client failed mid-body (close the connection).
+// `body_complete` says whether the client's body was read to its end.
+boost::asio::awaitable<std::optional<Answer>> relay_request(boost::beast::tcp_stream& client,
+                                                            boost::beast::flat_buffer& buffer,
+                                                            StreamParser& parser, ChunkGuard& guard,
+                                                            UpstreamClient& upstream, RelayTimeouts timeouts,
+                                                            bool& body_complete);
+
+}  // namespace idem::gateway
