@@ -126,8 +126,8 @@ TEST(ConfigRules, WrongShapes) {
             "idem.yaml:2: defaults.on_store_error: expected one of reject, pass, got a list");
   EXPECT_EQ(error("defaults:\n  on_uncertain: wait\n"),
             "idem.yaml:2: defaults.on_uncertain: expected hold, retry, got 'wait'");
-  EXPECT_EQ(error("defaults:\n  max_body: 1MB\n"),
-            "idem.yaml:2: defaults.max_body: size \"1MB\": unknown unit (use B, KiB or MiB)");
+  EXPECT_EQ(error("defaults:\n  max_body: 1mb\n"),
+            "idem.yaml:2: defaults.max_body: size \"1mb\": unknown unit (use B, KiB/KB, MiB/MB or GiB/GB)");
   EXPECT_EQ(error("defaults:\n  max_result: -1\n"),
             "idem.yaml:2: defaults.max_result: size \"-1\": must not be negative");
 }
