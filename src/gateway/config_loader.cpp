@@ -123,7 +123,7 @@ void ConfigReader::read_policy(const std::vector<Entry>& es, Policy& p, PolicyOr
     if (k == "retention")
       p.retention = duration(e, kPositive, "must be greater than 0");
     else if (k == "lease")
-      p.lease = duration(e, kPositive, "must be greater than 0");
+      p.lease = duration(e, kMinLease, "must be at least 100ms");
     else if (k == "wait")
       p.wait = duration(e, Duration::zero(), "must not be negative");
     else if (k == "upstream_timeout")

@@ -133,7 +133,7 @@ TEST(ConfigRules, WrongShapes) {
 }
 
 TEST(ConfigRules, Durations) {
-  EXPECT_EQ(error("defaults:\n  lease: 0\n"), "idem.yaml:2: defaults.lease: must be greater than 0");
+  EXPECT_EQ(error("defaults:\n  lease: 0\n"), "idem.yaml:2: defaults.lease: must be at least 100ms");
   EXPECT_EQ(error("defaults:\n  retention: 0s\n"), "idem.yaml:2: defaults.retention: must be greater than 0");
   EXPECT_EQ(error("defaults:\n  upstream_timeout: 0ms\n"),
             "idem.yaml:2: defaults.upstream_timeout: must be greater than 0");
@@ -147,7 +147,101 @@ TEST(ConfigRules, Durations) {
   EXPECT_EQ(error("tokens:\n  ttl: 1s\n"), "no error");
   // Route-level values follow the same rules.
   EXPECT_EQ(error("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    lease: 0\n"),
-            "idem.yaml:4: routes[0].lease: must be greater than 0");
+            "idem.yaml:4: routes[0].lease: must be at least 100ms");
+}
+
+// A policy key set in `defaults` (line 2) and on a route (line 4), and what loading says.
+std::string policy_error(std::string_view key, std::string_view value, bool on_route) {
+  const std::string line = std::string(key) + ": " + std::string(value) + "\n";
+  return error(on_route ? "routes:\n  - name: a\n    match: {method: POST, path: /a}\n    " + line
+                        : "defaults:\n  " + line);
+}
+
+// Each duration key at its edges, in `defaults` and on a route: the least value accepted
+// and the one below it refused, 3650d accepted and one unit more refused.
+TEST(ConfigRules, DurationBounds) {
+  struct Bounds {
+    const char* key;
+    const char* least;  // the smallest value accepted
+    const char* below;  // just below it
+    const char* rule;   // the message for `below`
+  };
+  for (const Bounds& b : {Bounds{"retention", "0.001ms", "0.0004ms", "must be greater than 0"},
+                          Bounds{"lease", "100ms", "99ms", "must be at least 100ms"},
+                          Bounds{"upstream_timeout", "0.001ms", "0.0004ms", "must be greater than 0"},
+                          Bounds{"wait", "0", "-1ms", "duration \"-1ms\": must not be negative"}}) {
+    for (bool on_route : {false, true}) {
+      const std::string at = on_route ? "idem.yaml:4: routes[0]." + std::string(b.key) + ": "
+                                      : "idem.yaml:2: defaults." + std::string(b.key) + ": ";
+      SCOPED_TRACE(at);
+      EXPECT_EQ(policy_error(b.key, b.least, on_route), "no error");
+      EXPECT_EQ(policy_error(b.key, b.below, on_route), at + b.rule);
+      for (const char* most : {"3650d", "87600h", "315360000s"}) {
+        EXPECT_EQ(policy_error(b.key, most, on_route), "no error") << most;
+      }
+      EXPECT_EQ(policy_error(b.key, "3651d", on_route), at + "duration \"3651d\": at most 3650d");
+      EXPECT_EQ(policy_error(b.key, "87601h", on_route), at + "duration \"87601h\": at most 3650d");
+      EXPECT_EQ(policy_error(b.key, "315360001s", on_route), at + "duration \"315360001s\": at most 3650d");
+    }
+  }
+  // Only wait may be 0.
+  for (const char* key : {"retention", "lease", "upstream_timeout"}) {
+    for (const char* zero : {"0", "0s", "0ms", "0.0d"}) {
+      EXPECT_NE(policy_error(key, zero, false), "no error") << key << ": " << zero;
+      EXPECT_NE(policy_error(key, zero, true), "no error") << key << ": " << zero;
+    }
+  }
+  EXPECT_EQ(policy_error("wait", "0s", true), "no error");
+  EXPECT_EQ(error("tokens:\n  ttl: 1s\n"), "no error");
+  EXPECT_EQ(error("tokens:\n  ttl: 999ms\n"), "idem.yaml:2: tokens.ttl: must be at least 1s");
+  EXPECT_EQ(error("tokens:\n  ttl: 0.9999994s\n"), "idem.yaml:2: tokens.ttl: must be at least 1s");
+  EXPECT_EQ(error("tokens:\n  ttl: 3650d\n"), "no error");
+  EXPECT_EQ(error("tokens:\n  ttl: 3651d\n"), "idem.yaml:2: tokens.ttl: duration \"3651d\": at most 3650d");
+}
+
+// Found by hand: 106751991d, the most that 64 bits of microseconds hold, overflowed
+// `now + retention` (expires_at), so every record was already expired and replay was
+// silently off.
+TEST(ConfigRules, HugeRetentionIsRefused) {
+  EXPECT_EQ(error("defaults:\n  retention: 106751991d\n"),
+            "idem.yaml:2: defaults.retention: duration \"106751991d\": at most 3650d");
+  EXPECT_EQ(error("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    retention: 106751991d\n"),
+            "idem.yaml:4: routes[0].retention: duration \"106751991d\": at most 3650d");
+}
+
+// Found by hand: a lease of 0.4ms had the claim renewed (every lease / 3) every 133µs, a
+// busy loop against the store.
+TEST(ConfigRules, SubMillisecondLeaseIsRefused) {
+  EXPECT_EQ(error("defaults:\n  lease: 0.4ms\n"), "idem.yaml:2: defaults.lease: must be at least 100ms");
+  EXPECT_EQ(error("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    lease: 0.4ms\n"),
+            "idem.yaml:4: routes[0].lease: must be at least 100ms");
+  EXPECT_EQ(policy_error("lease", "0.1s", false), "no error");
+  EXPECT_EQ(policy_error("lease", "0.0999s", false), "idem.yaml:2: defaults.lease: must be at least 100ms");
+  EXPECT_EQ(policy_error("lease", "99.9994ms", false), "idem.yaml:2: defaults.lease: must be at least 100ms");
+  EXPECT_EQ(policy_error("lease", "99.9995ms", false), "no error");  // rounds to 100ms
+}
+
+// Each size key at its edges, in `defaults` and on a route.
+TEST(ConfigRules, SizeBounds) {
+  for (const char* key : {"max_body", "max_result"}) {
+    for (bool on_route : {false, true}) {
+      const std::string at = on_route ? "idem.yaml:4: routes[0]." + std::string(key) + ": "
+                                      : "idem.yaml:2: defaults." + std::string(key) + ": ";
+      SCOPED_TRACE(at);
+      for (const char* ok : {"0", "1GiB", "1GB", "1024MiB", "1024MB", "1048576KiB", "1073741824"}) {
+        EXPECT_EQ(policy_error(key, ok, on_route), "no error") << ok;
+      }
+      EXPECT_EQ(policy_error(key, "1025MiB", on_route), at + "size \"1025MiB\": at most 1GiB");
+      EXPECT_EQ(policy_error(key, "1073741825", on_route), at + "size \"1073741825\": at most 1GiB");
+      EXPECT_EQ(policy_error(key, "2GB", on_route), at + "size \"2GB\": at most 1GiB");
+      EXPECT_EQ(policy_error(key, "1TiB", on_route),
+                at + "size \"1TiB\": unknown unit (use B, KiB/KB, MiB/MB or GiB/GB)");
+      EXPECT_EQ(policy_error(key, "1.5", on_route),
+                at + "size \"1.5\": a number of bytes must be whole (or give a unit: B, KiB, MiB, GiB)");
+      EXPECT_EQ(policy_error(key, "1 MB", on_route),
+                at + "size \"1 MB\": unknown unit (use B, KiB/KB, MiB/MB or GiB/GB)");
+    }
+  }
 }
 
 TEST(ConfigRules, Addresses) {
