@@ -151,7 +151,7 @@ void ConfigReader::read_admin(const Entry& admin, Config& c) const {
   std::vector<Entry> es = entries(admin.value, where(admin), {{"listen", "token_env"}});
   const Entry* listen = find(es, "listen");
   if (listen) {
-    Result<ListenAddress> a = parse_listen_address(scalar(*listen, "HOST:PORT"));
+    Result<ListenAddress> a = parse_listen_address(scalar(*listen, "HOST:PORT or :PORT"));
     if (!a) fail(*listen, a.status().message());
     c.admin.listen = *a;
   }
@@ -294,7 +294,7 @@ Config ConfigReader::read(const YAML::Node& root) {
 
   const Entry* listen = find(es, "listen");
   if (listen) {
-    Result<ListenAddress> a = parse_listen_address(scalar(*listen, "HOST:PORT"));
+    Result<ListenAddress> a = parse_listen_address(scalar(*listen, "HOST:PORT or :PORT"));
     if (!a) fail(*listen, a.status().message());
     c.listen = *a;
   }

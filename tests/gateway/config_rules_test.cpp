@@ -112,7 +112,7 @@ TEST(ConfigRules, RepeatedKeys) {
 TEST(ConfigRules, WrongShapes) {
   EXPECT_EQ(error("- a\n- b\n"),
             "idem.yaml:1: expected a mapping of settings (listen, upstream, store, routes, ...)");
-  EXPECT_EQ(error("listen: [a]\n"), "idem.yaml:1: listen: expected HOST:PORT, got a list");
+  EXPECT_EQ(error("listen: [a]\n"), "idem.yaml:1: listen: expected HOST:PORT or :PORT, got a list");
   EXPECT_EQ(error("store:\n"), "idem.yaml:1: store: needs a value: a store URI such as sqlite:./idem.db");
   EXPECT_EQ(error("defaults: 5\n"), "idem.yaml:1: defaults: expected a mapping of keys");
   EXPECT_EQ(error("routes: {name: a}\n"), "idem.yaml:1: routes: expected a list");
@@ -245,20 +245,43 @@ TEST(ConfigRules, SizeBounds) {
 }
 
 TEST(ConfigRules, Addresses) {
-  EXPECT_EQ(error("listen: 127.0.0.1\n"),
-            "idem.yaml:1: listen: expected HOST:PORT, such as 127.0.0.1:8080, got '127.0.0.1'");
+  EXPECT_EQ(
+      error("listen: 127.0.0.1\n"),
+      "idem.yaml:1: listen: expected HOST:PORT or :PORT, such as 127.0.0.1:8080 or :8080, got '127.0.0.1'");
+  EXPECT_EQ(error("listen: 8080\n"),
+            "idem.yaml:1: listen: expected HOST:PORT or :PORT, such as 127.0.0.1:8080 or :8080, got '8080'");
   EXPECT_EQ(error("listen: 127.0.0.1:65536\n"), "idem.yaml:1: listen: port 65536 is above 65535");
   EXPECT_EQ(error("listen: 127.0.0.1:http\n"),
             "idem.yaml:1: listen: port 'http' is not a number from 0 to 65535");
   EXPECT_EQ(error("listen: '::1:80'\n"),
             "idem.yaml:1: listen: an IPv6 address is written in brackets, such as [::1]:8080");
   EXPECT_EQ(error("listen: 300.1.1.1:80\n"), "idem.yaml:1: listen: '300.1.1.1' is not an IPv4 address");
-  EXPECT_EQ(error("listen: ':80'\n"),
-            "idem.yaml:1: listen: missing host (0.0.0.0 listens on every interface)");
   EXPECT_EQ(error("listen: localhost:0\n"), "no error");
   EXPECT_EQ(error("listen: '[::]:65535'\n"), "no error");
+  EXPECT_EQ(error("listen: '[::1]:8080'\n"), "no error");
+  // :PORT is every interface.
+  EXPECT_EQ(error("listen: ':80'\n"), "no error");
+  EXPECT_EQ(error("listen: ':0'\n"), "no error");
+  EXPECT_EQ(error("listen: ':65535'\n"), "no error");
+  EXPECT_EQ(error("listen: ':65536'\n"), "idem.yaml:1: listen: port 65536 is above 65535");
+  EXPECT_EQ(error("listen: ':'\n"), "idem.yaml:1: listen: missing port");
+  EXPECT_EQ(error("listen: ':http'\n"), "idem.yaml:1: listen: port 'http' is not a number from 0 to 65535");
+  EXPECT_EQ(error("listen: '::80'\n"),
+            "idem.yaml:1: listen: an IPv6 address is written in brackets, such as [::1]:8080");
+  EXPECT_EQ(error("listen: ' :80'\n"), "idem.yaml:1: listen: ' ' is not an IP address or a host name");
+  // Brackets hold an IPv6 address, followed by :PORT.
+  EXPECT_EQ(error("listen: '[::1]'\n"), "idem.yaml:1: listen: expected HOST:PORT, such as [::1]:8080");
+  EXPECT_EQ(error("listen: '[::1]8080'\n"), "idem.yaml:1: listen: expected HOST:PORT, such as [::1]:8080");
+  EXPECT_EQ(error("listen: '[::1]:'\n"), "idem.yaml:1: listen: missing port");
+  EXPECT_EQ(error("listen: '[::1:8080'\n"), "idem.yaml:1: listen: '[' without ']' in '[::1:8080'");
+  EXPECT_EQ(error("listen: '[127.0.0.1]:80'\n"), "idem.yaml:1: listen: '127.0.0.1' is not an IPv6 address");
+  EXPECT_EQ(error("listen: '[]:80'\n"), "idem.yaml:1: listen: '' is not an IPv6 address");
   EXPECT_EQ(error("listen: 127.0.0.1:9901\n"),
             "idem.yaml:1: listen: the admin listener cannot share the address of listen (127.0.0.1:9901)");
+  EXPECT_EQ(
+      error("listen: ':9901'\n"),
+      "idem.yaml:1: listen: the admin listener (127.0.0.1:9901) and listen (:9901) cannot share a port when "
+      "one is on every interface");
 }
 
 TEST(ConfigRules, Upstream) {
@@ -311,6 +334,9 @@ TEST(ConfigRules, AdminTokenEnv) {
   EXPECT_EQ(error("admin:\n  listen: '[::1]:9901'\n"), "no error");
   EXPECT_EQ(error("admin:\n  listen: localhost:9901\n"), "no error");
   EXPECT_EQ(error("admin:\n  listen: 127.1.2.3:9901\n"), "no error");
+  EXPECT_EQ(error("admin:\n  listen: ':9901'\n"),  // every interface is not loopback
+            "idem.yaml:2: admin.listen: a non-loopback admin address needs admin.token_env (records and the "
+            "control API would be open to the network)");
 }
 
 TEST(ConfigRules, SubjectAndFingerprintValues) {
@@ -429,6 +455,14 @@ routes:
 
 TEST(CliOverrides, ReplaceTheFileSettings) {
   Config c = default_config();
+  apply_overrides(c, {":80", "http://svc:9000/base", "memory:", "[::1]:9999"});
+  EXPECT_EQ(c.listen, (ListenAddress{"", 80}));  // every interface
+  EXPECT_TRUE(c.listen.every_interface());
+  ASSERT_TRUE(c.upstream.has_value());
+  EXPECT_EQ(c.upstream->host, "svc");
+  EXPECT_EQ(c.store, "memory:");
+  EXPECT_EQ(c.admin.listen, (ListenAddress{"::1", 9999}));
+  c = default_config();
   apply_overrides(c, {"0.0.0.0:80", "http://svc:9000/base", "memory:", "127.0.0.1:9999"});
   EXPECT_EQ(c.listen, (ListenAddress{"0.0.0.0", 80}));
   ASSERT_TRUE(c.upstream.has_value());
@@ -457,7 +491,17 @@ TEST(CliOverrides, ErrorsNameTheFlag) {
   EXPECT_EQ(flag_error({.upstream = "https://svc"}),
             "--upstream: https is not supported: the upstream is spoken to in plain http://");
   EXPECT_EQ(flag_error({.listen = "8080"}),
-            "--listen: expected HOST:PORT, such as 127.0.0.1:8080, got '8080'");
+            "--listen: expected HOST:PORT or :PORT, such as 127.0.0.1:8080 or :8080, got '8080'");
+  EXPECT_EQ(
+      flag_error({.admin = ":9901"}),
+      "--admin: a non-loopback admin address needs admin.token_env (records and the control API would be "
+      "open to the network)");
+  // A listener on every interface shares its port with no other.
+  EXPECT_EQ(
+      flag_error({.listen = ":9901"}),
+      "--listen: the admin listener (127.0.0.1:9901) and listen (:9901) cannot share a port when one is on "
+      "every interface");
+  EXPECT_EQ(flag_error({.listen = ":9902"}), "no error");
   EXPECT_EQ(flag_error({.store = "mysql:x"}).rfind("--store: unknown store scheme 'mysql'", 0), 0u);
   EXPECT_EQ(
       flag_error({.admin = "0.0.0.0:9901"}),

@@ -160,6 +160,21 @@ routes:
   EXPECT_EQ(b.lease, 100ms);  // from defaults
 }
 
+TEST(LoadConfig, ListenForms) {
+  Config c = load("listen: ':8080'\nadmin:\n  listen: '[::1]:9902'\n");
+  EXPECT_EQ(c.listen, (ListenAddress{"", 8080}));  // every interface
+  EXPECT_TRUE(c.listen.every_interface());
+  EXPECT_FALSE(c.listen.is_loopback());
+  EXPECT_EQ(c.listen.to_string(), ":8080");
+  EXPECT_EQ(c.admin.listen, (ListenAddress{"::1", 9902}));
+  EXPECT_TRUE(c.admin.listen.is_loopback());
+  EXPECT_EQ(c.admin.listen.to_string(), "[::1]:9902");
+  EXPECT_EQ(load("listen: :8080\n").listen, (ListenAddress{"", 8080}));  // unquoted, too
+  EXPECT_EQ(load("listen: '[::]:80'\n").listen, (ListenAddress{"::", 80}));
+  EXPECT_FALSE(load("listen: '[::]:80'\n").listen.every_interface());
+  EXPECT_FALSE(load("listen: 0.0.0.0:80\n").listen.every_interface());
+}
+
 TEST(LoadConfig, FingerprintForms) {
   EXPECT_EQ(load("defaults: {fingerprint: body}").defaults.fingerprint.kind, FingerprintRule::Kind::body);
   EXPECT_EQ(load("defaults: {fingerprint: none}").defaults.fingerprint.kind, FingerprintRule::Kind::none);
