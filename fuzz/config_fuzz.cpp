@@ -14,6 +14,7 @@
 #include "gateway/config.h"
 #include "gateway/request_identity.h"
 #include "gateway/route.h"
+#include "idem/units.h"
 
 namespace {
 
@@ -53,9 +54,14 @@ void check_route(const Route& r) {
     for (char c : m) check(!(c >= 'a' && c <= 'z'), "method not upper case", m);
   }
   const Policy& p = r.policy;
-  check(p.retention.count() > 0 && p.lease.count() > 0 && p.upstream_timeout.count() > 0,
-        "retention, lease and upstream_timeout must be > 0", r.name);
+  check(p.retention.count() > 0 && p.upstream_timeout.count() > 0,
+        "retention and upstream_timeout must be > 0", r.name);
+  check(p.lease >= kMinLease, "lease below 100ms", r.name);
   check(p.wait.count() >= 0, "negative wait", r.name);
+  for (idem::Duration d : {p.retention, p.lease, p.wait, p.upstream_timeout}) {
+    check(d <= idem::kMaxDuration, "a duration above 3650d", r.name);
+  }
+  check(p.max_body <= idem::kMaxSize && p.max_result <= idem::kMaxSize, "a size above 1GiB", r.name);
   check(p.fingerprint.kind != FingerprintRule::Kind::fields || !p.fingerprint.fields.empty(),
         "an empty list of fingerprint templates", r.name);
   if (r.key.kind == KeyRule::Kind::token) check(r.mode == Mode::replay, "key: token with mode: lock", r.name);
@@ -92,7 +98,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Config c = load_config_text(text, kSource);
     if (verbose) std::fprintf(stderr, "loaded: %zu routes\n", c.routes.size());
     check(!c.routes.empty(), "a config without routes");
-    check(c.tokens.ttl >= std::chrono::seconds(1), "tokens.ttl below 1s");
+    check(c.tokens.ttl >= std::chrono::seconds(1) && c.tokens.ttl <= idem::kMaxDuration,
+          "tokens.ttl below 1s or above 3650d");
     check(c.admin.token_env.empty() == c.admin.token.empty(), "token_env without a token");
     for (const Route& r : c.routes) check_route(r);
     exercise_routes(c);

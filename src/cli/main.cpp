@@ -173,10 +173,12 @@ int main(int argc, char** argv) {
   std::string listen, upstream, store_uri, admin_addr;
   auto* serve_cmd = app.add_subcommand("serve", "Run the HTTP gateway");
   serve_cmd->add_option("--config", config_file, "YAML config file")->check(CLI::ExistingFile);
-  serve_cmd->add_option("--listen", listen, "Client-facing listener HOST:PORT");
+  serve_cmd->add_option("--listen", listen,
+                        "Client-facing listener HOST:PORT, [IPV6]:PORT or :PORT (every interface)");
   serve_cmd->add_option("--upstream", upstream, "The protected service, http://HOST:PORT");
   serve_cmd->add_option("--store", store_uri, "Store URI (memory:, sqlite:PATH, redis://, postgres://)");
-  serve_cmd->add_option("--admin", admin_addr, "Admin listener HOST:PORT");
+  serve_cmd->add_option("--admin", admin_addr,
+                        "Admin listener HOST:PORT, [IPV6]:PORT or :PORT (every interface)");
 
   std::string check_file;
   auto* check_cmd = app.add_subcommand("check", "Validate a config file");

@@ -2,7 +2,6 @@
 
 #include <array>
 #include <cstdint>
-#include <limits>
 #include <optional>
 
 namespace idem {
@@ -81,7 +80,15 @@ constexpr std::array<Unit, 5> kDurationUnits{{
     {"ms", 1'000},
 }};
 
-constexpr std::array<Unit, 3> kSizeUnits{{{"B", 1}, {"KiB", 1024}, {"MiB", 1024 * 1024}}};
+// KB, MB and GB are binary too, as nginx and Spring read them: 1MB is 1MiB.
+constexpr std::array<Unit, 7> kSizeUnits{{{"B", 1},
+                                          {"KiB", 1024},
+                                          {"KB", 1024},
+                                          {"MiB", 1024 * 1024},
+                                          {"MB", 1024 * 1024},
+                                          {"GiB", 1024 * 1024 * 1024},
+                                          {"GB", 1024 * 1024 * 1024}}};
+constexpr std::string_view kSizeUnitNames = "B, KiB/KB, MiB/MB or GiB/GB";
 
 template <std::size_t N>
 const Unit* find_unit(const std::array<Unit, N>& units, std::string_view name) {
@@ -107,9 +114,9 @@ Result<Duration> parse_duration(std::string_view text) {
   if (rest.empty()) return bad("duration", text, "no unit (use ms, s, m, h or d)");
   const Unit* unit = find_unit(kDurationUnits, rest);
   if (unit == nullptr) return bad("duration", text, "unknown unit (use ms, s, m, h or d)");
-  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<Duration::rep>::max());
+  constexpr auto kMax = static_cast<std::uint64_t>(kMaxDuration.count());
   std::optional<std::uint64_t> us = scale_decimal(*number, unit->scale, /*round=*/true, kMax);
-  if (!us) return bad("duration", text, "too large");
+  if (!us) return bad("duration", text, "at most 3650d");
   return Duration(static_cast<Duration::rep>(*us));
 }
 
@@ -118,15 +125,14 @@ Result<std::uint64_t> parse_size(std::string_view text) {
   if (text.front() == '-') return bad("size", text, "must not be negative");
   std::string_view rest = text;
   std::optional<Decimal> number = take_decimal(rest);
-  if (!number) return bad("size", text, "expected a number followed by B, KiB or MiB");
+  if (!number) return bad("size", text, "expected a number followed by " + std::string(kSizeUnitNames));
   const Unit* unit = rest.empty() ? &kSizeUnits[0] : find_unit(kSizeUnits, rest);
-  if (unit == nullptr) return bad("size", text, "unknown unit (use B, KiB or MiB)");
+  if (unit == nullptr) return bad("size", text, "unknown unit (use " + std::string(kSizeUnitNames) + ")");
   if (rest.empty() && !number->fraction.empty()) {
-    return bad("size", text, "a number of bytes must be whole (or give a unit: B, KiB, MiB)");
+    return bad("size", text, "a number of bytes must be whole (or give a unit: B, KiB, MiB, GiB)");
   }
-  constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
-  std::optional<std::uint64_t> bytes = scale_decimal(*number, unit->scale, /*round=*/false, kMax);
-  if (!bytes) return bad("size", text, "too large");
+  std::optional<std::uint64_t> bytes = scale_decimal(*number, unit->scale, /*round=*/false, kMaxSize);
+  if (!bytes) return bad("size", text, "at most 1GiB");
   return *bytes;
 }
 

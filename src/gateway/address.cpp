@@ -29,7 +29,7 @@ Result<std::uint16_t> parse_port(std::string_view text) {
 
 // An IPv4 address, or a DNS name of letters, digits, '-' and '.'.
 Status check_host(std::string_view host) {
-  if (host.empty()) return invalid_argument("missing host (0.0.0.0 listens on every interface)");
+  if (host.empty()) return invalid_argument("missing host");
   if (std::all_of(host.begin(), host.end(), [](char c) { return is_digit(c) || c == '.'; })) {
     if (!urls::parse_ipv4_address(host)) {
       return invalid_argument("'" + std::string(host) + "' is not an IPv4 address");
@@ -82,13 +82,16 @@ Result<ListenAddress> parse_listen_address(std::string_view text) {
   } else {
     std::size_t colon = text.rfind(':');
     if (colon == std::string_view::npos) {
-      return invalid_argument("expected HOST:PORT, such as 127.0.0.1:8080, got '" + std::string(text) + "'");
+      return invalid_argument("expected HOST:PORT or :PORT, such as 127.0.0.1:8080 or :8080, got '" +
+                              std::string(text) + "'");
     }
     a.host = std::string(text.substr(0, colon));
     if (a.host.find(':') != std::string::npos) {
       return invalid_argument("an IPv6 address is written in brackets, such as [::1]:8080");
     }
-    if (Status s = check_host(a.host); !s) return s;
+    if (!a.every_interface()) {
+      if (Status s = check_host(a.host); !s) return s;
+    }
     port = text.substr(colon + 1);
   }
   Result<std::uint16_t> p = parse_port(port);

@@ -12,15 +12,18 @@
 namespace idem::gateway {
 
 // HOST:PORT: an IPv4 address, an IPv6 address in brackets ([::1]:8080) or a host name
-// (localhost:8080); the port 0–65535 (0 = any free port, for tests).
+// (localhost:8080); or :PORT alone, every interface (IPv6 and IPv4 where the system has
+// IPv6, else IPv4). The port 0–65535 (0 = any free port, for tests).
 struct ListenAddress {
-  std::string host;  // as written, IPv6 without its brackets
+  std::string host;  // as written, IPv6 without its brackets; "" for every interface
   std::uint16_t port = 0;
 
-  // "127.0.0.1:8080", "[::1]:8080", "localhost:8080".
+  // "127.0.0.1:8080", "[::1]:8080", "localhost:8080", ":8080".
   std::string to_string() const;
   // 127.0.0.0/8, ::1 or localhost: reachable from this machine only.
   bool is_loopback() const;
+  // Written as :PORT: bound to every interface (not 0.0.0.0 or [::], which name one family).
+  bool every_interface() const { return host.empty(); }
 
   friend bool operator==(const ListenAddress&, const ListenAddress&) = default;
 };

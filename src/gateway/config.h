@@ -72,13 +72,14 @@ struct Config {
 // and no upstream (to be given by --upstream).
 Config default_config();
 
-// Reads the YAML text of a config; `name` is the file name used in messages. Every key of
-// SPEC §3.1 is read and checked; unknown or repeated keys, values of the wrong type or out
-// of range, and the rules of §3.1 (token_env set and non-empty; lease, retention,
-// upstream_timeout > 0; tokens.ttl ≥ 1s; no `key: token` with `mode: lock`; no route-level
-// `subject` on a token route; unique route names; templates naming path parameters the
-// route has) throw ConfigError, as do YAML syntax errors and more than one YAML document.
-// An empty text is the default config.
+// Reads the YAML text of a config; `name` is the file name used in messages. Every key is
+// read and checked; unknown or repeated keys, values of the wrong type or out of range, and
+// the rules that tie settings together (token_env set and non-empty; every duration at most
+// 3650d and every size at most 1GiB; lease ≥ 100ms; retention, upstream_timeout > 0;
+// tokens.ttl ≥ 1s; no `key: token` with `mode: lock`; no route-level `subject` on a token
+// route; unique route names; templates naming path parameters the route has) throw
+// ConfigError, as do YAML syntax errors and more than one YAML document. An empty text is
+// the default config.
 Config load_config_text(std::string_view yaml, std::string_view name);
 
 // load_config_text of the file at `path`; ConfigError also when it cannot be read.

@@ -124,7 +124,7 @@ void ConfigReader::read_policy(const std::vector<Entry>& es, Policy& p, PolicyOr
     if (k == "retention")
       p.retention = duration(e, kPositive, "must be greater than 0");
     else if (k == "lease")
-      p.lease = duration(e, kPositive, "must be greater than 0");
+      p.lease = duration(e, kMinLease, "must be at least 100ms");
     else if (k == "wait")
       p.wait = duration(e, Duration::zero(), "must not be negative");
     else if (k == "upstream_timeout")
@@ -152,7 +152,7 @@ void ConfigReader::read_admin(const Entry& admin, Config& c) const {
   std::vector<Entry> es = entries(admin.value, where(admin), {{"listen", "token_env"}});
   const Entry* listen = find(es, "listen");
   if (listen) {
-    Result<ListenAddress> a = parse_listen_address(scalar(*listen, "HOST:PORT"));
+    Result<ListenAddress> a = parse_listen_address(scalar(*listen, "HOST:PORT or :PORT"));
     if (!a) fail(*listen, a.status().message());
     c.admin.listen = *a;
   }
@@ -295,7 +295,7 @@ Config ConfigReader::read(const YAML::Node& root) {
 
   const Entry* listen = find(es, "listen");
   if (listen) {
-    Result<ListenAddress> a = parse_listen_address(scalar(*listen, "HOST:PORT"));
+    Result<ListenAddress> a = parse_listen_address(scalar(*listen, "HOST:PORT or :PORT"));
     if (!a) fail(*listen, a.status().message());
     c.listen = *a;
   }

@@ -39,10 +39,17 @@ enum class OnStoreError { reject, pass };   // 503 store-unavailable | forward u
 enum class OnDuplicate { replay, reject };  // replay the stored response | 409 duplicate
 enum class OnUncertain { hold, retry };     // 409 outcome-uncertain | run again after the lease
 
+// The shortest lease a config may give. A claim is renewed every lease / 3 while the
+// upstream works, so a shorter lease would call the store in a busy loop (0.4ms: every
+// 133µs) and could not outlast one slow store call.
+inline constexpr Duration kMinLease = std::chrono::milliseconds(100);
+
+// Every duration here is at most kMaxDuration (3650d) and every size at most kMaxSize
+// (1GiB) when read from a config (idem/units.h).
 struct Policy {
   Duration retention = std::chrono::hours(24);  // > 0: how long a completed result is replayed
-  Duration lease =
-      std::chrono::seconds(60);  // > 0: how long a pending claim is held (renewed while upstream works)
+  // >= kMinLease: how long a pending claim is held (renewed while the upstream works)
+  Duration lease = std::chrono::seconds(60);
   Duration wait =
       std::chrono::seconds(5);  // >= 0: how long a concurrent duplicate waits; 0 answers 409 at once
   Duration upstream_timeout = std::chrono::seconds(30);  // > 0

@@ -5,6 +5,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -157,6 +158,24 @@ std::optional<HttpResponse> refuse_head(http::request_header<>& head) {
   return std::nullopt;
 }
 
+// :PORT: one socket for IPv6 and IPv4 ([::] with IPV6_V6ONLY off), or 0.0.0.0 where the
+// system has no IPv6. (An empty host given to the resolver would mean loopback.)
+void bind_every_interface(tcp::acceptor& acceptor, std::uint16_t port) {
+  boost::system::error_code ec;
+  acceptor.open(tcp::v6(), ec);
+  if (!ec) acceptor.set_option(asio::ip::v6_only(false), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(tcp::endpoint(tcp::v6(), port), ec);
+  if (!ec) return;
+  // A port in use is in use for IPv4 too: report that, not a retry's error.
+  if (ec == asio::error::address_in_use) throw boost::system::system_error(ec, "bind");
+  boost::system::error_code ignored;
+  acceptor.close(ignored);
+  acceptor.open(tcp::v4());
+  acceptor.set_option(asio::socket_base::reuse_address(true));
+  acceptor.bind(tcp::endpoint(tcp::v4(), port));
+}
+
 }  // namespace
 
 Server::Server(IoPool& pool, Gateway& gateway, Admin& admin, Metrics& metrics, ServerLimits limits)
@@ -174,15 +193,19 @@ Server::Listener::Listener(asio::io_context& ioc, bool is_admin, std::size_t max
     : acceptor(ioc), gate(ioc), admin(is_admin), max_connections(max) {}
 
 tcp::endpoint Server::listen(const ListenAddress& address, bool admin) {
-  tcp::resolver resolver(pool_.main());
-  auto results = resolver.resolve(address.host, std::to_string(address.port));
-  const tcp::endpoint ep = results.begin()->endpoint();
   auto listener = std::make_unique<Listener>(pool_.main(), admin,
                                              admin ? limits_.max_admin_connections : limits_.max_connections);
   tcp::acceptor& acceptor = listener->acceptor;
-  acceptor.open(ep.protocol());
-  acceptor.set_option(asio::socket_base::reuse_address(true));
-  acceptor.bind(ep);
+  if (address.every_interface()) {
+    bind_every_interface(acceptor, address.port);
+  } else {
+    tcp::resolver resolver(pool_.main());
+    auto results = resolver.resolve(address.host, std::to_string(address.port));
+    const tcp::endpoint ep = results.begin()->endpoint();
+    acceptor.open(ep.protocol());
+    acceptor.set_option(asio::socket_base::reuse_address(true));
+    acceptor.bind(ep);
+  }
   acceptor.listen(asio::socket_base::max_listen_connections);
   const tcp::endpoint bound = acceptor.local_endpoint();
   Listener& ref = *listener;

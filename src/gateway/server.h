@@ -59,7 +59,8 @@ class Server {
   Server(IoPool& pool, Gateway& gateway, Admin& admin, Metrics& metrics, ServerLimits limits = {});
 
   // Binds and listens; throws boost::system::system_error when the address cannot be bound.
-  // Returns the bound endpoint (port 0 picks a free port).
+  // Every interface (:PORT) is IPv6 and IPv4 on one socket, or IPv4 alone on a system
+  // without IPv6. Returns the bound endpoint (port 0 picks a free port).
   boost::asio::ip::tcp::endpoint listen_client(const ListenAddress& address);
   boost::asio::ip::tcp::endpoint listen_admin(const ListenAddress& address);
 

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "idem/units.h"
+
 namespace idem::core {
 namespace {
 
@@ -108,6 +110,25 @@ TEST(ApplyCommit, AfterTheLeaseButBeforeATakeoverStillCommits) {
   CommitOutcome out{};
   apply_commit(slot, {"s", "k", fence, "late", 60s}, t0 + 30s, out);
   EXPECT_EQ(out, CommitOutcome::committed);
+}
+
+// The longest lease and retention a config may give (3650d each) keep every time ahead of
+// now and inside the nanoseconds a timer counts in. 106751991d once overflowed
+// expires_at, so a committed result was expired at once and never replayed.
+TEST(ApplyCommit, TheLongestLeaseAndRetentionDoNotOverflow) {
+  std::optional<Record> slot;
+  FenceSource f;
+  const Fence fence = apply_begin(slot, args("", kMaxDuration, kMaxDuration), t0, f).outcome.fence;
+  EXPECT_EQ(slot->expires_at, t0 + 2 * kMaxDuration);
+  EXPECT_LT(slot->expires_at.time_since_epoch(),
+            std::chrono::duration_cast<Duration>(std::chrono::nanoseconds::max()));
+  CommitOutcome out{};
+  apply_commit(slot, {"s", "k", fence, "result", kMaxDuration}, t0 + 1s, out);
+  ASSERT_EQ(out, CommitOutcome::committed);
+  EXPECT_EQ(slot->expires_at, t0 + 1s + kMaxDuration);
+  EXPECT_FALSE(expired(*slot, t0 + kMaxDuration));
+  EXPECT_EQ(apply_begin(slot, args(), t0 + kMaxDuration, f).outcome.kind, Kind::replay);
+  EXPECT_TRUE(expired(*slot, t0 + 1s + kMaxDuration));
 }
 
 TEST(ApplyRemove, ErasesExpiredLeftoversButReportsOnlyLiveOnes) {

@@ -114,7 +114,7 @@ TEST(ConfigRules, RepeatedKeys) {
 TEST(ConfigRules, WrongShapes) {
   EXPECT_EQ(error("- a\n- b\n"),
             "idem.yaml:1: expected a mapping of settings (listen, upstream, store, routes, ...)");
-  EXPECT_EQ(error("listen: [a]\n"), "idem.yaml:1: listen: expected HOST:PORT, got a list");
+  EXPECT_EQ(error("listen: [a]\n"), "idem.yaml:1: listen: expected HOST:PORT or :PORT, got a list");
   EXPECT_EQ(error("store:\n"), "idem.yaml:1: store: needs a value: a store URI such as sqlite:./idem.db");
   EXPECT_EQ(error("defaults: 5\n"), "idem.yaml:1: defaults: expected a mapping of keys");
   EXPECT_EQ(error("routes: {name: a}\n"), "idem.yaml:1: routes: expected a list");
@@ -128,14 +128,14 @@ TEST(ConfigRules, WrongShapes) {
             "idem.yaml:2: defaults.on_store_error: expected one of reject, pass, got a list");
   EXPECT_EQ(error("defaults:\n  on_uncertain: wait\n"),
             "idem.yaml:2: defaults.on_uncertain: expected hold, retry, got 'wait'");
-  EXPECT_EQ(error("defaults:\n  max_body: 1MB\n"),
-            "idem.yaml:2: defaults.max_body: size \"1MB\": unknown unit (use B, KiB or MiB)");
+  EXPECT_EQ(error("defaults:\n  max_body: 1mb\n"),
+            "idem.yaml:2: defaults.max_body: size \"1mb\": unknown unit (use B, KiB/KB, MiB/MB or GiB/GB)");
   EXPECT_EQ(error("defaults:\n  max_result: -1\n"),
             "idem.yaml:2: defaults.max_result: size \"-1\": must not be negative");
 }
 
 TEST(ConfigRules, Durations) {
-  EXPECT_EQ(error("defaults:\n  lease: 0\n"), "idem.yaml:2: defaults.lease: must be greater than 0");
+  EXPECT_EQ(error("defaults:\n  lease: 0\n"), "idem.yaml:2: defaults.lease: must be at least 100ms");
   EXPECT_EQ(error("defaults:\n  retention: 0s\n"), "idem.yaml:2: defaults.retention: must be greater than 0");
   EXPECT_EQ(error("defaults:\n  upstream_timeout: 0ms\n"),
             "idem.yaml:2: defaults.upstream_timeout: must be greater than 0");
@@ -149,24 +149,141 @@ TEST(ConfigRules, Durations) {
   EXPECT_EQ(error("tokens:\n  ttl: 1s\n"), "no error");
   // Route-level values follow the same rules.
   EXPECT_EQ(error("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    lease: 0\n"),
-            "idem.yaml:4: routes[0].lease: must be greater than 0");
+            "idem.yaml:4: routes[0].lease: must be at least 100ms");
+}
+
+// A policy key set in `defaults` (line 2) and on a route (line 4), and what loading says.
+std::string policy_error(std::string_view key, std::string_view value, bool on_route) {
+  const std::string line = std::string(key) + ": " + std::string(value) + "\n";
+  return error(on_route ? "routes:\n  - name: a\n    match: {method: POST, path: /a}\n    " + line
+                        : "defaults:\n  " + line);
+}
+
+// Each duration key at its edges, in `defaults` and on a route: the least value accepted
+// and the one below it refused, 3650d accepted and one unit more refused.
+TEST(ConfigRules, DurationBounds) {
+  struct Bounds {
+    const char* key;
+    const char* least;  // the smallest value accepted
+    const char* below;  // just below it
+    const char* rule;   // the message for `below`
+  };
+  for (const Bounds& b : {Bounds{"retention", "0.001ms", "0.0004ms", "must be greater than 0"},
+                          Bounds{"lease", "100ms", "99ms", "must be at least 100ms"},
+                          Bounds{"upstream_timeout", "0.001ms", "0.0004ms", "must be greater than 0"},
+                          Bounds{"wait", "0", "-1ms", "duration \"-1ms\": must not be negative"}}) {
+    for (bool on_route : {false, true}) {
+      const std::string at = on_route ? "idem.yaml:4: routes[0]." + std::string(b.key) + ": "
+                                      : "idem.yaml:2: defaults." + std::string(b.key) + ": ";
+      SCOPED_TRACE(at);
+      EXPECT_EQ(policy_error(b.key, b.least, on_route), "no error");
+      EXPECT_EQ(policy_error(b.key, b.below, on_route), at + b.rule);
+      for (const char* most : {"3650d", "87600h", "315360000s"}) {
+        EXPECT_EQ(policy_error(b.key, most, on_route), "no error") << most;
+      }
+      EXPECT_EQ(policy_error(b.key, "3651d", on_route), at + "duration \"3651d\": at most 3650d");
+      EXPECT_EQ(policy_error(b.key, "87601h", on_route), at + "duration \"87601h\": at most 3650d");
+      EXPECT_EQ(policy_error(b.key, "315360001s", on_route), at + "duration \"315360001s\": at most 3650d");
+    }
+  }
+  // Only wait may be 0.
+  for (const char* key : {"retention", "lease", "upstream_timeout"}) {
+    for (const char* zero : {"0", "0s", "0ms", "0.0d"}) {
+      EXPECT_NE(policy_error(key, zero, false), "no error") << key << ": " << zero;
+      EXPECT_NE(policy_error(key, zero, true), "no error") << key << ": " << zero;
+    }
+  }
+  EXPECT_EQ(policy_error("wait", "0s", true), "no error");
+  EXPECT_EQ(error("tokens:\n  ttl: 1s\n"), "no error");
+  EXPECT_EQ(error("tokens:\n  ttl: 999ms\n"), "idem.yaml:2: tokens.ttl: must be at least 1s");
+  EXPECT_EQ(error("tokens:\n  ttl: 0.9999994s\n"), "idem.yaml:2: tokens.ttl: must be at least 1s");
+  EXPECT_EQ(error("tokens:\n  ttl: 3650d\n"), "no error");
+  EXPECT_EQ(error("tokens:\n  ttl: 3651d\n"), "idem.yaml:2: tokens.ttl: duration \"3651d\": at most 3650d");
+}
+
+// Found by hand: 106751991d, the most that 64 bits of microseconds hold, overflowed
+// `now + retention` (expires_at), so every record was already expired and replay was
+// silently off.
+TEST(ConfigRules, HugeRetentionIsRefused) {
+  EXPECT_EQ(error("defaults:\n  retention: 106751991d\n"),
+            "idem.yaml:2: defaults.retention: duration \"106751991d\": at most 3650d");
+  EXPECT_EQ(error("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    retention: 106751991d\n"),
+            "idem.yaml:4: routes[0].retention: duration \"106751991d\": at most 3650d");
+}
+
+// Found by hand: a lease of 0.4ms had the claim renewed (every lease / 3) every 133µs, a
+// busy loop against the store.
+TEST(ConfigRules, SubMillisecondLeaseIsRefused) {
+  EXPECT_EQ(error("defaults:\n  lease: 0.4ms\n"), "idem.yaml:2: defaults.lease: must be at least 100ms");
+  EXPECT_EQ(error("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    lease: 0.4ms\n"),
+            "idem.yaml:4: routes[0].lease: must be at least 100ms");
+  EXPECT_EQ(policy_error("lease", "0.1s", false), "no error");
+  EXPECT_EQ(policy_error("lease", "0.0999s", false), "idem.yaml:2: defaults.lease: must be at least 100ms");
+  EXPECT_EQ(policy_error("lease", "99.9994ms", false), "idem.yaml:2: defaults.lease: must be at least 100ms");
+  EXPECT_EQ(policy_error("lease", "99.9995ms", false), "no error");  // rounds to 100ms
+}
+
+// Each size key at its edges, in `defaults` and on a route.
+TEST(ConfigRules, SizeBounds) {
+  for (const char* key : {"max_body", "max_result"}) {
+    for (bool on_route : {false, true}) {
+      const std::string at = on_route ? "idem.yaml:4: routes[0]." + std::string(key) + ": "
+                                      : "idem.yaml:2: defaults." + std::string(key) + ": ";
+      SCOPED_TRACE(at);
+      for (const char* ok : {"0", "1GiB", "1GB", "1024MiB", "1024MB", "1048576KiB", "1073741824"}) {
+        EXPECT_EQ(policy_error(key, ok, on_route), "no error") << ok;
+      }
+      EXPECT_EQ(policy_error(key, "1025MiB", on_route), at + "size \"1025MiB\": at most 1GiB");
+      EXPECT_EQ(policy_error(key, "1073741825", on_route), at + "size \"1073741825\": at most 1GiB");
+      EXPECT_EQ(policy_error(key, "2GB", on_route), at + "size \"2GB\": at most 1GiB");
+      EXPECT_EQ(policy_error(key, "1TiB", on_route),
+                at + "size \"1TiB\": unknown unit (use B, KiB/KB, MiB/MB or GiB/GB)");
+      EXPECT_EQ(policy_error(key, "1.5", on_route),
+                at + "size \"1.5\": a number of bytes must be whole (or give a unit: B, KiB, MiB, GiB)");
+      EXPECT_EQ(policy_error(key, "1 MB", on_route),
+                at + "size \"1 MB\": unknown unit (use B, KiB/KB, MiB/MB or GiB/GB)");
+    }
+  }
 }
 
 TEST(ConfigRules, Addresses) {
-  EXPECT_EQ(error("listen: 127.0.0.1\n"),
-            "idem.yaml:1: listen: expected HOST:PORT, such as 127.0.0.1:8080, got '127.0.0.1'");
+  EXPECT_EQ(
+      error("listen: 127.0.0.1\n"),
+      "idem.yaml:1: listen: expected HOST:PORT or :PORT, such as 127.0.0.1:8080 or :8080, got '127.0.0.1'");
+  EXPECT_EQ(error("listen: 8080\n"),
+            "idem.yaml:1: listen: expected HOST:PORT or :PORT, such as 127.0.0.1:8080 or :8080, got '8080'");
   EXPECT_EQ(error("listen: 127.0.0.1:65536\n"), "idem.yaml:1: listen: port 65536 is above 65535");
   EXPECT_EQ(error("listen: 127.0.0.1:http\n"),
             "idem.yaml:1: listen: port 'http' is not a number from 0 to 65535");
   EXPECT_EQ(error("listen: '::1:80'\n"),
             "idem.yaml:1: listen: an IPv6 address is written in brackets, such as [::1]:8080");
   EXPECT_EQ(error("listen: 300.1.1.1:80\n"), "idem.yaml:1: listen: '300.1.1.1' is not an IPv4 address");
-  EXPECT_EQ(error("listen: ':80'\n"),
-            "idem.yaml:1: listen: missing host (0.0.0.0 listens on every interface)");
   EXPECT_EQ(error("listen: localhost:0\n"), "no error");
   EXPECT_EQ(error("listen: '[::]:65535'\n"), "no error");
+  EXPECT_EQ(error("listen: '[::1]:8080'\n"), "no error");
+  // :PORT is every interface.
+  EXPECT_EQ(error("listen: ':80'\n"), "no error");
+  EXPECT_EQ(error("listen: ':0'\n"), "no error");
+  EXPECT_EQ(error("listen: ':65535'\n"), "no error");
+  EXPECT_EQ(error("listen: ':65536'\n"), "idem.yaml:1: listen: port 65536 is above 65535");
+  EXPECT_EQ(error("listen: ':'\n"), "idem.yaml:1: listen: missing port");
+  EXPECT_EQ(error("listen: ':http'\n"), "idem.yaml:1: listen: port 'http' is not a number from 0 to 65535");
+  EXPECT_EQ(error("listen: '::80'\n"),
+            "idem.yaml:1: listen: an IPv6 address is written in brackets, such as [::1]:8080");
+  EXPECT_EQ(error("listen: ' :80'\n"), "idem.yaml:1: listen: ' ' is not an IP address or a host name");
+  // Brackets hold an IPv6 address, followed by :PORT.
+  EXPECT_EQ(error("listen: '[::1]'\n"), "idem.yaml:1: listen: expected HOST:PORT, such as [::1]:8080");
+  EXPECT_EQ(error("listen: '[::1]8080'\n"), "idem.yaml:1: listen: expected HOST:PORT, such as [::1]:8080");
+  EXPECT_EQ(error("listen: '[::1]:'\n"), "idem.yaml:1: listen: missing port");
+  EXPECT_EQ(error("listen: '[::1:8080'\n"), "idem.yaml:1: listen: '[' without ']' in '[::1:8080'");
+  EXPECT_EQ(error("listen: '[127.0.0.1]:80'\n"), "idem.yaml:1: listen: '127.0.0.1' is not an IPv6 address");
+  EXPECT_EQ(error("listen: '[]:80'\n"), "idem.yaml:1: listen: '' is not an IPv6 address");
   EXPECT_EQ(error("listen: 127.0.0.1:9901\n"),
             "idem.yaml:1: listen: the admin listener cannot share the address of listen (127.0.0.1:9901)");
+  EXPECT_EQ(
+      error("listen: ':9901'\n"),
+      "idem.yaml:1: listen: the admin listener (127.0.0.1:9901) and listen (:9901) cannot share a port when "
+      "one is on every interface");
 }
 
 TEST(ConfigRules, Upstream) {
@@ -219,6 +336,9 @@ TEST(ConfigRules, AdminTokenEnv) {
   EXPECT_EQ(error("admin:\n  listen: '[::1]:9901'\n"), "no error");
   EXPECT_EQ(error("admin:\n  listen: localhost:9901\n"), "no error");
   EXPECT_EQ(error("admin:\n  listen: 127.1.2.3:9901\n"), "no error");
+  EXPECT_EQ(error("admin:\n  listen: ':9901'\n"),  // every interface is not loopback
+            "idem.yaml:2: admin.listen: a non-loopback admin address needs admin.token_env (records and the "
+            "control API would be open to the network)");
 }
 
 TEST(ConfigRules, SubjectAndFingerprintValues) {
@@ -337,6 +457,14 @@ routes:
 
 TEST(CliOverrides, ReplaceTheFileSettings) {
   Config c = default_config();
+  apply_overrides(c, {":80", "http://svc:9000/base", "memory:", "[::1]:9999"});
+  EXPECT_EQ(c.listen, (ListenAddress{"", 80}));  // every interface
+  EXPECT_TRUE(c.listen.every_interface());
+  ASSERT_TRUE(c.upstream.has_value());
+  EXPECT_EQ(c.upstream->host, "svc");
+  EXPECT_EQ(c.store, "memory:");
+  EXPECT_EQ(c.admin.listen, (ListenAddress{"::1", 9999}));
+  c = default_config();
   apply_overrides(c, {"0.0.0.0:80", "http://svc:9000/base", "memory:", "127.0.0.1:9999"});
   EXPECT_EQ(c.listen, (ListenAddress{"0.0.0.0", 80}));
   ASSERT_TRUE(c.upstream.has_value());
@@ -365,7 +493,17 @@ TEST(CliOverrides, ErrorsNameTheFlag) {
   EXPECT_EQ(flag_error({.upstream = "https://svc"}),
             "--upstream: https is not supported: the upstream is spoken to in plain http://");
   EXPECT_EQ(flag_error({.listen = "8080"}),
-            "--listen: expected HOST:PORT, such as 127.0.0.1:8080, got '8080'");
+            "--listen: expected HOST:PORT or :PORT, such as 127.0.0.1:8080 or :8080, got '8080'");
+  EXPECT_EQ(
+      flag_error({.admin = ":9901"}),
+      "--admin: a non-loopback admin address needs admin.token_env (records and the control API would be "
+      "open to the network)");
+  // A listener on every interface shares its port with no other.
+  EXPECT_EQ(
+      flag_error({.listen = ":9901"}),
+      "--listen: the admin listener (127.0.0.1:9901) and listen (:9901) cannot share a port when one is on "
+      "every interface");
+  EXPECT_EQ(flag_error({.listen = ":9902"}), "no error");
   EXPECT_EQ(flag_error({.store = "mysql:x"}).rfind("--store: unknown store scheme 'mysql'", 0), 0u);
   EXPECT_EQ(
       flag_error({.admin = "0.0.0.0:9901"}),

@@ -1,4 +1,4 @@
-// The config model and loader: every key of SPEC §3.1 is read, every default applies.
+// The config model and loader: every key is read, every default applies.
 // The rules and error messages are in config_rules_test.cpp.
 #include "gateway/config.h"
 
@@ -126,6 +126,61 @@ defaults:
   EXPECT_EQ(c.routes[0].policy.lease, 1500ms);
   EXPECT_EQ(c.routes[0].policy.subject, p.subject);
   EXPECT_EQ(c.tokens.subject, p.subject);
+}
+
+// Sizes in every unit (KB, MB and GB are binary) and durations at their limits, in
+// `defaults` and on a route.
+TEST(LoadConfig, SizeAndDurationSpellings) {
+  Config c = load(R"(
+defaults:
+  max_body: 1MB
+  max_result: 1KB
+  lease: 100ms
+  retention: 3650d
+routes:
+  - name: a
+    match: {method: POST, path: /a}
+    max_body: 1GiB
+    max_result: 1GB
+    lease: 0.1s
+    wait: 3650d
+    upstream_timeout: 87600h
+  - name: b
+    match: {method: POST, path: /b}
+    max_body: 1.5KB
+    max_result: 512
+)");
+  EXPECT_EQ(c.defaults.max_body, 1048576u);
+  EXPECT_EQ(c.defaults.max_result, 1024u);
+  EXPECT_EQ(c.defaults.lease, 100ms);
+  EXPECT_EQ(c.defaults.retention, 3650 * 24h);
+  ASSERT_EQ(c.routes.size(), 2u);
+  const Policy& a = c.routes[0].policy;
+  EXPECT_EQ(a.max_body, 1024u * 1024u * 1024u);
+  EXPECT_EQ(a.max_result, 1024u * 1024u * 1024u);
+  EXPECT_EQ(a.lease, 100ms);
+  EXPECT_EQ(a.wait, 3650 * 24h);
+  EXPECT_EQ(a.upstream_timeout, 3650 * 24h);
+  EXPECT_EQ(a.retention, 3650 * 24h);  // from defaults
+  const Policy& b = c.routes[1].policy;
+  EXPECT_EQ(b.max_body, 1536u);
+  EXPECT_EQ(b.max_result, 512u);
+  EXPECT_EQ(b.lease, 100ms);  // from defaults
+}
+
+TEST(LoadConfig, ListenForms) {
+  Config c = load("listen: ':8080'\nadmin:\n  listen: '[::1]:9902'\n");
+  EXPECT_EQ(c.listen, (ListenAddress{"", 8080}));  // every interface
+  EXPECT_TRUE(c.listen.every_interface());
+  EXPECT_FALSE(c.listen.is_loopback());
+  EXPECT_EQ(c.listen.to_string(), ":8080");
+  EXPECT_EQ(c.admin.listen, (ListenAddress{"::1", 9902}));
+  EXPECT_TRUE(c.admin.listen.is_loopback());
+  EXPECT_EQ(c.admin.listen.to_string(), "[::1]:9902");
+  EXPECT_EQ(load("listen: :8080\n").listen, (ListenAddress{"", 8080}));  // unquoted, too
+  EXPECT_EQ(load("listen: '[::]:80'\n").listen, (ListenAddress{"::", 80}));
+  EXPECT_FALSE(load("listen: '[::]:80'\n").listen.every_interface());
+  EXPECT_FALSE(load("listen: 0.0.0.0:80\n").listen.every_interface());
 }
 
 TEST(LoadConfig, FingerprintForms) {

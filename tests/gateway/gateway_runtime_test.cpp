@@ -267,6 +267,34 @@ TEST_F(GatewayRuntime, ASlowHeadIsCutOffAtTheDeadline) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
 }
 
+// The first bytes of the answer to GET /healthz over `to`, or "" when it cannot connect.
+std::string healthz_over(const boost::asio::ip::tcp::endpoint& to) {
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::socket s(io);
+  boost::system::error_code ec;
+  s.connect(to, ec);
+  if (ec) return "";
+  asio::write(s, asio::buffer(std::string("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")),
+              ec);
+  std::string answer(64, '\0');
+  answer.resize(s.read_some(asio::buffer(answer), ec));
+  return answer;
+}
+
+// :PORT listens on every interface: one socket for IPv4 and IPv6 (IPv4 alone on a system
+// without IPv6), where an empty host given to the resolver would have meant loopback.
+TEST_F(GatewayRuntime, ListensOnEveryInterface) {
+  namespace asio = boost::asio;
+  using asio::ip::tcp;
+  const tcp::endpoint bound = server_->listen_admin({"", 0});
+  EXPECT_TRUE(bound.address().is_unspecified()) << bound;
+  EXPECT_TRUE(healthz_over({asio::ip::make_address("127.0.0.1"), bound.port()}).starts_with("HTTP/1.1 200"));
+  if (bound.address().is_v6()) {
+    EXPECT_TRUE(healthz_over({asio::ip::make_address("::1"), bound.port()}).starts_with("HTTP/1.1 200"));
+  }
+}
+
 // A gateway that accepts two client connections at most, and lets idle ones stay.
 class GatewayRuntimeTwoConnections : public GatewayRuntime {
  protected:
