@@ -16,7 +16,9 @@ namespace idem {
 //     postgres:, postgresql: and mysql: (where `name@` alone is a user name), user
 //     information without ':' is a password too (redis://pass@host): `***@host`.
 //     The user information ends at the last '@' of the URI, so a password holding '@',
-//     '/' or '?' is covered whole however a driver would split it.
+//     '/' or '?' is covered whole however a driver would split it. Without "://" (a
+//     mistyped scheme, or none: `user:pass@host`) it starts at the beginning of the URI,
+//     except for sqlite: and memory:, which name a file, never a host.
 //   - the value of every query parameter whose name holds "password", in any case and
 //     percent-decoded (libpq's `password=` and `sslpassword=`).
 // A URI without secrets (memory:, sqlite:PATH, redis://host:6379) comes back unchanged.

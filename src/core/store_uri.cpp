@@ -41,19 +41,32 @@ std::string percent_decoded(std::string_view s) {
 
 using Span = std::pair<std::size_t, std::size_t>;  // [begin, end) in the URI
 
-// Where the user information of `uri` lies: after "://", up to the last '@'. nullopt-like
-// {0, 0} when there is none.
+// The scheme, lowercase: everything before the first ':' ("" when there is none).
+std::string scheme_of(std::string_view uri) {
+  const auto colon = uri.find(':');
+  return colon == std::string_view::npos ? std::string() : lower(uri.substr(0, colon));
+}
+
+// Where the user information of `uri` lies: after "://" up to the last '@'. A URI that
+// lacks "://" (a mistyped scheme, or none: "pass@host") has it from its start, except for
+// the schemes that take a path and no host (sqlite:PATH, memory:). {0, 0} when none.
 Span userinfo_span(std::string_view uri) {
-  const auto scheme_end = uri.find("://");
-  if (scheme_end == std::string_view::npos) return {0, 0};
   const auto at = uri.rfind('@');
-  if (at == std::string_view::npos || at < scheme_end + 3) return {0, 0};
+  if (at == std::string_view::npos) return {0, 0};
+  const auto scheme_end = uri.find("://");
+  if (scheme_end == std::string_view::npos) {
+    const std::string scheme = scheme_of(uri);
+    if (scheme == "sqlite" || scheme == "memory") return {0, 0};
+    return {0, at};
+  }
+  if (at < scheme_end + 3) return {0, 0};
   return {scheme_end + 3, at};
 }
 
 // Schemes whose `name@host` names a user; for the others it is a password (redis://pass@h).
 bool user_name_alone(std::string_view uri) {
-  const std::string scheme = lower(uri.substr(0, uri.find(':')));
+  if (uri.find("://") == std::string_view::npos) return false;
+  const std::string scheme = scheme_of(uri);
   return scheme == "postgres" || scheme == "postgresql" || scheme == "mysql";
 }
 

@@ -27,6 +27,16 @@ TEST(RedactUri, PasswordsInTheUserInformation) {
   EXPECT_EQ(redact_uri("redsi://s3cret@h"), "redsi://***@h");  // a typo of a scheme hides it too
 }
 
+TEST(RedactUri, WithoutSchemeSeparatorTheUserInformationStartsTheUri) {
+  EXPECT_EQ(redact_uri("s3cret@127.0.0.1:6379"), "***@127.0.0.1:6379");
+  EXPECT_EQ(redact_uri("u:s3cret@h/db"), "u:***@h/db");
+  EXPECT_EQ(redact_uri("redis:/:s3cret@h"), "redis:***@h");
+  EXPECT_EQ(redact_uri("postgres:u@h/db"), "postgres:***@h/db");
+  // A file name holding '@' is no password.
+  EXPECT_EQ(redact_uri("sqlite:./backup@2024.db"), "sqlite:./backup@2024.db");
+  EXPECT_EQ(redact_uri("SQLite:./a:b@c.db"), "SQLite:./a:b@c.db");
+}
+
 TEST(RedactUri, PercentEncodedAndSubstitutedPasswords) {
   EXPECT_EQ(redact_uri("postgres://u:p%40ss%2Fw0rd@h/db"), "postgres://u:***@h/db");
   // ${NAME} is replaced before the URI is used; written out, it is hidden all the same.

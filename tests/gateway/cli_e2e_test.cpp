@@ -72,6 +72,70 @@ TEST(GatewayProcess, AdminTokenAndNonLoopbackRefusal) {
   EXPECT_EQ(request(admin, verb::get, "/metrics").result_int(), 200u);
 }
 
+// The output of `idem serve` with `args` until it exits, or until 8 s have passed (it is then
+// stopped): an unreachable store may stop it at once or leave it serving with /readyz 503.
+std::string serve_output(const std::string& dir, std::vector<std::string> args) {
+  static int n = 0;
+  const std::string log = dir + "/serve-" + std::to_string(++n) + ".log";
+  args.insert(args.begin(), {IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:9", "--listen",
+                             "127.0.0.1:" + std::to_string(free_port()), "--admin",
+                             "127.0.0.1:" + std::to_string(free_port())});
+  Process idem(args, log);
+  if (idem.wait(8000) == -1) {
+    idem.signal(SIGTERM);
+    idem.wait(5000);
+  }
+  std::string out;
+  run({"/bin/cat", log}, &out);
+  return out;
+}
+
+// A password in a store URI is never printed: not at start, not when the store cannot be
+// opened, not by `record`, `sweep` or `check` (docs/admin.md).
+TEST(GatewayProcess, StorePasswordsAreNeverPrinted) {
+  TempDir tmp;
+  const std::string& dir = tmp.path;
+  // A Redis that does not answer costs op_timeout (5 s) per command: a few forms suffice here,
+  // the unit tests of redact_uri cover the rest.
+  for (const std::string& uri : std::vector<std::string>{
+           "postgres://u:s3cret@127.0.0.1:1/db", "postgresql://u:s3cret%21x@127.0.0.1:1/db",
+           "postgres://u@127.0.0.1:1/db?sslmode=disable&password=s3cret", "redis://:s3cret@127.0.0.1:1",
+           "redis-cluster://u:s3cret@127.0.0.1:1,127.0.0.1:2"}) {
+    const std::string out = serve_output(dir, {"--store", uri});
+    EXPECT_EQ(out.find("s3cret"), std::string::npos) << out;
+    EXPECT_NE(out.find("***"), std::string::npos) << out;  // it still says which store
+  }
+  for (const std::string& uri : std::vector<std::string>{"postgres://u:s3cret@127.0.0.1:1/db?password=s3cret",
+                                                         "redis://s3cret@127.0.0.1:1"}) {
+    std::string out;
+    EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", uri, "k"}, &out), 1) << out;
+    EXPECT_EQ(out.find("s3cret"), std::string::npos) << out;
+    EXPECT_NE(out.find("***"), std::string::npos) << out;
+  }
+  std::string cli;
+  EXPECT_EQ(run({IDEM_BIN, "sweep", "--store", "postgres://u:s3cret@127.0.0.1:1/db"}, &cli), 1) << cli;
+  EXPECT_EQ(cli.find("s3cret"), std::string::npos) << cli;
+  // From a config file too; and malformed URIs, refused as config errors.
+  write_file(dir + "/pg.yaml",
+             "upstream: http://127.0.0.1:9\nstore: \"postgres://u:s3cret@127.0.0.1:1/db\"\n");
+  std::string out = serve_output(dir, {"--config", dir + "/pg.yaml"});
+  EXPECT_EQ(out.find("s3cret"), std::string::npos) << out;
+  for (const std::string& uri : std::vector<std::string>{"redsi://:s3cret@127.0.0.1:1", "s3cret@127.0.0.1",
+                                                         "postgres://u:s3c/ret@h/db", "redis://:s3c?ret@h",
+                                                         "postgres://u:s3cret@h/db?password=s3c%ret&x=a@b"}) {
+    write_file(dir + "/bad.yaml", "store: \"" + uri + "\"\n");
+    out.clear();
+    EXPECT_EQ(run({IDEM_BIN, "check", dir + "/bad.yaml"}, &out), 2) << uri << ": " << out;
+    EXPECT_EQ(out.find("s3c"), std::string::npos) << out;
+    out.clear();
+    EXPECT_EQ(run({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:9", "--store", uri}, &out), 2) << out;
+    EXPECT_EQ(out.find("s3c"), std::string::npos) << out;
+    out.clear();
+    EXPECT_NE(run({IDEM_BIN, "record", "get", "--store", uri, "k"}, &out), 0) << out;
+    EXPECT_EQ(out.find("s3c"), std::string::npos) << out;
+  }
+}
+
 // kill -9 of the gateway while the upstream works, then a restart on the same SQLite file:
 // the claim survived in the store, and once its lease expires on_uncertain decides.
 class KilledGateway : public ::testing::TestWithParam<std::string> {};
