@@ -1,5 +1,7 @@
 #include "gateway/admin.h"
 
+#include <cstdio>
+
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
@@ -15,6 +17,8 @@ using asio::awaitable;
 using asio::use_awaitable;
 
 namespace {
+
+constexpr Duration kStoreRetryAfter = std::chrono::seconds(1);
 
 // The fields of a control API body, checked as they are read; the first problem is kept
 // for the request-invalid detail.
@@ -75,6 +79,13 @@ std::string outcome(const char* name) { return json::serialize(json::object{{"ou
 Admin::Admin(const Config& config, Store& store, Metrics& metrics)
     : config_(config), store_(store), metrics_(metrics) {}
 
+HttpResponse Admin::store_unavailable(const HttpRequest& req, std::string_view op, const Status& s) const {
+  std::fprintf(stderr, "idem: admin: %.*s: store failed: %s\n", static_cast<int>(op.size()), op.data(),
+               s.to_string().c_str());
+  return problem_response(Problem::store_unavailable, "the idempotency store is unavailable", req.version(),
+                          req.keep_alive(), kStoreRetryAfter);
+}
+
 bool Admin::authorized(const HttpRequest& req) const {
   if (config_.admin.token.empty()) return true;
   auto it = req.find(http::field::authorization);
@@ -90,9 +101,17 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
   if (path == "/readyz" && req.method() == http::verb::get) {
     auto call = async_ping(store_, use_awaitable);
     Result<Done> r = co_await std::move(call);
+    // Probes poll: say when readiness changes, not at every poll.
+    if (ready_.exchange(r.is_ok()) != r.is_ok()) {
+      if (r)
+        std::fprintf(stderr, "idem: admin: the store answers again; ready\n");
+      else
+        std::fprintf(stderr, "idem: admin: not ready: store ping failed: %s\n",
+                     r.status().to_string().c_str());
+    }
     if (!r)
-      co_return problem_response(Problem::store_unavailable, r.status().message(), v, ka,
-                                 Duration(1'000'000));
+      co_return problem_response(Problem::store_unavailable, "the idempotency store is unavailable", v, ka,
+                                 kStoreRetryAfter);
     co_return json_response(http::status::ok, "{\"status\":\"ready\"}", v, ka);
   }
   if (path == "/metrics" && req.method() == http::verb::get) {
@@ -131,9 +150,7 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
   if (req.method() == http::verb::get) {
     auto call = async_get(store_, std::move(id), use_awaitable);
     Result<std::optional<Record>> r = co_await std::move(call);
-    if (!r)
-      co_return problem_response(Problem::store_unavailable, r.status().message(), v, ka,
-                                 Duration(1'000'000));
+    if (!r) co_return store_unavailable(req, "GET /v1/records", r.status());
     if (!*r)
       co_return problem_response(404, "not-found", "Not found", "no record with this scope and key", v, ka);
     co_return json_response(http::status::ok, record_json(**r), v, ka);
@@ -141,9 +158,7 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
   if (req.method() == http::verb::delete_) {
     auto call = async_remove(store_, std::move(id), use_awaitable);
     Result<bool> r = co_await std::move(call);
-    if (!r)
-      co_return problem_response(Problem::store_unavailable, r.status().message(), v, ka,
-                                 Duration(1'000'000));
+    if (!r) co_return store_unavailable(req, "DELETE /v1/records", r.status());
     if (!*r)
       co_return problem_response(404, "not-found", "Not found", "no record with this scope and key", v, ka);
     HttpResponse res{http::status::no_content, v};
@@ -160,9 +175,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
   auto invalid = [&](std::string_view detail) {
     return problem_response(Problem::request_invalid, detail, v, ka);
   };
-  auto unavailable = [&](const Status& s) {
-    return problem_response(Problem::store_unavailable, s.message(), v, ka, Duration(1'000'000));
-  };
+  auto unavailable = [&](const Status& s) { return store_unavailable(req, "POST /v1" + std::string(op), s); };
   auto ok = [&](std::string body) { return json_response(http::status::ok, std::move(body), v, ka); };
   auto conflict = [&](const char* name) {
     return json_response(http::status::conflict, outcome(name), v, ka);

@@ -1,8 +1,11 @@
 // The admin listener's endpoints (SPEC §3.5, §3.7): health, readiness, metrics, records
 // and the control API — the engine over HTTP/JSON. Records and the control API require
-// `Authorization: Bearer <token>` when admin.token_env is set.
+// `Authorization: Bearer <token>` when admin.token_env is set. Store errors are answered
+// without the store's address or error text; those go to standard error.
 // Safe for concurrent use.
 #pragma once
+
+#include <atomic>
 
 #include <boost/asio/awaitable.hpp>
 
@@ -24,10 +27,13 @@ class Admin {
   boost::asio::awaitable<HttpResponse> records(const HttpRequest& req, std::string_view rest);
   boost::asio::awaitable<HttpResponse> control(const HttpRequest& req, std::string_view op);
   bool authorized(const HttpRequest& req) const;
+  // 503 store-unavailable, saying nothing of the store; `op` and `s` go to standard error.
+  HttpResponse store_unavailable(const HttpRequest& req, std::string_view op, const Status& s) const;
 
   const Config& config_;
   Store& store_;
   Metrics& metrics_;
+  std::atomic<bool> ready_{true};  // the last /readyz outcome, so a failing store is logged once
 };
 
 }  // namespace idem::gateway

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -134,6 +135,69 @@ TEST(GatewayProcess, StorePasswordsAreNeverPrinted) {
     EXPECT_NE(run({IDEM_BIN, "record", "get", "--store", uri, "k"}, &out), 0) << out;
     EXPECT_EQ(out.find("s3c"), std::string::npos) << out;
   }
+}
+
+// A real Redis that requires a password: the startup line names the store with the
+// password hidden, and once the store is gone the answers say so without naming it.
+TEST(GatewayProcess, AStoreWithAPasswordIsNamedWithoutItAndItsFailuresWithoutItsAddress) {
+  const char* redis_server = nullptr;
+  for (const char* candidate : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"})
+    if (::access(candidate, X_OK) == 0) redis_server = candidate;
+  if (!redis_server) GTEST_SKIP() << "redis-server is not installed";
+  TempDir tmp;
+  const std::string& dir = tmp.path;
+  const unsigned short redis_port = free_port();
+  auto redis = std::make_unique<Process>(
+      std::vector<std::string>{redis_server, "--port", std::to_string(redis_port), "--bind", "127.0.0.1",
+                               "--requirepass", "s3cret", "--save", "", "--appendonly", "no", "--dir", dir},
+      dir + "/redis.log");
+  std::string pong;
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+       pong.find("PONG") == std::string::npos && std::chrono::steady_clock::now() < until;)
+    pong = raw_exchange(redis_port, "AUTH s3cret\r\nPING\r\nQUIT\r\n");
+  ASSERT_NE(pong.find("PONG"), std::string::npos)
+      << "redis-server did not start; see " << dir << "/redis.log";
+
+  Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
+  const unsigned short port = free_port(), admin = free_port();
+  const std::string store = "redis://:s3cret@127.0.0.1:" + std::to_string(redis_port);
+  Process idem({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:" + std::to_string(upstream.port()),
+                "--store", store, "--listen", "127.0.0.1:" + std::to_string(port), "--admin",
+                "127.0.0.1:" + std::to_string(admin)},
+               dir + "/idem.log");
+  ASSERT_TRUE(wait_healthy(admin, 5000));
+  EXPECT_EQ(request(port, verb::post, "/orders", {{"Idempotency-Key", "k1"}}, "{}").result_int(), 201u);
+
+  redis.reset();  // the store goes away
+  const std::string address = std::to_string(redis_port);
+  // At once: each waits for the store's op_timeout.
+  std::vector<std::future<Response>> answers;
+  answers.push_back(std::async(std::launch::async, [&] {
+    return request(port, verb::post, "/orders", {{"Idempotency-Key", "k2"}}, "{}");
+  }));
+  answers.push_back(std::async(std::launch::async, [&] { return request(admin, verb::get, "/readyz"); }));
+  answers.push_back(
+      std::async(std::launch::async, [&] { return request(admin, verb::get, "/v1/records/_/k1"); }));
+  answers.push_back(std::async(std::launch::async, [&] {
+    return request(admin, verb::post, "/v1/begin", {{"Content-Type", "application/json"}},
+                   R"({"scope":"","key":"k3"})");
+  }));
+  for (auto& answer : answers) {
+    const Response r = answer.get();
+    EXPECT_EQ(r.result_int(), 503u) << r.body();
+    EXPECT_EQ(problem_type(r), "urn:idem:problem:store-unavailable");
+    EXPECT_EQ(r.body().find(address), std::string::npos) << r.body();
+    EXPECT_EQ(r.body().find("127.0.0.1"), std::string::npos) << r.body();
+    EXPECT_EQ(r.body().find("redis"), std::string::npos) << r.body();
+  }
+  idem.signal(SIGTERM);
+  idem.wait(10000);
+  std::string log;
+  run({"/bin/cat", dir + "/idem.log"}, &log);
+  EXPECT_EQ(log.find("s3cret"), std::string::npos) << log;
+  EXPECT_NE(log.find("store redis://:***@127.0.0.1:" + address), std::string::npos) << log;
+  // What the answers leave out, the operator finds on standard error.
+  EXPECT_NE(log.find("127.0.0.1:" + address + ":"), std::string::npos) << log;
 }
 
 // kill -9 of the gateway while the upstream works, then a restart on the same SQLite file:
