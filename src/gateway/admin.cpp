@@ -5,6 +5,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include "gateway/gateway.h"
 #include "gateway/record_json.h"
 #include "gateway/request.h"
 #include "gateway/stored_result.h"
@@ -17,6 +18,10 @@ using asio::awaitable;
 using asio::use_awaitable;
 
 namespace {
+
+// The longest lease, retention or ttl the control API takes: the longest duration a config
+// may write (3650d), so a caller cannot hold a key for longer than an operator could.
+constexpr Duration kLongestDuration = std::chrono::hours(24 * 3650);
 
 constexpr Duration kStoreRetryAfter = std::chrono::seconds(1);
 
@@ -48,12 +53,17 @@ class Fields {
     fail(std::string("field \"") + name + "\" must be a non-negative integer");
     return std::nullopt;
   }
-  // A positive duration in milliseconds, or `fallback` when omitted and not required.
+  // A duration in milliseconds from 1 to kLongestDuration, or `fallback` when omitted and
+  // not required.
   Duration millis(const char* name, Duration fallback, bool required = false) {
     auto v = u64(name, required);
     if (!v) return fallback;
-    if (*v == 0 || *v > 100ull * 365 * 24 * 3600 * 1000)
-      fail(std::string("field \"") + name + "\" out of range");
+    constexpr auto kMax = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(kLongestDuration).count());
+    if (*v == 0 || *v > kMax) {
+      fail(std::string("field \"") + name + "\" must be from 1 to " + std::to_string(kMax) + " (3650 days)");
+      return fallback;
+    }
     return std::chrono::duration_cast<Duration>(std::chrono::milliseconds(*v));
   }
   const json::value* any(const char* name) {
@@ -77,7 +87,7 @@ std::string outcome(const char* name) { return json::serialize(json::object{{"ou
 }  // namespace
 
 Admin::Admin(const Config& config, Store& store, Metrics& metrics)
-    : config_(config), store_(store), metrics_(metrics) {}
+    : config_(config), store_(store), metrics_(metrics), token_(config.admin.token) {}
 
 HttpResponse Admin::store_unavailable(const HttpRequest& req, std::string_view op, const Status& s) const {
   std::fprintf(stderr, "idem: admin: %.*s: store failed: %s\n", static_cast<int>(op.size()), op.data(),
@@ -86,15 +96,14 @@ HttpResponse Admin::store_unavailable(const HttpRequest& req, std::string_view o
                           req.keep_alive(), kStoreRetryAfter);
 }
 
-bool Admin::authorized(const HttpRequest& req) const {
-  if (config_.admin.token.empty()) return true;
-  auto it = req.find(http::field::authorization);
-  return it != req.end() && it->value() == "Bearer " + config_.admin.token;
-}
-
 awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
   const unsigned v = req.version();
   const bool ka = req.keep_alive();
+  const std::vector<HeaderField> fields = header_fields(req);
+  // Before anything else, so that a refused request learns nothing, not even readiness.
+  if (!token_.configured())
+    if (auto refused = check_loopback_request(fields))
+      co_return problem_response(refused->problem, refused->detail, v, ka);
   const std::string_view path = target_path(req.target());
   if (path == "/healthz" && req.method() == http::verb::get)
     co_return json_response(http::status::ok, "{\"status\":\"ok\"}", v, ka);
@@ -127,13 +136,15 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
   const bool control_path = path.starts_with("/v1/") && !records_path;
   if (!records_path && !control_path)
     co_return problem_response(404, "not-found", "Not found", "no such admin endpoint", v, ka);
-  if (!authorized(req))
+  if (token_.configured() && !token_.accepts(find_header(fields, "Authorization").value_or("")))
     co_return problem_response(Problem::unauthorized, "a valid Authorization: Bearer token is required", v,
                                ka);
   if (records_path) co_return co_await records(req, path.substr(kRecords.size()));
   if (req.method() != http::verb::post)
     co_return problem_response(405, "method-not-allowed", "Method not allowed", "the control API takes POST",
                                v, ka);
+  if (auto refused = check_json_request(fields))
+    co_return problem_response(refused->problem, refused->detail, v, ka);
   co_return co_await control(req, path.substr(3));
 }
 

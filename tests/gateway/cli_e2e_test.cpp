@@ -56,6 +56,22 @@ TEST(GatewayProcess, AdminTokenAndNonLoopbackRefusal) {
   const std::string& dir = tmp.path;
   write_file(dir + "/open.yaml", "upstream: http://127.0.0.1:9000\nadmin:\n  listen: 0.0.0.0:9901\n");
   EXPECT_EQ(run({IDEM_BIN, "serve", "--config", dir + "/open.yaml"}), 2);
+  // Without a token, no address but a loopback one, from the file or the flag: a config error.
+  write_file(dir + "/any6.yaml", "upstream: http://127.0.0.1:9000\nadmin:\n  listen: \"[::]:9901\"\n");
+  std::string out;
+  EXPECT_EQ(run({IDEM_BIN, "serve", "--config", dir + "/any6.yaml"}, &out), 2) << out;
+  EXPECT_NE(out.find("admin.token_env"), std::string::npos) << out;
+  for (const char* addr : {"0.0.0.0:9901", "192.0.2.1:9901", "example.com:9901"}) {
+    out.clear();
+    EXPECT_EQ(
+        run({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:9000", "--store", "memory:", "--admin", addr},
+            &out),
+        2)
+        << addr << ": " << out;
+    EXPECT_NE(out.find("--admin"), std::string::npos) << out;
+    EXPECT_NE(out.find("non-loopback"), std::string::npos) << out;
+    EXPECT_NE(out.find("admin.token_env"), std::string::npos) << out;
+  }
 
   const unsigned short port = free_port(), admin = free_port();
   write_file(dir + "/token.yaml",
@@ -70,7 +86,40 @@ TEST(GatewayProcess, AdminTokenAndNonLoopbackRefusal) {
   EXPECT_EQ(problem_type(denied), "urn:idem:problem:unauthorized");
   EXPECT_EQ(request(admin, verb::get, "/v1/records/_/k", {{"Authorization", "Bearer s3cret"}}).result_int(),
             404u);
-  EXPECT_EQ(request(admin, verb::get, "/metrics").result_int(), 200u);
+  // The scheme in any case; the token exactly, whatever its length.
+  EXPECT_EQ(request(admin, verb::get, "/v1/records/_/k", {{"Authorization", "bearer s3cret"}}).result_int(),
+            404u);
+  EXPECT_EQ(request(admin, verb::get, "/v1/records/_/k", {{"Authorization", "BEARER s3cret"}}).result_int(),
+            404u);
+  for (const char* wrong : {"Bearer s3creT", "Bearer s3cre", "Bearer s3cret-and-more", "Bearer ", "s3cret",
+                            "Basic s3cret", "Bearer S3CRET"}) {
+    Response r = request(admin, verb::get, "/v1/records/_/k", {{"Authorization", wrong}});
+    EXPECT_EQ(r.result_int(), 401u) << wrong;
+    EXPECT_EQ(problem_type(r), "urn:idem:problem:unauthorized") << wrong;
+  }
+  const Headers json = {{"Content-Type", "application/json"}};
+  EXPECT_EQ(request(admin, verb::post, "/v1/begin", json, R"({"scope":"s","key":"k"})").result_int(), 401u);
+  Response plain = request(admin, verb::post, "/v1/begin",
+                           {{"Authorization", "bearer s3cret"}, {"Content-Type", "text/plain"}},
+                           R"({"scope":"s","key":"k"})");
+  EXPECT_EQ(plain.result_int(), 415u) << plain.body();
+  Response begun = request(admin, verb::post, "/v1/begin",
+                           {{"Authorization", "bearer s3cret"}, {"Content-Type", "application/json"}},
+                           R"({"scope":"s","key":"k"})");
+  EXPECT_EQ(begun.result_int(), 200u) << begun.body();
+  // With a token, the token is the guard: neither Origin nor Host is checked.
+  EXPECT_EQ(request(admin, verb::get, "/v1/records/s/k",
+                    {{"Authorization", "Bearer s3cret"},
+                     {"Host", "admin.example:9901"},
+                     {"Origin", "https://ops.example"}})
+                .result_int(),
+            200u);
+  // Health, readiness and metrics never need the token.
+  for (const char* path : {"/healthz", "/readyz", "/metrics"})
+    EXPECT_EQ(request(admin, verb::get, path).result_int(), 200u) << path;
+  std::string log;
+  run({"/bin/cat", dir + "/idem.log"}, &log);
+  EXPECT_EQ(log.find("s3cret"), std::string::npos) << log;
 }
 
 // The output of `idem serve` with `args` until it exits, or until 8 s have passed (it is then
