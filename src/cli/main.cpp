@@ -27,6 +27,7 @@
 #include "gateway/server.h"
 #include "gateway/upstream.h"
 #include "idem/open.h"
+#include "idem/store_uri.h"
 
 namespace asio = boost::asio;
 using namespace idem;
@@ -52,10 +53,17 @@ void require_admin_token_off_loopback(const Config& c) {
         "refusing a non-loopback admin address (" + c.admin.listen.to_string() + ") without admin.token_env");
 }
 
+// A store error on standard error. Store messages name the server, not its password;
+// `uri` is redacted from them all the same, as it is everywhere it is printed.
+void report(const Status& s, const std::string& uri) {
+  std::cerr << "idem: " << redact_secrets(s.to_string(), uri) << "\n";
+}
+
 std::unique_ptr<Store> open_or_die(const std::string& uri) {
   auto store = open_store(uri);
   if (!store) {
-    std::cerr << "idem: cannot open store " << uri << ": " << store.status().to_string() << "\n";
+    std::cerr << "idem: cannot open store " << redact_uri(uri) << ": "
+              << redact_secrets(store.status().to_string(), uri) << "\n";
     return nullptr;
   }
   return std::move(*store);
@@ -64,9 +72,9 @@ std::unique_ptr<Store> open_or_die(const std::string& uri) {
 // `record get|delete`: true when the store answered and there was a record; otherwise
 // says why not on standard error.
 template <class T>
-bool found(const Result<T>& r) {
+bool found(const Result<T>& r, const std::string& uri) {
   if (!r) {
-    std::cerr << "idem: " << r.status().to_string() << "\n";
+    report(r.status(), uri);
     return false;
   }
   if (!*r) {
@@ -139,7 +147,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     auto client = server.listen_client(config.listen);
     auto admin_ep = server.listen_admin(config.admin.listen);
     std::cerr << "idem: serving on " << client << " (admin " << admin_ep << ", upstream "
-              << config.upstream->text << ", store " << config.store << ")" << std::endl;
+              << config.upstream->text << ", store " << redact_uri(config.store) << ")" << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "idem: cannot listen: " << e.what() << "\n";
     return kRuntime;
@@ -232,12 +240,12 @@ int main(int argc, char** argv) {
     RecordId id{record_scope, record_key};
     if (record_cmd->got_subcommand("get")) {
       auto r = store->get(std::move(id));
-      if (!found(r)) return kRuntime;
+      if (!found(r, record_store)) return kRuntime;
       std::cout << record_json(**r) << "\n";
       return kOk;
     }
     auto r = store->remove(std::move(id));
-    if (!found(r)) return kRuntime;
+    if (!found(r, record_store)) return kRuntime;
     std::cout << "removed\n";
     return kOk;
   }
@@ -246,7 +254,7 @@ int main(int argc, char** argv) {
     if (!store) return kRuntime;
     auto n = store->sweep();
     if (!n) {
-      std::cerr << "idem: " << n.status().to_string() << "\n";
+      report(n.status(), sweep_store);
       return kRuntime;
     }
     std::cout << *n << "\n";

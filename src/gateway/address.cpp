@@ -8,6 +8,8 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
+#include "idem/store_uri.h"
+
 namespace idem::gateway {
 namespace {
 
@@ -148,9 +150,10 @@ Result<UpstreamUrl> parse_upstream_url(std::string_view text) {
 Status check_store_uri(std::string_view uri) {
   const char* expected =
       "expected memory:, sqlite:PATH, redis://HOST:PORT, redis-cluster://HOST:PORT or postgres://...";
+  if (Status s = check_uri_userinfo(uri); !s) return s;
   std::size_t colon = uri.find(':');
   if (colon == std::string_view::npos) {
-    return invalid_argument("'" + std::string(uri) + "' has no scheme (" + expected + ")");
+    return invalid_argument("'" + redact_uri(uri) + "' has no scheme (" + expected + ")");
   }
   std::string_view scheme = uri.substr(0, colon);
   std::string_view rest = uri.substr(colon + 1);

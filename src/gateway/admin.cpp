@@ -1,12 +1,16 @@
 #include "gateway/admin.h"
 
+#include <cstdio>
+
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include "gateway/gateway.h"
 #include "gateway/record_json.h"
 #include "gateway/request.h"
 #include "gateway/stored_result.h"
 #include "idem/async.h"
+#include "idem/units.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -15,6 +19,12 @@ using asio::awaitable;
 using asio::use_awaitable;
 
 namespace {
+
+// The longest lease, retention or ttl the control API takes: the longest duration a config
+// may write (3650d), so a caller cannot hold a key for longer than an operator could.
+constexpr Duration kLongestDuration = kMaxDuration;
+
+constexpr Duration kStoreRetryAfter = std::chrono::seconds(1);
 
 // The fields of a control API body, checked as they are read; the first problem is kept
 // for the request-invalid detail.
@@ -44,12 +54,17 @@ class Fields {
     fail(std::string("field \"") + name + "\" must be a non-negative integer");
     return std::nullopt;
   }
-  // A positive duration in milliseconds, or `fallback` when omitted and not required.
+  // A duration in milliseconds from 1 to kLongestDuration, or `fallback` when omitted and
+  // not required.
   Duration millis(const char* name, Duration fallback, bool required = false) {
     auto v = u64(name, required);
     if (!v) return fallback;
-    if (*v == 0 || *v > 100ull * 365 * 24 * 3600 * 1000)
-      fail(std::string("field \"") + name + "\" out of range");
+    constexpr auto kMax = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(kLongestDuration).count());
+    if (*v == 0 || *v > kMax) {
+      fail(std::string("field \"") + name + "\" must be from 1 to " + std::to_string(kMax) + " (3650 days)");
+      return fallback;
+    }
     return std::chrono::duration_cast<Duration>(std::chrono::milliseconds(*v));
   }
   const json::value* any(const char* name) {
@@ -73,26 +88,40 @@ std::string outcome(const char* name) { return json::serialize(json::object{{"ou
 }  // namespace
 
 Admin::Admin(const Config& config, Store& store, Metrics& metrics)
-    : config_(config), store_(store), metrics_(metrics) {}
+    : config_(config), store_(store), metrics_(metrics), token_(config.admin.token) {}
 
-bool Admin::authorized(const HttpRequest& req) const {
-  if (config_.admin.token.empty()) return true;
-  auto it = req.find(http::field::authorization);
-  return it != req.end() && it->value() == "Bearer " + config_.admin.token;
+HttpResponse Admin::store_unavailable(const HttpRequest& req, std::string_view op, const Status& s) const {
+  std::fprintf(stderr, "idem: admin: %.*s: store failed: %s\n", static_cast<int>(op.size()), op.data(),
+               s.to_string().c_str());
+  return problem_response(Problem::store_unavailable, "the idempotency store is unavailable", req.version(),
+                          req.keep_alive(), kStoreRetryAfter);
 }
 
 awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
   const unsigned v = req.version();
   const bool ka = req.keep_alive();
+  const std::vector<HeaderField> fields = header_fields(req);
+  // Before anything else, so that a refused request learns nothing, not even readiness.
+  if (!token_.configured())
+    if (auto refused = check_loopback_request(fields))
+      co_return problem_response(refused->problem, refused->detail, v, ka);
   const std::string_view path = target_path(req.target());
   if (path == "/healthz" && req.method() == http::verb::get)
     co_return json_response(http::status::ok, "{\"status\":\"ok\"}", v, ka);
   if (path == "/readyz" && req.method() == http::verb::get) {
     auto call = async_ping(store_, use_awaitable);
     Result<Done> r = co_await std::move(call);
+    // Probes poll: say when readiness changes, not at every poll.
+    if (ready_.exchange(r.is_ok()) != r.is_ok()) {
+      if (r)
+        std::fprintf(stderr, "idem: admin: the store answers again; ready\n");
+      else
+        std::fprintf(stderr, "idem: admin: not ready: store ping failed: %s\n",
+                     r.status().to_string().c_str());
+    }
     if (!r)
-      co_return problem_response(Problem::store_unavailable, r.status().message(), v, ka,
-                                 Duration(1'000'000));
+      co_return problem_response(Problem::store_unavailable, "the idempotency store is unavailable", v, ka,
+                                 kStoreRetryAfter);
     co_return json_response(http::status::ok, "{\"status\":\"ready\"}", v, ka);
   }
   if (path == "/metrics" && req.method() == http::verb::get) {
@@ -108,13 +137,15 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
   const bool control_path = path.starts_with("/v1/") && !records_path;
   if (!records_path && !control_path)
     co_return problem_response(404, "not-found", "Not found", "no such admin endpoint", v, ka);
-  if (!authorized(req))
+  if (token_.configured() && !token_.accepts(find_header(fields, "Authorization").value_or("")))
     co_return problem_response(Problem::unauthorized, "a valid Authorization: Bearer token is required", v,
                                ka);
   if (records_path) co_return co_await records(req, path.substr(kRecords.size()));
   if (req.method() != http::verb::post)
     co_return problem_response(405, "method-not-allowed", "Method not allowed", "the control API takes POST",
                                v, ka);
+  if (auto refused = check_json_request(fields))
+    co_return problem_response(refused->problem, refused->detail, v, ka);
   co_return co_await control(req, path.substr(3));
 }
 
@@ -131,9 +162,7 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
   if (req.method() == http::verb::get) {
     auto call = async_get(store_, std::move(id), use_awaitable);
     Result<std::optional<Record>> r = co_await std::move(call);
-    if (!r)
-      co_return problem_response(Problem::store_unavailable, r.status().message(), v, ka,
-                                 Duration(1'000'000));
+    if (!r) co_return store_unavailable(req, "GET /v1/records", r.status());
     if (!*r)
       co_return problem_response(404, "not-found", "Not found", "no record with this scope and key", v, ka);
     co_return json_response(http::status::ok, record_json(**r), v, ka);
@@ -141,9 +170,7 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
   if (req.method() == http::verb::delete_) {
     auto call = async_remove(store_, std::move(id), use_awaitable);
     Result<bool> r = co_await std::move(call);
-    if (!r)
-      co_return problem_response(Problem::store_unavailable, r.status().message(), v, ka,
-                                 Duration(1'000'000));
+    if (!r) co_return store_unavailable(req, "DELETE /v1/records", r.status());
     if (!*r)
       co_return problem_response(404, "not-found", "Not found", "no record with this scope and key", v, ka);
     HttpResponse res{http::status::no_content, v};
@@ -160,9 +187,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
   auto invalid = [&](std::string_view detail) {
     return problem_response(Problem::request_invalid, detail, v, ka);
   };
-  auto unavailable = [&](const Status& s) {
-    return problem_response(Problem::store_unavailable, s.message(), v, ka, Duration(1'000'000));
-  };
+  auto unavailable = [&](const Status& s) { return store_unavailable(req, "POST /v1" + std::string(op), s); };
   auto ok = [&](std::string body) { return json_response(http::status::ok, std::move(body), v, ka); };
   auto conflict = [&](const char* name) {
     return json_response(http::status::conflict, outcome(name), v, ka);

@@ -1,11 +1,17 @@
 // The admin listener's endpoints (SPEC §3.5, §3.7): health, readiness, metrics, records
-// and the control API — the engine over HTTP/JSON. Records and the control API require
-// `Authorization: Bearer <token>` when admin.token_env is set.
+// and the control API — the engine over HTTP/JSON. Who may call them is decided by
+// admin_access.h (docs/admin.md): records and the control API require
+// `Authorization: Bearer <token>` when admin.token_env is set; without a token every
+// request from a web page or for a foreign Host is refused. Store errors are answered
+// without the store's address or error text; those go to standard error.
 // Safe for concurrent use.
 #pragma once
 
+#include <atomic>
+
 #include <boost/asio/awaitable.hpp>
 
+#include "gateway/admin_access.h"
 #include "gateway/config.h"
 #include "gateway/http_reply.h"
 #include "gateway/metrics.h"
@@ -23,11 +29,14 @@ class Admin {
  private:
   boost::asio::awaitable<HttpResponse> records(const HttpRequest& req, std::string_view rest);
   boost::asio::awaitable<HttpResponse> control(const HttpRequest& req, std::string_view op);
-  bool authorized(const HttpRequest& req) const;
+  // 503 store-unavailable, saying nothing of the store; `op` and `s` go to standard error.
+  HttpResponse store_unavailable(const HttpRequest& req, std::string_view op, const Status& s) const;
 
   const Config& config_;
   Store& store_;
   Metrics& metrics_;
+  const AdminToken token_;
+  std::atomic<bool> ready_{true};  // the last /readyz outcome, so a failing store is logged once
 };
 
 }  // namespace idem::gateway

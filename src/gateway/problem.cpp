@@ -46,6 +46,10 @@ Entry entry(Problem p) noexcept {
       return {"store-unavailable", "store_unavailable", 503, "Store unavailable"};
     case Problem::unauthorized:
       return {"unauthorized", "unauthorized", 401, "Unauthorized"};
+    case Problem::forbidden:
+      return {"forbidden", "forbidden", 403, "Forbidden"};
+    case Problem::unsupported_media_type:
+      return {"unsupported-media-type", "unsupported_media_type", 415, "Unsupported media type"};
     case Problem::request_invalid:
       return {"request-invalid", "request_invalid", 400, "Request invalid"};
     case Problem::overloaded:

@@ -25,13 +25,15 @@ enum class Problem {
   outcome_uncertain,  // 409 the first request's outcome is unknown (on_uncertain: hold)
   result_not_stored,  // 409 the first response was over max_result
   locked,             // 409 lock mode, key busy
-  upstream_unavailable,   // 502
-  upstream_timeout,       // 504
-  store_unavailable,      // 503
-  unauthorized,           // 401 admin listener without the bearer token
-  request_invalid,        // 400 malformed control API request
-  overloaded,             // 503 the request bodies held in memory reached their cap
-  version_not_supported,  // 505 not HTTP/1.0 or HTTP/1.1 (an HTTP/2 preface, say)
+  upstream_unavailable,    // 502
+  upstream_timeout,        // 504
+  store_unavailable,       // 503
+  unauthorized,            // 401 admin listener without the bearer token
+  forbidden,               // 403 admin listener without a token: a browser's or a foreign Host's request
+  unsupported_media_type,  // 415 control API POST whose body is not application/json
+  request_invalid,         // 400 malformed control API request
+  overloaded,              // 503 the request bodies held in memory reached their cap
+  version_not_supported,   // 505 not HTTP/1.0 or HTTP/1.1 (an HTTP/2 preface, say)
 };
 
 // "key-missing": the <name> of "urn:idem:problem:<name>".
@@ -40,7 +42,8 @@ std::string_view problem_name(Problem p) noexcept;
 // "key_missing": the outcome label of idem_requests_total (SPEC §3.5: `-` written `_`).
 std::string_view problem_metric_name(Problem p) noexcept;
 
-// The HTTP status the problem is answered with (400, 409, 413, 422, 502, 503, 504, 401).
+// The HTTP status the problem is answered with (400, 401, 403, 409, 413, 415, 422, 502, 503,
+// 504).
 int problem_status(Problem p) noexcept;
 
 // A short human title for the problem+json "title" ("Idempotency key missing").

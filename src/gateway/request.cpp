@@ -84,11 +84,15 @@ std::optional<std::string> find_form_value(std::string_view encoded, std::string
   return std::nullopt;
 }
 
-bool is_form_content_type(std::string_view content_type) noexcept {
+bool has_media_type(std::string_view content_type, std::string_view media_type) noexcept {
   std::string_view media = content_type.substr(0, content_type.find(';'));
   while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);
   while (!media.empty() && (media.front() == ' ' || media.front() == '\t')) media.remove_prefix(1);
-  return iequals(media, "application/x-www-form-urlencoded");
+  return iequals(media, media_type);
+}
+
+bool is_form_content_type(std::string_view content_type) noexcept {
+  return has_media_type(content_type, "application/x-www-form-urlencoded");
 }
 
 const boost::json::value* RequestContext::json_body() {

@@ -52,8 +52,11 @@ std::string percent_decode(std::string_view text, bool plus_as_space);
 // space. The value of the first pair whose decoded name is `name`; nullopt when none.
 std::optional<std::string> find_form_value(std::string_view encoded, std::string_view name);
 
-// True when the media type of a Content-Type value is application/x-www-form-urlencoded
-// (case-insensitive; parameters such as charset are ignored).
+// True when the media type of a Content-Type value is `media_type` ("application/json";
+// case-insensitive; parameters such as charset are ignored).
+bool has_media_type(std::string_view content_type, std::string_view media_type) noexcept;
+
+// has_media_type(content_type, "application/x-www-form-urlencoded").
 bool is_form_content_type(std::string_view content_type) noexcept;
 
 // One request being identified: the view, the route's path parameters and the subject,

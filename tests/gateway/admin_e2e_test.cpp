@@ -123,6 +123,72 @@ TEST_F(GatewayE2E, ControlApiBeginCommitReplay) {
   EXPECT_EQ(body_json(other).at("outcome").as_string(), "not_owner");
 }
 
+// Without admin.token_env (this fixture) the admin listener serves this machine only: no
+// web page can reach it, neither cross-site nor through a host name rebound to 127.0.0.1.
+TEST_F(GatewayE2E, AdminWithoutATokenRefusesBrowsersAndForeignHosts) {
+  const std::string key = unique("browser");
+  const std::string begin = R"({"scope":"s","key":")" + key + R"("})";
+  Response cross_site =
+      request(admin_, verb::post, "/v1/begin",
+              {{"Origin", "http://evil.example"}, {"Content-Type", "application/json"}}, begin);
+  EXPECT_EQ(cross_site.result_int(), 403u) << cross_site.body();
+  EXPECT_EQ(problem_type(cross_site), "urn:idem:problem:forbidden");
+  Response rebound = request(admin_, verb::post, "/v1/begin",
+                             {{"Host", "evil.example"}, {"Content-Type", "application/json"}}, begin);
+  EXPECT_EQ(rebound.result_int(), 403u) << rebound.body();
+  EXPECT_EQ(problem_type(rebound), "urn:idem:problem:forbidden");
+  EXPECT_EQ(request(admin_, verb::get, "/v1/records/s/" + key).result_int(), 404u);  // nothing was claimed
+
+  const std::string port = std::to_string(admin_);
+  for (const char* path : {"/healthz", "/readyz", "/metrics", "/v1/records/s/x"}) {
+    EXPECT_EQ(request(admin_, verb::get, path, {{"Host", "evil.example:" + port}}).result_int(), 403u)
+        << path;
+    EXPECT_EQ(request(admin_, verb::get, path, {{"Origin", "http://localhost:" + port}}).result_int(), 403u)
+        << path;
+  }
+  for (const std::string& host : std::vector<std::string>{"localhost:" + port, "LOCALHOST", "127.0.0.1",
+                                                          "127.0.0.1:" + port, "[::1]", "[::1]:" + port}) {
+    EXPECT_EQ(request(admin_, verb::get, "/metrics", {{"Host", host}}).result_int(), 200u) << host;
+    EXPECT_EQ(request(admin_, verb::get, "/v1/records/s/" + key, {{"Host", host}}).result_int(), 404u)
+        << host;
+  }
+  for (const char* host : {"app.localhost", "127.0.0.1.nip.io", "localhost:" /* empty port */, "0.0.0.0"})
+    EXPECT_EQ(request(admin_, verb::get, "/healthz", {{"Host", host}}).result_int(), 403u) << host;
+}
+
+// A cross-site form can POST text/plain: without the 415 a web page could claim any key
+// for a hundred years.
+TEST_F(GatewayE2E, ControlApiTakesOnlyJsonBodies) {
+  const std::string key = unique("form");
+  const std::string century = R"({"scope":"s","key":")" + key + R"(","lease_ms":3153600000000})";
+  for (const Headers& h :
+       {Headers{{"Content-Type", "text/plain"}}, Headers{{"Content-Type", "text/plain; charset=utf-8"}},
+        Headers{{"Content-Type", "application/x-www-form-urlencoded"}}, Headers{}}) {
+    Response r = request(admin_, verb::post, "/v1/begin", h, century);
+    EXPECT_EQ(r.result_int(), 415u) << r.body();
+    EXPECT_EQ(problem_type(r), "urn:idem:problem:unsupported-media-type");
+  }
+  EXPECT_EQ(request(admin_, verb::get, "/v1/records/s/" + key).result_int(), 404u);  // no record was created
+
+  // JSON with a charset passes, and the lease is capped at the longest config duration.
+  const Headers json = {{"Content-Type", "Application/JSON; charset=utf-8"}};
+  Response too_long = request(admin_, verb::post, "/v1/begin", json, century);
+  EXPECT_EQ(too_long.result_int(), 400u) << too_long.body();
+  EXPECT_EQ(problem_type(too_long), "urn:idem:problem:request-invalid");
+  for (const char* field : {"retention_ms", "lease_ms"}) {
+    Response r = request(admin_, verb::post, "/v1/begin", json,
+                         R"({"scope":"s","key":")" + key + "\",\"" + field + "\":315360000001}");
+    EXPECT_EQ(r.result_int(), 400u) << field << ": " << r.body();
+  }
+  Response ttl = request(admin_, verb::post, "/v1/tokens", json, R"({"scope":"s","ttl_ms":315360000001})");
+  EXPECT_EQ(ttl.result_int(), 400u) << ttl.body();
+  EXPECT_EQ(request(admin_, verb::get, "/v1/records/s/" + key).result_int(), 404u);
+  Response ok = request(admin_, verb::post, "/v1/begin", json,
+                        R"({"scope":"s","key":")" + key + R"(","lease_ms":315360000000})");
+  EXPECT_EQ(ok.result_int(), 200u) << ok.body();
+  EXPECT_EQ(body_json(ok).at("outcome").as_string(), "acquired");
+}
+
 TEST_F(GatewayE2E, OutcomesAreCountedAndLoggedWithoutTheRawKey) {
   const std::string key = unique("logged-secret");
   std::thread first([&] { post("/orders", key, "{}", {{"X-Test-Delay-Ms", "400"}}); });

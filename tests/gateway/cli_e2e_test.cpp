@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -55,6 +56,22 @@ TEST(GatewayProcess, AdminTokenAndNonLoopbackRefusal) {
   const std::string& dir = tmp.path;
   write_file(dir + "/open.yaml", "upstream: http://127.0.0.1:9000\nadmin:\n  listen: 0.0.0.0:9901\n");
   EXPECT_EQ(run({IDEM_BIN, "serve", "--config", dir + "/open.yaml"}), 2);
+  // Without a token, no address but a loopback one, from the file or the flag: a config error.
+  write_file(dir + "/any6.yaml", "upstream: http://127.0.0.1:9000\nadmin:\n  listen: \"[::]:9901\"\n");
+  std::string out;
+  EXPECT_EQ(run({IDEM_BIN, "serve", "--config", dir + "/any6.yaml"}, &out), 2) << out;
+  EXPECT_NE(out.find("admin.token_env"), std::string::npos) << out;
+  for (const char* addr : {"0.0.0.0:9901", "192.0.2.1:9901", "example.com:9901"}) {
+    out.clear();
+    EXPECT_EQ(
+        run({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:9000", "--store", "memory:", "--admin", addr},
+            &out),
+        2)
+        << addr << ": " << out;
+    EXPECT_NE(out.find("--admin"), std::string::npos) << out;
+    EXPECT_NE(out.find("non-loopback"), std::string::npos) << out;
+    EXPECT_NE(out.find("admin.token_env"), std::string::npos) << out;
+  }
 
   const unsigned short port = free_port(), admin = free_port();
   write_file(dir + "/token.yaml",
@@ -69,7 +86,167 @@ TEST(GatewayProcess, AdminTokenAndNonLoopbackRefusal) {
   EXPECT_EQ(problem_type(denied), "urn:idem:problem:unauthorized");
   EXPECT_EQ(request(admin, verb::get, "/v1/records/_/k", {{"Authorization", "Bearer s3cret"}}).result_int(),
             404u);
-  EXPECT_EQ(request(admin, verb::get, "/metrics").result_int(), 200u);
+  // The scheme in any case; the token exactly, whatever its length.
+  EXPECT_EQ(request(admin, verb::get, "/v1/records/_/k", {{"Authorization", "bearer s3cret"}}).result_int(),
+            404u);
+  EXPECT_EQ(request(admin, verb::get, "/v1/records/_/k", {{"Authorization", "BEARER s3cret"}}).result_int(),
+            404u);
+  for (const char* wrong : {"Bearer s3creT", "Bearer s3cre", "Bearer s3cret-and-more", "Bearer ", "s3cret",
+                            "Basic s3cret", "Bearer S3CRET"}) {
+    Response r = request(admin, verb::get, "/v1/records/_/k", {{"Authorization", wrong}});
+    EXPECT_EQ(r.result_int(), 401u) << wrong;
+    EXPECT_EQ(problem_type(r), "urn:idem:problem:unauthorized") << wrong;
+  }
+  const Headers json = {{"Content-Type", "application/json"}};
+  EXPECT_EQ(request(admin, verb::post, "/v1/begin", json, R"({"scope":"s","key":"k"})").result_int(), 401u);
+  Response plain = request(admin, verb::post, "/v1/begin",
+                           {{"Authorization", "bearer s3cret"}, {"Content-Type", "text/plain"}},
+                           R"({"scope":"s","key":"k"})");
+  EXPECT_EQ(plain.result_int(), 415u) << plain.body();
+  Response begun = request(admin, verb::post, "/v1/begin",
+                           {{"Authorization", "bearer s3cret"}, {"Content-Type", "application/json"}},
+                           R"({"scope":"s","key":"k"})");
+  EXPECT_EQ(begun.result_int(), 200u) << begun.body();
+  // With a token, the token is the guard: neither Origin nor Host is checked.
+  EXPECT_EQ(request(admin, verb::get, "/v1/records/s/k",
+                    {{"Authorization", "Bearer s3cret"},
+                     {"Host", "admin.example:9901"},
+                     {"Origin", "https://ops.example"}})
+                .result_int(),
+            200u);
+  // Health, readiness and metrics never need the token.
+  for (const char* path : {"/healthz", "/readyz", "/metrics"})
+    EXPECT_EQ(request(admin, verb::get, path).result_int(), 200u) << path;
+  std::string log;
+  run({"/bin/cat", dir + "/idem.log"}, &log);
+  EXPECT_EQ(log.find("s3cret"), std::string::npos) << log;
+}
+
+// The output of `idem serve` with `args` until it exits, or until 8 s have passed (it is then
+// stopped): an unreachable store may stop it at once or leave it serving with /readyz 503.
+std::string serve_output(const std::string& dir, std::vector<std::string> args) {
+  static int n = 0;
+  const std::string log = dir + "/serve-" + std::to_string(++n) + ".log";
+  args.insert(args.begin(), {IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:9", "--listen",
+                             "127.0.0.1:" + std::to_string(free_port()), "--admin",
+                             "127.0.0.1:" + std::to_string(free_port())});
+  Process idem(args, log);
+  if (idem.wait(8000) == -1) {
+    idem.signal(SIGTERM);
+    idem.wait(5000);
+  }
+  std::string out;
+  run({"/bin/cat", log}, &out);
+  return out;
+}
+
+// A password in a store URI is never printed: not at start, not when the store cannot be
+// opened, not by `record`, `sweep` or `check` (docs/admin.md).
+TEST(GatewayProcess, StorePasswordsAreNeverPrinted) {
+  TempDir tmp;
+  const std::string& dir = tmp.path;
+  // A Redis that does not answer costs op_timeout (5 s) per command: a few forms suffice here,
+  // the unit tests of redact_uri cover the rest.
+  for (const std::string& uri : std::vector<std::string>{
+           "postgres://u:s3cret@127.0.0.1:1/db", "postgresql://u:s3cret%21x@127.0.0.1:1/db",
+           "postgres://u@127.0.0.1:1/db?sslmode=disable&password=s3cret", "redis://:s3cret@127.0.0.1:1",
+           "redis-cluster://u:s3cret@127.0.0.1:1,127.0.0.1:2"}) {
+    const std::string out = serve_output(dir, {"--store", uri});
+    EXPECT_EQ(out.find("s3cret"), std::string::npos) << out;
+    EXPECT_NE(out.find("***"), std::string::npos) << out;  // it still says which store
+  }
+  for (const std::string& uri : std::vector<std::string>{"postgres://u:s3cret@127.0.0.1:1/db?password=s3cret",
+                                                         "redis://s3cret@127.0.0.1:1"}) {
+    std::string out;
+    EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", uri, "k"}, &out), 1) << out;
+    EXPECT_EQ(out.find("s3cret"), std::string::npos) << out;
+    EXPECT_NE(out.find("***"), std::string::npos) << out;
+  }
+  std::string cli;
+  EXPECT_EQ(run({IDEM_BIN, "sweep", "--store", "postgres://u:s3cret@127.0.0.1:1/db"}, &cli), 1) << cli;
+  EXPECT_EQ(cli.find("s3cret"), std::string::npos) << cli;
+  // From a config file too; and malformed URIs, refused as config errors.
+  write_file(dir + "/pg.yaml",
+             "upstream: http://127.0.0.1:9\nstore: \"postgres://u:s3cret@127.0.0.1:1/db\"\n");
+  std::string out = serve_output(dir, {"--config", dir + "/pg.yaml"});
+  EXPECT_EQ(out.find("s3cret"), std::string::npos) << out;
+  for (const std::string& uri : std::vector<std::string>{"redsi://:s3cret@127.0.0.1:1", "s3cret@127.0.0.1",
+                                                         "postgres://u:s3c/ret@h/db", "redis://:s3c?ret@h",
+                                                         "postgres://u:s3cret@h/db?password=s3c%ret&x=a@b"}) {
+    write_file(dir + "/bad.yaml", "store: \"" + uri + "\"\n");
+    out.clear();
+    EXPECT_EQ(run({IDEM_BIN, "check", dir + "/bad.yaml"}, &out), 2) << uri << ": " << out;
+    EXPECT_EQ(out.find("s3c"), std::string::npos) << out;
+    out.clear();
+    EXPECT_EQ(run({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:9", "--store", uri}, &out), 2) << out;
+    EXPECT_EQ(out.find("s3c"), std::string::npos) << out;
+    out.clear();
+    EXPECT_NE(run({IDEM_BIN, "record", "get", "--store", uri, "k"}, &out), 0) << out;
+    EXPECT_EQ(out.find("s3c"), std::string::npos) << out;
+  }
+}
+
+// A real Redis that requires a password: the startup line names the store with the
+// password hidden, and once the store is gone the answers say so without naming it.
+TEST(GatewayProcess, AStoreWithAPasswordIsNamedWithoutItAndItsFailuresWithoutItsAddress) {
+  const char* redis_server = nullptr;
+  for (const char* candidate : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"})
+    if (::access(candidate, X_OK) == 0) redis_server = candidate;
+  if (!redis_server) GTEST_SKIP() << "redis-server is not installed";
+  TempDir tmp;
+  const std::string& dir = tmp.path;
+  const unsigned short redis_port = free_port();
+  auto redis = std::make_unique<Process>(
+      std::vector<std::string>{redis_server, "--port", std::to_string(redis_port), "--bind", "127.0.0.1",
+                               "--requirepass", "s3cret", "--save", "", "--appendonly", "no", "--dir", dir},
+      dir + "/redis.log");
+  std::string pong;
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+       pong.find("PONG") == std::string::npos && std::chrono::steady_clock::now() < until;)
+    pong = raw_exchange(redis_port, "AUTH s3cret\r\nPING\r\nQUIT\r\n");
+  ASSERT_NE(pong.find("PONG"), std::string::npos)
+      << "redis-server did not start; see " << dir << "/redis.log";
+
+  Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
+  const unsigned short port = free_port(), admin = free_port();
+  const std::string store = "redis://:s3cret@127.0.0.1:" + std::to_string(redis_port);
+  Process idem({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:" + std::to_string(upstream.port()),
+                "--store", store, "--listen", "127.0.0.1:" + std::to_string(port), "--admin",
+                "127.0.0.1:" + std::to_string(admin)},
+               dir + "/idem.log");
+  ASSERT_TRUE(wait_healthy(admin, 5000));
+  EXPECT_EQ(request(port, verb::post, "/orders", {{"Idempotency-Key", "k1"}}, "{}").result_int(), 201u);
+
+  redis.reset();  // the store goes away
+  const std::string address = std::to_string(redis_port);
+  // At once: each waits for the store's op_timeout.
+  std::vector<std::future<Response>> answers;
+  answers.push_back(std::async(std::launch::async, [&] {
+    return request(port, verb::post, "/orders", {{"Idempotency-Key", "k2"}}, "{}");
+  }));
+  answers.push_back(std::async(std::launch::async, [&] { return request(admin, verb::get, "/readyz"); }));
+  answers.push_back(
+      std::async(std::launch::async, [&] { return request(admin, verb::get, "/v1/records/_/k1"); }));
+  answers.push_back(std::async(std::launch::async, [&] {
+    return request(admin, verb::post, "/v1/begin", {{"Content-Type", "application/json"}},
+                   R"({"scope":"","key":"k3"})");
+  }));
+  for (auto& answer : answers) {
+    const Response r = answer.get();
+    EXPECT_EQ(r.result_int(), 503u) << r.body();
+    EXPECT_EQ(problem_type(r), "urn:idem:problem:store-unavailable");
+    EXPECT_EQ(r.body().find(address), std::string::npos) << r.body();
+    EXPECT_EQ(r.body().find("127.0.0.1"), std::string::npos) << r.body();
+    EXPECT_EQ(r.body().find("redis"), std::string::npos) << r.body();
+  }
+  idem.signal(SIGTERM);
+  idem.wait(10000);
+  std::string log;
+  run({"/bin/cat", dir + "/idem.log"}, &log);
+  EXPECT_EQ(log.find("s3cret"), std::string::npos) << log;
+  EXPECT_NE(log.find("store redis://:***@127.0.0.1:" + address), std::string::npos) << log;
+  // What the answers leave out, the operator finds on standard error.
+  EXPECT_NE(log.find("127.0.0.1:" + address + ":"), std::string::npos) << log;
 }
 
 // kill -9 of the gateway while the upstream works, then a restart on the same SQLite file:

@@ -128,8 +128,8 @@ Response request(unsigned short port, http::verb method, const std::string& targ
   if (ec) return failed();
   set_timeouts(socket);
   http::request<http::string_body> req{method, target, 11};
-  req.set(http::field::host, "127.0.0.1");
   for (const auto& [k, v] : headers) req.insert(k, v);
+  if (req.count(http::field::host) == 0) req.set(http::field::host, "127.0.0.1");
   req.body() = body;
   req.keep_alive(false);
   req.prepare_payload();

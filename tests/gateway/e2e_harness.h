@@ -44,6 +44,7 @@ class Process {
 int run(const std::vector<std::string>& argv, std::string* output = nullptr);
 
 // One request on a fresh connection (Connection: close); status 0 when the exchange failed.
+// Sends `Host: 127.0.0.1` unless `headers` name a Host of their own.
 Response request(unsigned short port, http::verb method, const std::string& target,
                  const Headers& headers = {}, const std::string& body = "");
 

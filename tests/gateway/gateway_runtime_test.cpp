@@ -29,6 +29,8 @@ namespace {
 using e2e::request;
 using http::verb;
 
+constexpr const char* kStoreAddress = "10.9.8.7:6390";
+
 // A memory store whose flagged operations answer `unavailable` instead.
 class FaultyStore final : public testutil::StoreWrapper {
  public:
@@ -36,13 +38,17 @@ class FaultyStore final : public testutil::StoreWrapper {
   std::atomic<bool> fail_begin{false};
   std::atomic<bool> fail_commit{false};
   std::atomic<bool> fail_consume{false};
-  std::atomic<int> restore_delay_ms{0};  // restore_token answers this late
+  std::atomic<bool> fail_records{false};  // get and remove
+  std::atomic<int> restore_delay_ms{0};   // restore_token answers this late
   ~FaultyStore() override {
     for (auto& t : late_) t.join();
   }
 
  protected:
-  static Status down() { return unavailable("injected store failure"); }
+  // As a real store words it: its address and the driver's error, which clients never see.
+  static Status down() {
+    return unavailable(std::string("redis ") + kStoreAddress + ": connect: Connection refused");
+  }
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
     if (fail_begin) return cb(down());
     StoreWrapper::do_begin(std::move(a), std::move(cb));
@@ -63,6 +69,14 @@ class FaultyStore final : public testutil::StoreWrapper {
       std::this_thread::sleep_for(std::chrono::milliseconds(delay));
       StoreWrapper::do_restore_token(std::move(a), std::move(cb));
     });
+  }
+  void do_get(RecordId id, Callback<std::optional<Record>> cb) override {
+    if (fail_records) return cb(down());
+    StoreWrapper::do_get(std::move(id), std::move(cb));
+  }
+  void do_remove(RecordId id, Callback<bool> cb) override {
+    if (fail_records) return cb(down());
+    StoreWrapper::do_remove(std::move(id), std::move(cb));
   }
   void do_ping(Callback<Done> cb) override {
     if (fail_begin) return cb(down());
@@ -177,6 +191,27 @@ TEST_F(GatewayRuntime, StoreUnavailableRejectsWith503AndRetryAfter) {
   EXPECT_NE(metrics_.render().find("outcome=\"store_unavailable\"} 1"), std::string::npos);
 }
 
+// Problems caused by the store say so without its address or error text (docs/admin.md).
+TEST_F(GatewayRuntime, StoreUnavailableAnswersNameNeitherTheStoreNorItsError) {
+  store_.fail_begin = true;
+  store_.fail_records = true;
+  const e2e::Headers json = {{"Content-Type", "application/json"}};
+  const std::vector<e2e::Response> answers = {
+      post("/reject", "k-leak"),
+      request(admin_port_, verb::get, "/readyz"),
+      request(admin_port_, verb::post, "/v1/begin", json, R"({"scope":"s","key":"k"})"),
+      request(admin_port_, verb::get, "/v1/records/s/k"),
+      request(admin_port_, verb::delete_, "/v1/records/s/k"),
+  };
+  for (const e2e::Response& r : answers) {
+    EXPECT_EQ(r.result_int(), 503u) << r.body();
+    EXPECT_EQ(type_of(r), "urn:idem:problem:store-unavailable");
+    EXPECT_EQ(r[http::field::retry_after], "1");
+    for (const char* leak : {"10.9.8.7", "6390", "Connection refused", "redis"})
+      EXPECT_EQ(r.body().find(leak), std::string::npos) << leak << " in " << r.body();
+  }
+}
+
 TEST_F(GatewayRuntime, StoreUnavailableUnderPassForwardsUnprotected) {
   store_.fail_begin = true;
   auto r = post("/pass", "k2");
@@ -275,8 +310,9 @@ std::string healthz_over(const boost::asio::ip::tcp::endpoint& to) {
   boost::system::error_code ec;
   s.connect(to, ec);
   if (ec) return "";
-  asio::write(s, asio::buffer(std::string("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")),
-              ec);
+  asio::write(
+      s, asio::buffer(std::string("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")),
+      ec);
   std::string answer(64, '\0');
   answer.resize(s.read_some(asio::buffer(answer), ec));
   return answer;

@@ -253,6 +253,8 @@ TEST(Problems, NamesStatusesAndMetricLabels) {
                  {Problem::upstream_timeout, "upstream-timeout", 504},
                  {Problem::store_unavailable, "store-unavailable", 503},
                  {Problem::unauthorized, "unauthorized", 401},
+                 {Problem::forbidden, "forbidden", 403},
+                 {Problem::unsupported_media_type, "unsupported-media-type", 415},
                  {Problem::request_invalid, "request-invalid", 400}}) {
     EXPECT_EQ(problem_name(c.p), c.name);
     EXPECT_EQ(problem_status(c.p), c.status) << c.name;

@@ -336,6 +336,18 @@ TEST_F(PostgresTest, AcknowledgedCommitsSurviveKill9) {
                                                       [&] { return open(); });
 }
 
+// Malformed URIs fail before any connection: no server needed.
+TEST(PostgresUri, MalformedUrisNeverQuoteThePassword) {
+  for (const std::string uri :
+       {"postgres://u:s3cret@h/db?password=s3cret%zz", "postgresql://u@h/db?password=s3cret%00",
+        "postgres://u:s3cret@[::1/db", "postgres://u:s3cret%zz@h/db"}) {
+    auto s = open_store(uri);
+    ASSERT_FALSE(s.is_ok()) << uri;
+    EXPECT_EQ(s.status().code(), StatusCode::invalid_argument) << uri;
+    EXPECT_EQ(s.status().message().find("s3cret"), std::string::npos) << s.status().message();
+  }
+}
+
 TEST_F(PostgresTest, ErrorsNameTheServerButNeverThePassword) {
   // Nothing listens on port 1.
   auto unreachable = open_store("postgres://idem:s3cret-pw@127.0.0.1:1/idem");

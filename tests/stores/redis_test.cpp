@@ -181,6 +181,22 @@ TEST(RedisUri, MalformedUrisNameTheirFaultyPart) {
   }
 }
 
+TEST(RedisUri, MalformedUrisNeverQuoteThePassword) {
+  for (const std::string uri : {"redis://:s3cret@h:0", "redis://u:s3cret@h:1?db=2", "redis://s3cret@h:1/x",
+                                "redis-cluster://u:s3cret@a:1/2", "redis://:s3cret%zz@h"}) {
+    auto s = open_store(uri);
+    ASSERT_FALSE(s.is_ok()) << uri;
+    EXPECT_EQ(s.status().code(), StatusCode::invalid_argument) << uri;
+    EXPECT_EQ(s.status().message().find("s3cret"), std::string::npos) << s.status().message();
+    EXPECT_NE(s.status().message().find("***@"), std::string::npos) << s.status().message();
+  }
+  // A '?' or '/' in a password would be split off by the parser: such URIs are refused whole.
+  auto s = open_store("redis://:s3c?ret@h");
+  EXPECT_EQ(s.status().code(), StatusCode::invalid_argument);
+  EXPECT_EQ(s.status().message().find("s3c"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("percent-encoded"), std::string::npos) << s.status().message();
+}
+
 TEST(RedisKeys, SlotsAreRedisClusters) {
   // The examples of the Redis Cluster specification.
   EXPECT_EQ(redis::key_slot("123456789"), 0x31C3);

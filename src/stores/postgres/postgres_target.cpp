@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "idem/store_uri.h"
 #include "stores/postgres/postgres_sql.h"
 
 namespace idem::postgres {
@@ -39,9 +40,9 @@ PGconn* Target::connect_blocking(Duration timeout) const { return start(*this, t
 PGconn* Target::connect_start() const { return start(*this, Duration(0), false); }
 
 std::string Target::message(std::string_view what, std::string_view reason) const {
-  // libpq's and the server's messages never quote the password.
+  // libpq's and the server's messages should not quote the password; make sure.
   std::string m = "postgres '" + where + "': ";
-  m.append(what).append(": ").append(trim(std::string(reason)));
+  m.append(what).append(": ").append(redact_secrets(trim(std::string(reason)), uri));
   return m;
 }
 
@@ -104,15 +105,8 @@ Result<Target> parse_target(std::string_view uri) {
   if (!options) {
     std::string reason = raw_error ? raw_error : "out of memory";
     PQfreemem(raw_error);
-    // The parser may quote a piece of the URI: never the user information.
-    const auto scheme_end = t.uri.find("://");
-    const auto at = t.uri.find('@');
-    if (scheme_end != std::string::npos && at != std::string::npos && at > scheme_end + 3) {
-      const std::string userinfo = t.uri.substr(scheme_end + 3, at - scheme_end - 3);
-      for (auto i = reason.find(userinfo); i != std::string::npos; i = reason.find(userinfo, i)) {
-        reason.replace(i, userinfo.size(), "***");
-      }
-    }
+    // The parser may quote a piece of the URI, even the password: never print it.
+    reason = redact_secrets(reason, uri);
     return invalid_argument("postgres: malformed URI: " + trim(reason));
   }
   std::string host = "localhost", port = "5432", db, user;
@@ -125,7 +119,7 @@ Result<Target> parse_target(std::string_view uri) {
     if (k == "user") user = o->val;
   }
   if (db.empty()) db = user;
-  t.where = host + ":" + port + "/" + db;
+  t.where = redact_secrets(host + ":" + port + "/" + db, uri);
   return t;
 }
 

@@ -2,11 +2,14 @@
 
 #include <charconv>
 
+#include "idem/store_uri.h"
+
 namespace idem::redis {
 namespace {
 
+// Names the URI with its password written ***; `what` may quote a part of it.
 Status bad(std::string_view uri, const std::string& what) {
-  return invalid_argument("redis: " + what + " in store URI '" + std::string(uri) +
+  return invalid_argument("redis: " + redact_secrets(what, uri) + " in store URI '" + redact_uri(uri) +
                           "' (expected redis://[user:pass@]host:port[/db][?prefix=P] or "
                           "redis-cluster://host:port[,host:port...][?prefix=P])");
 }
