@@ -78,6 +78,48 @@ bool speaks_another_version(const beast::flat_buffer& buffer) {
          v[7] <= '9';
 }
 
+// A field line continued on the next line (obs-fold, RFC 9112 §5.2) in the head part of
+// `data` (up to the blank line that ends it, or all of it while it has not arrived).
+bool has_obs_fold(std::string_view data) {
+  const auto end = data.find("\r\n\r\n");
+  const std::string_view head = data.substr(0, end == std::string_view::npos ? data.size() : end + 2);
+  for (std::size_t i = head.find('\n'); i != std::string_view::npos && i + 1 < head.size();
+       i = head.find('\n', i + 1))
+    if (head[i + 1] == ' ' || head[i + 1] == '\t') return true;
+  return false;
+}
+
+// http::async_read_header, with one more refusal: a folded field line, which RFC 9112
+// lets a server refuse and which proxies in front may unfold differently.
+awaitable<std::pair<beast::error_code, std::size_t>> read_head(
+    beast::tcp_stream& stream, beast::flat_buffer& buffer, http::request_parser<http::empty_body>& parser) {
+  std::size_t parsed = 0;
+  for (;;) {
+    if (buffer.size() > 0) {
+      const std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
+      if (has_obs_fold(data)) co_return std::pair{beast::error_code(http::error::bad_field), parsed};
+      beast::error_code ec;
+      const std::size_t n = parser.put(buffer.data(), ec);
+      buffer.consume(n);
+      parsed += n;
+      if (ec != http::error::need_more) {
+        if (!ec && !parser.is_header_done()) continue;
+        co_return std::pair{ec, parsed};
+      }
+      if (buffer.size() >= buffer.max_size())
+        co_return std::pair{beast::error_code(http::error::header_limit), parsed};
+    }
+    const std::size_t room = std::min<std::size_t>(buffer.max_size() - buffer.size(), 4096);
+    auto [ec, n] = co_await stream.async_read_some(buffer.prepare(room), kTuple);
+    buffer.commit(n);
+    if (ec == asio::error::eof)
+      co_return std::pair{beast::error_code(parsed || buffer.size() ? http::error::partial_message
+                                                                    : http::error::end_of_stream),
+                          parsed};
+    if (ec) co_return std::pair{ec, parsed};
+  }
+}
+
 HttpResponse malformed_body(unsigned version) {
   return problem_response(Problem::request_invalid, "malformed request body (chunked framing)", version,
                           false);
@@ -146,6 +188,13 @@ std::optional<HttpResponse> refuse_head(http::request_header<>& head) {
   const auto [te, te_end] = head.equal_range(http::field::transfer_encoding);
   if (te != te_end && (std::next(te) != te_end || !beast::iequals(te->value(), "chunked")))
     return invalid("Transfer-Encoding must be exactly \"chunked\"");
+  // RFC 9112 §6.1: in an HTTP/1.0 message a Transfer-Encoding means faulty framing.
+  if (te != te_end && version == 10) return invalid("Transfer-Encoding in an HTTP/1.0 request");
+  // One Content-Length, one number: a repeated or listed length is read differently by
+  // different servers on the way.
+  const auto [cl, cl_end] = head.equal_range(http::field::content_length);
+  if (cl != cl_end && (std::next(cl) != cl_end || cl->value().find(',') != std::string_view::npos))
+    return invalid("more than one Content-Length");
   const auto [host, host_end] = head.equal_range(http::field::host);
   if (host != host_end && std::next(host) != host_end) return invalid("more than one Host field");
   if (head.method() != http::verb::options || head.target() != "*") {
@@ -295,7 +344,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     // An idle keep-alive connection holds no buffer memory while it waits.
     if (buffer.size() == 0) buffer.shrink_to_fit();
     stream.expires_after(limits_.header_timeout);
-    auto [ec, n] = co_await http::async_read_header(stream, buffer, req.head, kTuple);
+    auto [ec, n] = co_await read_head(stream, buffer, req.head);
     conn->idle = false;
     req.head_bytes = n;
     req.body_done = req.head.is_done();
