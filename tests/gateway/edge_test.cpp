@@ -258,6 +258,25 @@ TEST_F(EdgeTest, ContentLengthWithTransferEncodingIsRefused) {
   EXPECT_EQ(seen_count(), before);
 }
 
+// What nginx in front would refuse, idem refuses too (tests/gateway/framing_differential.py
+// checks the two against each other on the whole smuggling corpus).
+TEST_F(EdgeTest, FoldedFieldsRepeatedLengthsAndHttp10TransferEncodingAreRefused) {
+  const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const std::string head :
+       {"POST /unmatched HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\nContent-Length: 5\r\n\r\nhello",
+        "POST /unmatched HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n",
+        "POST /unmatched HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
+        "POST /unmatched HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\nhello",
+        "POST /unmatched HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"}) {
+    const std::size_t before = seen_count();
+    const std::string out = raw_exchange(port_, head + smuggled);
+    EXPECT_TRUE(out.starts_with("HTTP/1.1 400") || out.starts_with("HTTP/1.0 400"))
+        << head << ": " << out.substr(0, 200);
+    EXPECT_EQ(out.find("200 OK"), std::string::npos) << "a second answer: " << out;
+    EXPECT_EQ(seen_count(), before) << head;
+  }
+}
+
 TEST_F(EdgeTest, AMalformedChunkSizeIsAnswered400BeforeTheConnectionCloses) {
   const std::string out =
       raw_exchange(port_, "POST /orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: " + unique("chunk") +
