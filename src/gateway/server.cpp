@@ -78,45 +78,39 @@ bool speaks_another_version(const beast::flat_buffer& buffer) {
          v[7] <= '9';
 }
 
-// A field line continued on the next line (obs-fold, RFC 9112 §5.2) in the head part of
-// `data` (up to the blank line that ends it, or all of it while it has not arrived).
-bool has_obs_fold(std::string_view data) {
-  const auto end = data.find("\r\n\r\n");
-  const std::string_view head = data.substr(0, end == std::string_view::npos ? data.size() : end + 2);
-  for (std::size_t i = head.find('\n'); i != std::string_view::npos && i + 1 < head.size();
-       i = head.find('\n', i + 1))
-    if (head[i + 1] == ' ' || head[i + 1] == '\t') return true;
-  return false;
-}
-
-// http::async_read_header, with one more refusal: a folded field line, which RFC 9112
-// lets a server refuse and which proxies in front may unfold differently.
+// http::async_read_header, with one more refusal: a field line continued on the next line
+// (obs-fold, RFC 9112 §5.2), which a server may refuse and which proxies in front may
+// unfold differently.
 awaitable<std::pair<beast::error_code, std::size_t>> read_head(
     beast::tcp_stream& stream, beast::flat_buffer& buffer, http::request_parser<http::empty_body>& parser) {
-  std::size_t parsed = 0;
+  // The parser consumes nothing until the whole head is there, so the buffer's start stays
+  // put: only the bytes that arrived since the last look are scanned (a head sent byte by
+  // byte must not cost quadratic time).
+  std::size_t scanned = 0;
+  bool head_ended = false;
   for (;;) {
     if (buffer.size() > 0) {
       const std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
-      if (has_obs_fold(data)) co_return std::pair{beast::error_code(http::error::bad_field), parsed};
+      for (; !head_ended && scanned < data.size(); ++scanned) {
+        if (scanned == 0 || data[scanned - 1] != '\n') continue;
+        const char c = data[scanned];
+        if (c == ' ' || c == '\t')
+          co_return std::pair{beast::error_code(http::error::bad_field), std::size_t{0}};
+        head_ended = c == '\r';  // the blank line that ends the head
+      }
       beast::error_code ec;
       const std::size_t n = parser.put(buffer.data(), ec);
       buffer.consume(n);
-      parsed += n;
-      if (ec != http::error::need_more) {
-        if (!ec && !parser.is_header_done()) continue;
-        co_return std::pair{ec, parsed};
-      }
+      if (ec != http::error::need_more) co_return std::pair{ec, n};
       if (buffer.size() >= buffer.max_size())
-        co_return std::pair{beast::error_code(http::error::header_limit), parsed};
+        co_return std::pair{beast::error_code(http::error::header_limit), n};
     }
     const std::size_t room = std::min<std::size_t>(buffer.max_size() - buffer.size(), 4096);
     auto [ec, n] = co_await stream.async_read_some(buffer.prepare(room), kTuple);
     buffer.commit(n);
     if (ec == asio::error::eof)
-      co_return std::pair{beast::error_code(parsed || buffer.size() ? http::error::partial_message
-                                                                    : http::error::end_of_stream),
-                          parsed};
-    if (ec) co_return std::pair{ec, parsed};
+      ec = buffer.size() > 0 ? http::error::partial_message : http::error::end_of_stream;
+    if (ec) co_return std::pair{ec, std::size_t{0}};
   }
 }
 

@@ -161,6 +161,7 @@ routes:
     peak = std::max(peak, rss_kib(idem_->pid()));
     c.shutdown_send();
     reader.join();
+    std::printf("flood of %zu bytes: idem RSS %ld KiB, at most %ld KiB while it ran\n", sent, before, peak);
     return peak - before;
   }
 
