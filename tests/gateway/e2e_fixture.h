@@ -108,11 +108,17 @@ routes:
 class GatewayE2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    start([](unsigned short l, unsigned short u, unsigned short a) { return config_text(l, u, a); });
+  }
+  // Starts the test upstream and `idem serve` with the config make_config(listen port,
+  // upstream port, admin port) writes; a suite of other routes calls it from its own
+  // SetUpTestSuite.
+  static void start(std::string (*make_config)(unsigned short, unsigned short, unsigned short)) {
     dir_ = new std::string(temp_dir());
     upstream_ = new Process({IDEM_TEST_UPSTREAM}, *dir_ + "/upstream.log", true);
     port_ = free_port();
     admin_ = free_port();
-    write_file(*dir_ + "/idem.yaml", config_text(port_, upstream_->port(), admin_));
+    write_file(*dir_ + "/idem.yaml", make_config(port_, upstream_->port(), admin_));
     idem_ = new Process({IDEM_BIN, "serve", "--config", *dir_ + "/idem.yaml"}, *dir_ + "/idem.log");
     ASSERT_TRUE(wait_healthy(admin_, 5000)) << "idem did not start; see " << *dir_ << "/idem.log";
   }

@@ -13,6 +13,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
 
 #include "gateway/e2e_fixture.h"
 
@@ -91,14 +92,9 @@ class Raw {
   tcp::socket socket_;
 };
 
-class EdgeTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new std::string(temp_dir());
-    upstream_ = new Process({IDEM_TEST_UPSTREAM}, *dir_ + "/upstream.log", true);
-    port_ = free_port();
-    admin_ = free_port();
-    write_file(*dir_ + "/idem.yaml", config_head(port_, upstream_->port(), admin_, "memory:") + R"(defaults:
+// The routes under attack: a client key, a small body and result, a path parameter.
+std::string edge_config(unsigned short listen, unsigned short upstream, unsigned short admin) {
+  return config_head(listen, upstream, admin, "memory:") + R"(defaults:
   upstream_timeout: 5s
 routes:
   - name: orders
@@ -110,16 +106,12 @@ routes:
   - name: stock
     match: { method: POST, path: "/skus/{sku}/deduct" }
     key: "stock:{path.sku}"
-)");
-    idem_ = new Process({IDEM_BIN, "serve", "--config", *dir_ + "/idem.yaml"}, *dir_ + "/idem.log");
-    ASSERT_TRUE(wait_healthy(admin_, 5000)) << "idem did not start; see " << *dir_ << "/idem.log";
-  }
-  static void TearDownTestSuite() {
-    delete idem_;
-    delete upstream_;
-    remove_dir(*dir_);
-    delete dir_;
-  }
+)";
+}
+
+class EdgeTest : public GatewayE2E {
+ protected:
+  static void SetUpTestSuite() { start(&edge_config); }
 
   // The requests the upstream received from the n-th on.
   static json::array seen_from(std::size_t n) {
@@ -131,20 +123,10 @@ routes:
   static std::vector<std::string> field_values(const json::value& seen, std::string_view name) {
     std::vector<std::string> out;
     for (const auto& f : seen.at("fields").as_array())
-      if (beast_iequals(f.as_array()[0].as_string(), name)) out.emplace_back(f.as_array()[1].as_string());
+      if (boost::beast::iequals(f.as_array()[0].as_string(), name))
+        out.emplace_back(f.as_array()[1].as_string());
     return out;
   }
-  static bool beast_iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-             return std::tolower(static_cast<unsigned char>(x)) ==
-                    std::tolower(static_cast<unsigned char>(y));
-           });
-  }
-  static std::string unique(const char* name) {
-    static std::atomic<int> n{0};
-    return std::string(name) + "-" + std::to_string(::getpid()) + "-" + std::to_string(++n);
-  }
-
   // Sends `head`, then `unit` over and over (at most `max_bytes`, at most 10 s) while
   // idem's resident set is sampled; returns the largest growth seen, in KiB, and what the
   // client received.
@@ -172,12 +154,6 @@ routes:
     std::printf("flood of %zu bytes: idem RSS %ld KiB, at most %ld KiB while it ran\n", sent, before, peak);
     return peak - before;
   }
-
-  static inline std::string* dir_ = nullptr;
-  static inline Process* upstream_ = nullptr;
-  static inline Process* idem_ = nullptr;
-  static inline unsigned short port_ = 0;
-  static inline unsigned short admin_ = 0;
 };
 
 // --- Framing -------------------------------------------------------------------------
