@@ -23,13 +23,6 @@ Digest sha256(std::string_view text) noexcept {
   return d;
 }
 
-char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](char x, char y) { return ascii_lower(x) == ascii_lower(y); });
-}
-
 // "" or ":" and 1–5 digits up to 65535.
 bool valid_port_suffix(std::string_view rest) {
   if (rest.empty()) return true;

@@ -400,7 +400,8 @@ awaitable<void> Gateway::commit_claim(const Route& route, const Identity& id, Fe
 awaitable<Gateway::Reply> Gateway::store_failed(const Route& route, const HttpRequest& req, const Status&) {
   if (route.policy.on_store_error == OnStoreError::pass)
     co_return co_await forward_unprotected(route, req, true);
-  co_return problem(req, Problem::store_unavailable, "the idempotency store is unavailable", Duration(1'000'000));
+  co_return problem(req, Problem::store_unavailable, "the idempotency store is unavailable",
+                    Duration(1'000'000));
 }
 
 awaitable<Gateway::Reply> Gateway::forward_unprotected(const Route& route, const HttpRequest& req,

@@ -7,6 +7,8 @@ namespace {
 
 char ascii_lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
+}  // namespace
+
 bool iequals(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -14,6 +16,8 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
   }
   return true;
 }
+
+namespace {
 
 int hex_value(char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';

@@ -15,6 +15,8 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http.hpp>
 
+#include "gateway/request.h"
+
 namespace idem::gateway {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -44,7 +46,7 @@ std::optional<std::chrono::seconds> keep_alive_timeout(std::string_view value) {
     const auto comma = value.find(',');
     std::string_view part = value.substr(0, comma);
     while (!part.empty() && (part.front() == ' ' || part.front() == '\t')) part.remove_prefix(1);
-    if (part.size() > 8 && beast::iequals(part.substr(0, 8), "timeout=")) {
+    if (part.size() > 8 && iequals(part.substr(0, 8), "timeout=")) {
       long n = 0;
       const auto digits = part.substr(8);
       auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
