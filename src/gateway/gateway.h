@@ -1,4 +1,4 @@
-// The request pipeline of `idem serve` (SPEC §3.2, §3.3): what happens to a request once
+// The request pipeline of `idem serve` (docs/gateway.md): what happens to a request once
 // the HTTP layer has read it. validate → claim → forward or local reply → capture the
 // response → store or release → answer, with every store and upstream call bounded by a
 // deadline and every outcome counted and logged once.
@@ -57,7 +57,7 @@ class Gateway {
 
   UpstreamClient& upstream() noexcept { return upstream_; }
 
-  // POST /_idem/tokens (SPEC §3.3).
+  // POST /_idem/tokens: a one-time token for the request's subject.
   boost::asio::awaitable<HttpResponse> issue_token(const HttpRequest& req);
 
   // The request log (one JSON line per protected request) is written to standard output

@@ -1,4 +1,4 @@
-// Routes (SPEC §3.1 `routes`): which requests are protected and how. A route matches by
+// Routes (the `routes` of a config): which requests are protected and how. A route matches by
 // method and path pattern; the first matching route wins; unmatched requests are proxied
 // untouched. Pure; a loaded route table is immutable and safe to share between threads.
 #pragma once
@@ -73,7 +73,7 @@ struct Route {
   bool required = true;  // false: a request without a key is forwarded unprotected
   Mode mode = Mode::replay;
   // defaults overridden by the route's own keys. On a token route, policy.subject is
-  // tokens.subject (SPEC §3.3), so the identity code reads the subject in one place.
+  // tokens.subject, so the identity code reads the subject in one place.
   Policy policy;
 };
 
