@@ -35,7 +35,7 @@ Result<std::uint64_t> parse_size(std::string_view text);
 // for people.
 std::string format_duration(Duration d);
 
-// Retry-After: whole seconds, rounded up, at least 1 (SPEC §3.1); 1 for zero or negative.
+// Retry-After: whole seconds, rounded up, at least 1; 1 for zero or negative.
 std::int64_t retry_after_seconds(Duration d) noexcept;
 
 }  // namespace idem
