@@ -1,4 +1,4 @@
-// Time as the engine sees it. Leases and expiry are judged by the store's clock (SPEC I7):
+// Time as the engine sees it. Leases and expiry are judged by the store's clock (docs/design.md):
 // for the in-process stores (memory, SQLite) that is the Clock given at open, so tests can
 // inject a ManualClock instead of sleeping.
 #pragma once

@@ -1,5 +1,5 @@
 // Deduplicator: effectively-once message handling for consumers of an at-least-once
-// broker (SPEC §5). Messages are de-duplicated by message id within a scope fixed at
+// broker (docs/design.md). Messages are de-duplicated by message id within a scope fixed at
 // construction — typically the consumer group — using the record operations of store.h
 // (a Guard with an empty fingerprint and no waiting):
 //

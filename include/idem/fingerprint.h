@@ -1,5 +1,5 @@
 // Fingerprints: a 128-bit hash (XXH3-128) of what identifies a request, so that a key
-// reused for a different request is told apart (SPEC §2.2 mismatch, §3.2 fingerprint).
+// reused for a different request is told apart (a begin answers mismatch; docs/design.md).
 // Pure functions, no I/O; safe for concurrent use.
 #pragma once
 

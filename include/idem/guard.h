@@ -1,5 +1,5 @@
 // Guard: run a function at most once per idempotency key and give every repeat the first
-// result (SPEC §1, §5). It wraps the record operations of store.h — begin, then commit on
+// result (docs/design.md). It wraps the record operations of store.h — begin, then commit on
 // success or release on failure — so that application code stays one call long:
 //
 //   idem::Guard guard(store, {.lease = 30s, .retention = 24h});

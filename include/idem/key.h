@@ -1,4 +1,4 @@
-// Idempotency keys as clients send them (SPEC §3.2). Pure; safe for concurrent use.
+// Idempotency keys as clients send them (docs/gateway.md). Pure; safe for concurrent use.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// Lock and token helpers: the lock and one-time token operations of store.h (SPEC §2.5,
-// §2.4) with less ceremony.
+// Lock and token helpers: the lock and one-time token operations of store.h (docs/design.md)
+// with less ceremony.
 //
 // ScopedLock holds a store lock for a scope, like std::unique_lock:
 //

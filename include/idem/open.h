@@ -1,4 +1,4 @@
-// Opening a store from a URI (SPEC §3.6):
+// Opening a store from a URI (README, "Stores"):
 //   memory:                      in-process, lost on exit
 //   sqlite:PATH[?sync=normal|full]  embedded, durable (the default: sqlite:./idem.db)
 //   redis://, redis-cluster://, postgres://  distributed (when built with them)
@@ -15,7 +15,7 @@ namespace idem {
 
 struct StoreOptions {
   // The clock by which in-process stores judge leases and expiry; nullptr = SystemClock.
-  // Distributed stores ignore it (they use the server's clock, SPEC I7).
+  // Distributed stores ignore it (they use the server's clock, docs/design.md).
   std::shared_ptr<const Clock> clock;
   // How long one operation may take before it fails with deadline_exceeded/unavailable.
   Duration op_timeout = std::chrono::seconds(5);

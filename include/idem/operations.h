@@ -1,4 +1,4 @@
-// The arguments and outcomes of every engine operation (SPEC §2.2, §2.4, §2.5).
+// The arguments and outcomes of every engine operation (docs/design.md).
 // Outcomes are values, not errors: `fenced`, `mismatch`, `busy` are normal answers. A
 // Status (status.h) is reserved for "the store could not answer".
 #pragma once
@@ -116,7 +116,8 @@ struct UnlockArgs {
 enum class UnlockOutcome { released, not_owner };
 enum class LockExtendOutcome { extended, not_owner };
 
-// Names as in SPEC §3.7: "acquired", "replay", "in_progress", "mismatch", "committed", ...
+// Names as the control API writes them (docs/admin.md): "acquired", "replay", "in_progress", "mismatch",
+// "committed", ...
 const char* to_string(BeginOutcome::Kind) noexcept;
 const char* to_string(CommitOutcome) noexcept;
 const char* to_string(ReleaseOutcome) noexcept;

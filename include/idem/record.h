@@ -1,4 +1,4 @@
-// An idempotency record (SPEC §2.1), as `get` returns it.
+// An idempotency record (docs/design.md), as `get` returns it.
 #pragma once
 
 #include <cstdint>

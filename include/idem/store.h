@@ -1,5 +1,5 @@
 // The store: the one interface behind which every backend (memory, SQLite, Redis, Redis
-// Cluster, PostgreSQL) implements the engine of SPEC §2 with identical semantics.
+// Cluster, PostgreSQL) implements the engine of docs/design.md with identical semantics.
 //
 // Every operation exists in two forms:
 //   store.begin(args, callback)  asynchronous: returns at once; the callback runs exactly
@@ -51,7 +51,7 @@ class Store {
 
   virtual const StoreTraits& traits() const noexcept = 0;
 
-  // ---- records (SPEC §2.2) --------------------------------------------------------------
+  // ---- records ---------------------------------------------------------------------
   // begin: no live record → acquire; pending with an expired lease → take over (recovered);
   // a differing non-empty fingerprint → mismatch (checked first); done → replay;
   // pending with a live lease → in_progress.
@@ -69,7 +69,7 @@ class Store {
   // sweep: delete expired records, tokens and locks; returns how many records went.
   void sweep(Callback<std::uint64_t> cb) { do_sweep(std::move(cb)); }
 
-  // ---- one-time tokens (SPEC §2.4) -------------------------------------------------------
+  // ---- one-time tokens --------------------------------------------------------------
   // issue_token: ≥128 random bits as URL-safe text, valid for ttl, bound to scope.
   void issue_token(IssueTokenArgs a, Callback<std::string> cb) {
     do_issue_token(std::move(a), std::move(cb));
@@ -85,7 +85,7 @@ class Store {
     do_restore_token(std::move(a), std::move(cb));
   }
 
-  // ---- locks (SPEC §2.5) -----------------------------------------------------------------
+  // ---- locks ------------------------------------------------------------------------
   // lock: free or expired → locked with a new fence (greater than any fence handed out for
   // the name before); held by the same owner → locked again, same fence, ttl renewed;
   // held by another owner → busy.
