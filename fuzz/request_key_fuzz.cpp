@@ -61,7 +61,7 @@ routes:
     fingerprint: json
   - name: json-deep
     match: {method: [POST, PATCH], path: /deep}
-    key: "{json.items.0.sku}-{json.a.b.c}"
+    key: "{json.items.0.sku}:{json.a.b.c}"
     required: false
     fingerprint: ["{json.amount}", "{json.currency}", "x{json.items.1}"]
   - name: header-template
@@ -93,13 +93,13 @@ routes:
   - name: subject-header
     match: {method: POST, path: "/tenant/{t}/*"}
     subject: header:X-Tenant
-    key: "{subject}.{query.k}.{path.t}"
+    key: "{subject}:{query.k}:{path.t}"
     required: false
     fingerprint: none
   - name: everything
     match: {method: POST, path: "/mix/{p}"}
     subject: header-hash:Cookie
-    key: "{json.k}{header.X-K}{query.k}{path.p}{subject}"
+    key: "{json.k}:{header.X-K}:{query.k}:{path.p}:{subject}"
     fingerprint: ["{json.k}", "{header.X-K}", "{query.k}", "{path.p}", "{form.k}", "{subject}"]
 )",
                                            "request_key_fuzz.yaml");

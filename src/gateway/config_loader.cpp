@@ -212,6 +212,7 @@ KeyRule ConfigReader::key_rule(const Entry& e) const {
     }
   }
   if (literal_size > kMaxKeyLength) fail(e, "the template's text alone is longer than a key may be (255)");
+  if (auto why = unseparated_placeholders(k.key_template)) fail(e, *why);
   return k;
 }
 

@@ -148,6 +148,11 @@ std::optional<Rejection> body_problem(const Value& v, const KeyTemplate::Part& p
   return std::nullopt;
 }
 
+bool is_unreserved(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+         c == '_' || c == '~';
+}
+
 double number_of(const json::value& v) {
   if (v.is_int64()) return static_cast<double>(v.get_int64());
   if (v.is_uint64()) return static_cast<double>(v.get_uint64());
@@ -195,6 +200,39 @@ bool KeyTemplate::uses(Source source) const noexcept {
   return false;
 }
 
+std::optional<std::string> unseparated_placeholders(const KeyTemplate& tmpl) {
+  const KeyTemplate::Part* last = nullptr;  // the placeholder before the literal text read so far
+  bool separated = true;
+  for (const KeyTemplate::Part& part : tmpl.parts()) {
+    if (part.literal) {
+      for (char c : part.text) separated = separated || !is_unreserved(c);
+      continue;
+    }
+    if (last != nullptr && !separated) {
+      return last->text + " and " + part.text +
+             " must be separated by text holding a character other than letters, digits, '-', '.', '_' "
+             "and '~' (such as ':'), or two different requests could render the same key";
+    }
+    last = &part;
+    separated = false;
+  }
+  return std::nullopt;
+}
+
+void percent_encode(std::string_view value, std::string& out) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (char c : value) {
+    if (is_unreserved(c)) {
+      out += c;
+    } else {
+      auto b = static_cast<unsigned char>(c);
+      out += '%';
+      out += kHex[b >> 4];
+      out += kHex[b & 0xF];
+    }
+  }
+}
+
 ProblemOr<std::string> render_key(const KeyTemplate& tmpl, RequestContext& request) {
   std::string key;
   for (const KeyTemplate::Part& part : tmpl.parts()) {
@@ -230,11 +268,11 @@ ProblemOr<std::string> render_key(const KeyTemplate& tmpl, RequestContext& reque
       }
     }
     if (text.empty()) return Rejection{Problem::key_missing, part.text + " is absent from the request"};
-    key += text;
+    percent_encode(text, key);
   }
   if (!is_valid_key(key)) {
-    return Rejection{Problem::key_invalid,
-                     "the key rendered from " + tmpl.text() + " is not 1-255 visible ASCII characters"};
+    return Rejection{Problem::key_invalid, "the key rendered from " + tmpl.text() + " is longer than " +
+                                               std::to_string(kMaxKeyLength) + " characters"};
   }
   return key;
 }

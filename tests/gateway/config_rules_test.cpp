@@ -427,6 +427,19 @@ TEST(ConfigRules, KeyTemplates) {
   EXPECT_EQ(error(head + "    key: 'stock:{path.sku}'\n"), "no error");
 }
 
+TEST(ConfigRules, KeyPlaceholdersNeedASeparator) {
+  const std::string head = "routes:\n  - name: r\n    match: {method: POST, path: /pay}\n";
+  EXPECT_EQ(error(head + "    key: '{header.X-Tenant}:{json.id}'\n"), "no error");
+  EXPECT_EQ(
+      error(head + "    key: '{json.a}{json.b}'\n"),
+      "idem.yaml:4: routes[0].key: {json.a} and {json.b} must be separated by text holding a character "
+      "other than letters, digits, '-', '.', '_' and '~' (such as ':'), or two different requests could "
+      "render the same key");
+  EXPECT_NE(error(head + "    key: 'x:{json.a}-{json.b}'\n"), "no error");
+  // Fingerprint templates are fingerprinted one value each: no separator needed.
+  EXPECT_EQ(error(head + "    key: 'p:{json.id}'\n    fingerprint: ['{json.a}{json.b}']\n"), "no error");
+}
+
 TEST(ConfigRules, DefaultTemplatesAreCheckedAgainstEveryRoute) {
   EXPECT_EQ(error(R"(defaults:
   fingerprint: ["{path.sku}"]
