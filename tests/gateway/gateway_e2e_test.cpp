@@ -339,10 +339,11 @@ TEST_F(GatewayE2E, RecordRemovedMidRequestIsAConflictButTheClientGetsItsResponse
   Response first_answer;
   std::thread first([&] { first_answer = post("/orders", key, "{}", {{"X-Test-Delay-Ms", "600"}}); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(request(admin_, verb::delete_, "/v1/records/_/" + key).result_int(), 204u);
+  EXPECT_EQ(request(admin_, verb::delete_, "/v1/records/_/" + key + "?key_space=orders").result_int(), 204u);
   first.join();
   EXPECT_EQ(first_answer.result_int(), 201u);
-  EXPECT_EQ(request(admin_, verb::get, "/v1/records/_/" + key).result_int(), 404u);  // nothing stored over it
+  EXPECT_EQ(request(admin_, verb::get, "/v1/records/_/orders:" + key).result_int(),
+            404u);  // nothing stored over it
   Response metrics = request(admin_, verb::get, "/metrics");
   EXPECT_EQ(metrics.body().find("idem_store_conflicts_total 0"), std::string::npos);
 }
