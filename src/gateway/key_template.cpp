@@ -87,7 +87,8 @@ Result<KeyTemplate::Part> parse_placeholder(std::string_view inner) {
 struct Value {
   enum class Kind { absent, text, json, not_json, not_form } kind = Kind::absent;
   std::string text;
-  const json::value* json = nullptr;
+  const json::value* json = nullptr;  // a value of *doc
+  const ExactJson* doc = nullptr;
 };
 
 Value lookup(const KeyTemplate::Part& part, RequestContext& request) {
@@ -95,7 +96,7 @@ Value lookup(const KeyTemplate::Part& part, RequestContext& request) {
   using Kind = Value::Kind;
   const RequestView& view = request.request();
   auto text_or_absent = [](std::optional<std::string> v) {
-    return v ? Value{Kind::text, std::move(*v), nullptr} : Value{};
+    return v ? Value{Kind::text, std::move(*v), nullptr, nullptr} : Value{};
   };
   switch (part.source) {
     case Source::subject:
@@ -106,19 +107,20 @@ Value lookup(const KeyTemplate::Part& part, RequestContext& request) {
       return text_or_absent(find_form_value(target_query(view.target), part.name));
     case Source::path:
       for (const auto& [name, value] : request.path_params()) {
-        if (name == part.name) return {Kind::text, value, nullptr};
+        if (name == part.name) return {Kind::text, value, nullptr, nullptr};
       }
       return {};
     case Source::form: {
       std::optional<std::string> type = find_header(view.headers, "Content-Type");
-      if (!type || !is_form_content_type(*type)) return {Kind::not_form, {}, nullptr};
+      if (!type || !is_form_content_type(*type)) return {Kind::not_form, {}, nullptr, nullptr};
       return text_or_absent(find_form_value(view.body, part.name));
     }
     case Source::json:
       break;
   }
-  const json::value* v = request.json_body();
-  if (v == nullptr) return {Kind::not_json, {}, nullptr};
+  const ExactJson* doc = request.json_body();
+  if (doc == nullptr) return {Kind::not_json, {}, nullptr, nullptr};
+  const json::value* v = &doc->root();
   for (const std::string& segment : part.json_path) {
     if (const json::object* o = v->if_object()) {
       v = o->if_contains(segment);
@@ -133,7 +135,7 @@ Value lookup(const KeyTemplate::Part& part, RequestContext& request) {
     }
     if (v == nullptr) return {};
   }
-  return {Kind::json, {}, v};
+  return {Kind::json, {}, v, doc};
 }
 
 std::optional<Rejection> body_problem(const Value& v, const KeyTemplate::Part& part,
@@ -153,11 +155,6 @@ bool is_unreserved(char c) {
          c == '_' || c == '~';
 }
 
-double number_of(const json::value& v) {
-  if (v.is_int64()) return static_cast<double>(v.get_int64());
-  if (v.is_uint64()) return static_cast<double>(v.get_uint64());
-  return v.get_double();
-}
 
 }  // namespace
 
@@ -250,10 +247,11 @@ ProblemOr<std::string> render_key(const KeyTemplate& tmpl, RequestContext& reque
         case json::kind::string:
           text = std::string(v.json->get_string());
           break;
-        case json::kind::int64:
         case json::kind::uint64:
+          text = v.doc->number(*v.json);  // its exact value, canonical
+          break;
+        case json::kind::int64:  // an ExactJson holds neither
         case json::kind::double_:
-          text = canonical_number(number_of(*v.json));
           break;
         case json::kind::bool_:
           text = v.json->get_bool() ? "true" : "false";
@@ -287,9 +285,9 @@ std::optional<Rejection> add_to_fingerprint(const KeyTemplate& tmpl, RequestCont
     Value v = lookup(part, request);
     if (auto problem = body_problem(v, part, request)) return problem;
     if (v.kind == Value::Kind::text) {
-      fp.add(canonical_json(json::value(json::string_view(v.text))));
+      fp.add(canonical_json_string(v.text));
     } else if (v.kind == Value::Kind::json && !v.json->is_null()) {
-      fp.add(canonical_json(*v.json));
+      fp.add(canonical_json(*v.doc, *v.json));
     } else {
       fp.add_absent();
     }

@@ -68,12 +68,14 @@ void percent_encode(std::string_view value, std::string& out);
 // literal text is placed as written (the config loader keeps it visible ASCII).
 //   body_invalid  a {json.*} placeholder and the body is not JSON, or a {form.*} one and
 //                 the Content-Type is not application/x-www-form-urlencoded
-// JSON strings render as their text, numbers in their RFC 8785 form (1.0 → "1",
-// 1e21 → "1e+21"), true and false as such.
+// JSON strings render as their text, numbers as their exact decimal value in canonical
+// form (idem::canonical_decimal: 1.0 → "1", 1e21 → "1e21", 1790000000000000001 as
+// written), true and false as such.
 ProblemOr<std::string> render_key(const KeyTemplate& tmpl, RequestContext& request);
 
 // Adds the values of `tmpl` to a fingerprint, typed, one field per part: a literal as
-// its text; a placeholder as the RFC 8785 canonical JSON of its value, so that "1" and 1
+// its text; a placeholder as the canonical JSON of its value (idem::canonical_json, exact
+// numbers), so that "1" and 1
 // differ while 1 and 1.0 do not (non-JSON sources are JSON strings); a missing value or
 // JSON null as an absent field, distinct from every value, "" included. Objects and arrays
 // are fingerprinted by their canonical form. Fails only with body_invalid, as render_key.

@@ -6,7 +6,8 @@
 // own name, so two rules never produce the same fingerprint for one request:
 //   body    "body", method, target (path with query), Content-Type (absent when missing),
 //           raw body
-//   json    "json", method, target (path with query), RFC 8785 canonical form of the body
+//   json    "json", method, target (path with query), canonical form of the body
+//           (idem::canonical_json: RFC 8785, numbers at their exact decimal value)
 //   fields  "fields", method, path (without query), then for each template the fields
 //           add_to_fingerprint gives (typed values; absent for missing and null)
 //   none    "" (the empty fingerprint, which matches every fingerprint)

@@ -28,7 +28,7 @@ enum class Verdict {
 };
 
 struct Identity {
-  std::string scope;  // the subject's value (SPEC §3.2 Scope), or "" without a subject
+  std::string scope;  // the subject's value, or "" without a subject
   // The client's key, the token, or the rendered template: what the upstream receives as
   // Idempotency-Key, and what token operations take.
   std::string key;
