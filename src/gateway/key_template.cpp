@@ -155,7 +155,6 @@ bool is_unreserved(char c) {
          c == '_' || c == '~';
 }
 
-
 }  // namespace
 
 Result<KeyTemplate> KeyTemplate::parse(std::string_view text) {
