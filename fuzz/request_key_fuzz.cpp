@@ -5,9 +5,9 @@
 // method, target, headers and body. identify_request (subject → key → body size →
 // template → fingerprint) must answer every request with a decision that keeps the
 // contract of request_identity.h:
-//   - protect: a key of 1–255 visible ASCII characters; the header key is what
-//     parse_key_header reads; a scope that fits the subject rule; a 16-byte fingerprint in
-//     replay mode unless `fingerprint: none`, none otherwise
+//   - protect: a key of 1–255 visible ASCII characters, stored in the route's key space;
+//     the header key is what parse_key_header reads; a scope that fits the subject rule; a 16-byte
+//     fingerprint in replay mode unless `fingerprint: none`, none otherwise
 //   - unprotected only under `required: false`; reject only with a problem of §3.2
 //   - the same request, copied, gets the same decision, detail included
 //   - a JSON body re-sent in its canonical form keeps the key and, under json and
@@ -61,7 +61,7 @@ routes:
     fingerprint: json
   - name: json-deep
     match: {method: [POST, PATCH], path: /deep}
-    key: "{json.items.0.sku}-{json.a.b.c}"
+    key: "{json.items.0.sku}:{json.a.b.c}"
     required: false
     fingerprint: ["{json.amount}", "{json.currency}", "x{json.items.1}"]
   - name: header-template
@@ -93,13 +93,13 @@ routes:
   - name: subject-header
     match: {method: POST, path: "/tenant/{t}/*"}
     subject: header:X-Tenant
-    key: "{subject}.{query.k}.{path.t}"
+    key: "{subject}:{query.k}:{path.t}"
     required: false
     fingerprint: none
   - name: everything
     match: {method: POST, path: "/mix/{p}"}
     subject: header-hash:Cookie
-    key: "{json.k}{header.X-K}{query.k}{path.p}{subject}"
+    key: "{json.k}:{header.X-K}:{query.k}:{path.p}:{subject}"
     fingerprint: ["{json.k}", "{header.X-K}", "{query.k}", "{path.p}", "{form.k}", "{subject}"]
 )",
                                            "request_key_fuzz.yaml");
@@ -144,6 +144,7 @@ std::optional<Route> fuzzed_route(FuzzedDataProvider& in) {
   if (!t) return std::nullopt;
   Route r;
   r.name = "fuzzed-template";
+  r.key_space = r.name;
   r.methods = {"POST"};
   r.path = *PathPattern::parse("/fz/{p}/{q}/*");
   r.key.kind = KeyRule::Kind::templated;
@@ -242,6 +243,8 @@ void check_decision(const Decision& d, const Route& route, const RequestView& re
   }
   const Identity& id = d.identity;
   check(idem::is_valid_key(id.key), "a key that is not 1-255 visible ASCII", id.key);
+  check(id.record_key == stored_key(route.key_space, id.key), "a record key outside the route's key space",
+        id.record_key);
   if (route.key.kind != KeyRule::Kind::templated) {
     const std::string_view header = route.key.kind == KeyRule::Kind::token ? kTokenHeader : route.key.header;
     check(count_headers(request.headers, header) == 1, "a header key from no header or several", header);

@@ -24,6 +24,7 @@
 #include "gateway/gateway.h"
 #include "gateway/metrics.h"
 #include "gateway/record_json.h"
+#include "gateway/route.h"
 #include "gateway/server.h"
 #include "gateway/upstream.h"
 #include "idem/open.h"
@@ -192,13 +193,16 @@ int main(int argc, char** argv) {
   auto* check_cmd = app.add_subcommand("check", "Validate a config file");
   check_cmd->add_option("FILE", check_file, "YAML config file")->required();
 
-  std::string record_store, record_scope, record_key;
+  std::string record_store, record_scope, record_key_space, record_key;
   auto* record_cmd = app.add_subcommand("record", "Inspect or remove a record");
   record_cmd->require_subcommand(1);
   for (const char* name : {"get", "delete"}) {
     auto* sub = record_cmd->add_subcommand(name, std::string(name) + " a record");
     sub->add_option("--store", record_store, "Store URI")->required();
     sub->add_option("--scope", record_scope, "The record's scope (default: empty)");
+    sub->add_option("--key-space", record_key_space,
+                    "The route's key space: KEY is then the key as the route rendered it (default: KEY is "
+                    "the stored key, <key_space>:<key>)");
     sub->add_option("KEY", record_key, "The idempotency key")->required();
   }
 
@@ -235,9 +239,14 @@ int main(int argc, char** argv) {
     }
   }
   if (*record_cmd) {
+    if (!record_key_space.empty() && !is_key_space(record_key_space)) {
+      std::cerr << "idem: --key-space is 1-64 letters, digits, '-', '_' and '.'\n";
+      return kUsage;
+    }
     auto store = open_or_die(record_store);
     if (!store) return kRuntime;
-    RecordId id{record_scope, record_key};
+    RecordId id{record_scope,
+                record_key_space.empty() ? record_key : stored_key(record_key_space, record_key)};
     if (record_cmd->got_subcommand("get")) {
       auto r = store->get(std::move(id));
       if (!found(r, record_store)) return kRuntime;

@@ -1,9 +1,9 @@
-// RFC 8785 canonicalization. Parsing goes through Boost.JSON's basic_parser with our own
-// handler, for two reasons: Boost 1.81 converts decimal text to double with an error of up
-// to an ulp or two, and a canonical form must use the correctly rounded value; and RFC 8785
-// takes I-JSON input, which forbids duplicate member names (parsers disagree on which of two
-// duplicates wins, so two bodies that canonicalize alike could mean different things to the
-// service behind the gateway).
+// Canonical JSON (include/idem/canonical_json.h). Parsing goes through Boost.JSON's
+// basic_parser with our own handler, for two reasons: the handler is given each number's
+// source text, which is where its exact value is (Boost converts every number to a double
+// or a 64-bit integer); and RFC 8785 takes I-JSON input, which forbids duplicate member
+// names (parsers disagree on which of two duplicates wins, so two bodies that canonicalize
+// alike could mean different things to the service behind the gateway).
 #include "idem/canonical_json.h"
 
 #include <algorithm>
@@ -28,8 +28,9 @@ namespace json = boost::json;
 // Deeper input is refused: emission is recursive and must not exhaust the stack.
 constexpr std::size_t kMaxDepth = 64;
 
-// A basic_parser handler that builds a json::value as boost::json::parser does, with exact
-// numbers (all as doubles) and duplicate member names refused. On failure `error` says why.
+// A basic_parser handler that builds a json::value as boost::json::parser does, with each
+// number replaced by the index of its canonical form in `numbers` (ExactJson), and
+// duplicate member names refused. On failure `error` says why.
 struct Builder {
   static constexpr std::size_t max_object_size = json::object::max_size();
   static constexpr std::size_t max_array_size = json::array::max_size();
@@ -41,6 +42,7 @@ struct Builder {
   std::string number;                           // text of the number being read
   std::string key;                              // text of the member name being read
   std::vector<std::vector<std::string>> names;  // member names of each open object
+  std::vector<std::string> numbers;             // canonical forms, indexed by the values
 
   bool fail(json::error_code& ec, std::string why) {
     error = std::move(why);
@@ -93,13 +95,9 @@ struct Builder {
     number.append(s.data(), s.size());
     return true;
   }
-  bool on_int64(std::int64_t i, json::string_view s, json::error_code& ec) {
-    return on_number(static_cast<double>(i), s, ec);
-  }
-  bool on_uint64(std::uint64_t u, json::string_view s, json::error_code& ec) {
-    return on_number(static_cast<double>(u), s, ec);
-  }
-  bool on_double(double d, json::string_view s, json::error_code& ec) { return on_number(d, s, ec); }
+  bool on_int64(std::int64_t, json::string_view s, json::error_code& ec) { return on_number(s, ec); }
+  bool on_uint64(std::uint64_t, json::string_view s, json::error_code& ec) { return on_number(s, ec); }
+  bool on_double(double, json::string_view s, json::error_code& ec) { return on_number(s, ec); }
   bool on_bool(bool b, json::error_code&) {
     st.push_bool(b);
     return true;
@@ -111,27 +109,24 @@ struct Builder {
   bool on_comment_part(json::string_view, json::error_code&) { return true; }
   bool on_comment(json::string_view, json::error_code&) { return true; }
 
-  // `approx` is Boost's own conversion: good enough to tell overflow from underflow when
-  // from_chars reports the text out of range, never used as the value.
-  bool on_number(double approx, json::string_view s, json::error_code& ec) {
+  // The value Boost computed is not used: the text is the exact value.
+  bool on_number(json::string_view s, json::error_code& ec) {
     number.append(s.data(), s.size());
-    double d = 0;
-    auto [end, err] = std::from_chars(number.data(), number.data() + number.size(), d);
-    if (err == std::errc::result_out_of_range) {
-      if (!(std::fabs(approx) < 1)) {
-        return fail(ec, "JSON number " + number.substr(0, 40) + " is beyond the range of a double");
-      }
-      d = number.front() == '-' ? -0.0 : 0.0;  // underflow rounds to zero, as in ECMAScript
-    } else if (err != std::errc() || end != number.data() + number.size()) {
-      return fail(ec, "unreadable JSON number " + number.substr(0, 40));
-    }
+    Result<std::string> canonical = canonical_decimal(number);
+    if (!canonical) return fail(ec, canonical.status().message());
     number.clear();
-    st.push_double(d);
+    numbers.push_back(std::move(*canonical));
+    st.push_uint64(numbers.size() - 1);
     return true;
   }
 };
 
-Result<json::value> parse_exact(std::string_view text) {
+struct Parsed {
+  json::value root;
+  std::vector<std::string> numbers;
+};
+
+Result<Parsed> parse_exact(std::string_view text) {
   json::parse_options options;
   options.max_depth = kMaxDepth;
   json::basic_parser<Builder> parser(options);
@@ -147,7 +142,7 @@ Result<json::value> parse_exact(std::string_view text) {
                           : "not JSON: " + ec.message();
     return invalid_argument(why + " (at byte " + std::to_string(used) + ")");
   }
-  return builder.st.release();
+  return Parsed{builder.st.release(), std::move(builder.numbers)};
 }
 
 // The UTF-16 code units of UTF-8 text, the order RFC 8785 sorts member names by. Parsed
@@ -218,9 +213,9 @@ void write_string(json::string_view s, std::string& out) {
   out += '"';
 }
 
-void write_value(const json::value& v, std::string& out);
+void write_value(const ExactJson& doc, const json::value& v, std::string& out);
 
-void write_object(const json::object& o, std::string& out) {
+void write_object(const ExactJson& doc, const json::object& o, std::string& out) {
   std::vector<std::pair<std::u16string, const json::key_value_pair*>> members;
   members.reserve(o.size());
   for (const json::key_value_pair& kv : o) members.emplace_back(utf16_units(kv.key()), &kv);
@@ -230,12 +225,12 @@ void write_object(const json::object& o, std::string& out) {
     if (i > 0) out += ',';
     write_string(members[i].second->key(), out);
     out += ':';
-    write_value(members[i].second->value(), out);
+    write_value(doc, members[i].second->value(), out);
   }
   out += '}';
 }
 
-void write_value(const json::value& v, std::string& out) {
+void write_value(const ExactJson& doc, const json::value& v, std::string& out) {
   switch (v.kind()) {
     case json::kind::null:
       out += "null";
@@ -243,16 +238,12 @@ void write_value(const json::value& v, std::string& out) {
     case json::kind::bool_:
       out += v.get_bool() ? "true" : "false";
       break;
-    case json::kind::int64:
-      out += canonical_number(static_cast<double>(v.get_int64()));
-      break;
     case json::kind::uint64:
-      out += canonical_number(static_cast<double>(v.get_uint64()));
+      out += doc.number(v);
       break;
+    case json::kind::int64:  // an ExactJson holds neither
     case json::kind::double_:
-      // Parsing never yields a non-finite number; a hand-built one is written as
-      // JSON.stringify writes it.
-      out += std::isfinite(v.get_double()) ? canonical_number(v.get_double()) : "null";
+      out += "null";
       break;
     case json::kind::string:
       write_string(v.get_string(), out);
@@ -263,22 +254,59 @@ void write_value(const json::value& v, std::string& out) {
       for (const json::value& e : v.get_array()) {
         if (!first) out += ',';
         first = false;
-        write_value(e, out);
+        write_value(doc, e, out);
       }
       out += ']';
       break;
     }
     case json::kind::object:
-      write_object(v.get_object(), out);
+      write_object(doc, v.get_object(), out);
       break;
   }
 }
 
+// `digits` (no leading or trailing zero) × 10^`exponent` laid out as
+// ECMAScript's Number::toString lays out its digits (ECMA-262 §6.1.6.1.20), without the '+'
+// of a positive exponent.
+std::string layout(bool negative, std::string_view digits, std::int64_t exponent) {
+  const auto k = static_cast<std::int64_t>(digits.size());
+  const std::int64_t n = k + exponent;  // the value is 0.digits × 10^n
+  std::string out = negative ? "-" : "";
+  if (k <= n && n <= 21) {
+    out += digits;
+    out.append(n - k, '0');
+  } else if (0 < n && n <= 21) {
+    out.append(digits.substr(0, n));
+    out += '.';
+    out.append(digits.substr(n));
+  } else if (-6 < n && n <= 0) {
+    out += "0.";
+    out.append(-n, '0');
+    out += digits;
+  } else {
+    out += digits[0];
+    if (k > 1) {
+      out += '.';
+      out.append(digits.substr(1));
+    }
+    out += 'e';
+    out += std::to_string(n - 1);
+  }
+  return out;
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
 }  // namespace
 
-Result<json::value> parse_json_exact(std::string_view text) {
+Result<ExactJson> parse_exact_json(std::string_view text) {
   try {
-    return parse_exact(text);
+    Result<Parsed> parsed = parse_exact(text);
+    if (!parsed) return parsed.status();
+    ExactJson doc;
+    doc.root_ = std::move(parsed->root);
+    doc.numbers_ = std::move(parsed->numbers);
+    return doc;
   } catch (const std::bad_alloc&) {
     return internal_error("JSON: out of memory");
   } catch (const std::exception& e) {
@@ -288,60 +316,81 @@ Result<json::value> parse_json_exact(std::string_view text) {
 }
 
 Result<std::string> canonical_json(std::string_view text) {
-  Result<json::value> parsed = parse_json_exact(text);
+  Result<ExactJson> parsed = parse_exact_json(text);
   if (!parsed) return parsed.status();
   return canonical_json(*parsed);
 }
 
-std::string canonical_json(const json::value& v) {
+std::string canonical_json(const ExactJson& doc) { return canonical_json(doc, doc.root()); }
+
+std::string canonical_json(const ExactJson& doc, const json::value& v) {
   std::string out;
-  write_value(v, out);
+  write_value(doc, v, out);
   return out;
 }
 
-// ECMAScript Number::toString (ECMA-262 §6.1.6.1.20): the shortest digits that round-trip
-// (std::to_chars gives those), laid out in plain notation for exponents -7 < n <= 21 and in
-// exponent notation ("1e+21", "1.5e-7") otherwise.
+std::string canonical_json_string(std::string_view utf8) {
+  std::string out;
+  write_string(json::string_view(utf8.data(), utf8.size()), out);
+  return out;
+}
+
+Result<std::string> canonical_decimal(std::string_view text) {
+  const auto unreadable = [&] {
+    return invalid_argument("unreadable JSON number " + std::string(text.substr(0, 40)));
+  };
+  std::string_view s = text;
+  const bool negative = !s.empty() && s.front() == '-';
+  if (negative) s.remove_prefix(1);
+  std::size_t i = 0;
+  while (i < s.size() && is_digit(s[i])) ++i;
+  std::string_view whole = s.substr(0, i);
+  if (whole.empty() || (whole.size() > 1 && whole[0] == '0')) return unreadable();
+  std::string_view fraction;
+  if (i < s.size() && s[i] == '.') {
+    std::size_t start = ++i;
+    while (i < s.size() && is_digit(s[i])) ++i;
+    fraction = s.substr(start, i - start);
+    if (fraction.empty()) return unreadable();
+  }
+  std::int64_t exponent = 0;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    bool minus = false;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) minus = s[i++] == '-';
+    std::size_t start = i;
+    while (i < s.size() && is_digit(s[i])) ++i;
+    std::string_view digits = s.substr(start, i - start);
+    if (digits.empty()) return unreadable();
+    while (digits.size() > 1 && digits[0] == '0') digits.remove_prefix(1);
+    if (digits.size() > 18) {
+      return invalid_argument("JSON number " + std::string(text.substr(0, 40)) +
+                              " has an exponent beyond 18 digits");
+    }
+    std::from_chars(digits.data(), digits.data() + digits.size(), exponent);
+    if (minus) exponent = -exponent;
+  }
+  if (i != s.size()) return unreadable();
+
+  // The value is (whole fraction) × 10^(exponent - |fraction|): strip the zeros that do
+  // not change it. The text is at most a few GiB, so the exponent stays far from overflow.
+  std::string digits;
+  digits.reserve(whole.size() + fraction.size());
+  digits.append(whole).append(fraction);
+  exponent -= static_cast<std::int64_t>(fraction.size());
+  std::size_t first = digits.find_first_not_of('0');
+  if (first == std::string::npos) return std::string("0");  // -0 too
+  std::size_t last = digits.find_last_not_of('0');
+  exponent += static_cast<std::int64_t>(digits.size() - 1 - last);
+  return layout(negative, std::string_view(digits).substr(first, last - first + 1), exponent);
+}
+
 std::string canonical_number(double d) {
   if (std::isnan(d)) return "NaN";
   if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
-  if (d == 0) return "0";  // -0 too
-
   char buf[64];
-  auto written = std::to_chars(buf, buf + sizeof buf, std::fabs(d), std::chars_format::scientific);
-  std::string_view sci(buf, written.ptr - buf);  // "d[.ddd]e±xx"
-  std::size_t e = sci.find('e');
-  std::string digits(1, sci[0]);
-  if (e > 1) digits.append(sci.substr(2, e - 2));
-  std::string_view exp_text = sci.substr(e + 1);
-  if (exp_text.front() == '+') exp_text.remove_prefix(1);
-  int exponent = 0;
-  std::from_chars(exp_text.data(), exp_text.data() + exp_text.size(), exponent);
-
-  const int k = static_cast<int>(digits.size());
-  const int n = exponent + 1;  // the value is 0.digits × 10^n
-  std::string out = d < 0 ? "-" : "";
-  if (k <= n && n <= 21) {
-    out += digits;
-    out.append(n - k, '0');
-  } else if (0 < n && n <= 21) {
-    out.append(digits, 0, n);
-    out += '.';
-    out.append(digits, n);
-  } else if (-6 < n && n <= 0) {
-    out += "0.";
-    out.append(-n, '0');
-    out += digits;
-  } else {
-    out += digits[0];
-    if (k > 1) {
-      out += '.';
-      out.append(digits, 1);
-    }
-    out += n - 1 >= 0 ? "e+" : "e-";
-    out += std::to_string(std::abs(n - 1));
-  }
-  return out;
+  auto written = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+  return *canonical_decimal(std::string_view(buf, written.ptr - buf));
 }
 
 }  // namespace idem

@@ -8,6 +8,7 @@
 #include "gateway/gateway.h"
 #include "gateway/record_json.h"
 #include "gateway/request.h"
+#include "gateway/route.h"
 #include "gateway/stored_result.h"
 #include "idem/async.h"
 #include "idem/units.h"
@@ -159,6 +160,13 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
   const std::string_view raw_scope = rest.substr(0, slash);
   RecordId id{raw_scope == "_" ? std::string() : percent_decode(raw_scope, false),
               percent_decode(rest.substr(slash + 1), false)};
+  // ?key_space=NAME: {key} is the key as the route rendered it, stored in NAME's key space.
+  if (std::optional<std::string> space = find_form_value(target_query(req.target()), "key_space")) {
+    if (!is_key_space(*space))
+      co_return problem_response(Problem::request_invalid,
+                                 "key_space is 1-64 letters, digits, '-', '_' and '.'", v, ka);
+    id.key = stored_key(*space, id.key);
+  }
   if (req.method() == http::verb::get) {
     auto call = async_get(store_, std::move(id), use_awaitable);
     Result<std::optional<Record>> r = co_await std::move(call);

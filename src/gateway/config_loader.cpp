@@ -17,7 +17,7 @@ const Names kTopKeys = {"listen", "upstream", "upstream_idle_timeout", "store", 
 const Names kPolicyKeys = {"retention",   "lease",          "wait",         "upstream_timeout",
                            "subject",     "on_store_error", "on_duplicate", "on_uncertain",
                            "fingerprint", "cache_5xx",      "max_body",     "max_result"};
-const Names kRouteKeys = {"name", "match", "key", "required", "mode"};
+const Names kRouteKeys = {"name", "match", "key", "key_space", "required", "mode"};
 
 constexpr Duration kPositive(1);
 
@@ -212,6 +212,7 @@ KeyRule ConfigReader::key_rule(const Entry& e) const {
     }
   }
   if (literal_size > kMaxKeyLength) fail(e, "the template's text alone is longer than a key may be (255)");
+  if (auto why = unseparated_placeholders(k.key_template)) fail(e, *why);
   return k;
 }
 
@@ -250,6 +251,11 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
   r.name = scalar(name, "a route name");
   if (!is_route_name(r.name)) fail(name, "a route name is letters, digits, '-', '_' and '.'");
   name_at = where(name);
+  r.key_space = r.name;
+  if (const Entry* e = find(es, "key_space")) {
+    r.key_space = scalar(*e, "a key space name");
+    if (!is_key_space(r.key_space)) fail(*e, "a key space is 1-64 letters, digits, '-', '_' and '.'");
+  }
 
   const Entry& match = require(es, "match", at);
   std::vector<Entry> ms = entries(match.value, where(match), {{"method", "path"}});

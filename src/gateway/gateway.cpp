@@ -92,7 +92,7 @@ void Gateway::log(const Route& route, const Identity* id, std::string_view outco
   o["outcome"] = outcome;
   o["status"] = status;
   o["latency_us"] = latency.count();
-  if (id && !id->key.empty()) o["key_hash"] = hash_subject(id->scope + '\n' + id->key).substr(0, 12);
+  if (id && !id->key.empty()) o["key_hash"] = hash_subject(id->scope + '\n' + id->record_key).substr(0, 12);
   std::string line = boost::json::serialize(o);
   line.push_back('\n');
   std::lock_guard lock(log_mu_);
@@ -157,7 +157,7 @@ awaitable<Gateway::Reply> Gateway::replay_mode(const Route& route, const Identit
   std::unique_ptr<Waiters::Registration> reg;
   bool waited = false;
   for (;;) {
-    BeginArgs args{id.scope, id.key, id.fingerprint, p.lease, p.retention};
+    BeginArgs args{id.scope, id.record_key, id.fingerprint, p.lease, p.retention};
     auto call = async_begin(store_, std::move(args), use_awaitable);
     Result<BeginOutcome> r = co_await observe("begin", std::move(call));
     if (!r) co_return co_await store_failed(route, req, r.status());
@@ -176,7 +176,7 @@ awaitable<Gateway::Reply> Gateway::replay_mode(const Route& route, const Identit
     if (now >= wait_until)
       co_return problem(req, Problem::in_progress, "a request with this key is in progress", r->retry_after);
     if (!reg) {
-      reg = waiters_.add(id.scope, id.key, co_await asio::this_coro::executor);
+      reg = waiters_.add(id.scope, id.record_key, co_await asio::this_coro::executor);
       continue;
     }
     auto& w = reg->waiter();
@@ -230,11 +230,11 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
     Result<ConsumeOutcome> c = co_await observe("consume_token", std::move(call));
     if (!c || *c == ConsumeOutcome::invalid) {
       // The claim was ours only while the token was checked: give it back, token untouched.
-      ReleaseArgs rel{id.scope, id.key, fence};
+      ReleaseArgs rel{id.scope, id.record_key, fence};
       auto rcall = async_release(store_, std::move(rel), use_awaitable);
       Result<ReleaseOutcome> released = co_await observe("release", std::move(rcall));
       (void)released;
-      waiters_.notify(id.scope, id.key);
+      waiters_.notify(id.scope, id.record_key);
       if (!c) co_return co_await store_failed(route, req, c.status());
       co_return problem(req, Problem::token_invalid,
                         "the Idempotency-Token is unknown, expired or already used");
@@ -283,7 +283,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
 
 awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity& id, const HttpRequest& req) {
   const Policy& p = route.policy;
-  const std::string name = id.scope.empty() ? id.key : id.scope + "\n" + id.key;
+  const std::string name = id.scope.empty() ? id.record_key : id.scope + "\n" + id.record_key;
   const std::string owner = next_owner();
   LockArgs args{name, owner, p.lease};
   auto call = async_lock(store_, std::move(args), use_awaitable);
@@ -296,7 +296,7 @@ awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity&
   fwd.set("Idempotency-Key", id.key);
   fwd.set(kFenceHeader, std::to_string(r->fence));
   bool conflict = false;
-  Identity lock_id{id.scope, name, {}};
+  Identity lock_id{id.scope, id.key, name, {}};
   UpstreamResult up =
       co_await exchange_renewing(fwd, route, lock_id, r->fence, true, owner, conflict, kStreamedPrefix);
   UnlockArgs unlock{name, owner};
@@ -336,12 +336,12 @@ awaitable<void> Gateway::renew(const Route& route, const Identity& id, Fence fen
     if (conflict) continue;
     bool fenced = false;
     if (lock) {
-      LockArgs args{id.key, owner, lease};
+      LockArgs args{id.record_key, owner, lease};
       auto call = async_extend_lock(store_, std::move(args), use_awaitable);
       Result<LockExtendOutcome> r = co_await observe("extend_lock", std::move(call));
       fenced = r && *r == LockExtendOutcome::not_owner;
     } else {
-      ExtendArgs args{id.scope, id.key, fence, lease};
+      ExtendArgs args{id.scope, id.record_key, fence, lease};
       auto call = async_extend(store_, std::move(args), use_awaitable);
       Result<ExtendOutcome> r = co_await observe("extend", std::move(call));
       fenced = r && *r == ExtendOutcome::fenced;
@@ -366,7 +366,7 @@ awaitable<void> Gateway::release_claim(const Route& route, const Identity& id, F
     Result<RestoreOutcome> restored = co_await observe("restore_token", std::move(rcall));
     (void)restored;
   }
-  ReleaseArgs args{id.scope, id.key, fence};
+  ReleaseArgs args{id.scope, id.record_key, fence};
   auto call = async_release(store_, std::move(args), use_awaitable);
   Result<ReleaseOutcome> r = co_await observe("release", std::move(call));
   if (r && *r == ReleaseOutcome::fenced) {
@@ -380,12 +380,12 @@ awaitable<void> Gateway::release_claim(const Route& route, const Identity& id, F
       (void)consumed;
     }
   }
-  waiters_.notify(id.scope, id.key);
+  waiters_.notify(id.scope, id.record_key);
 }
 
 awaitable<void> Gateway::commit_claim(const Route& route, const Identity& id, Fence fence,
                                       std::string result) {
-  CommitArgs args{id.scope, id.key, fence, std::move(result), route.policy.retention};
+  CommitArgs args{id.scope, id.record_key, fence, std::move(result), route.policy.retention};
   auto call = async_commit(store_, std::move(args), use_awaitable);
   Result<CommitOutcome> r = co_await observe("commit", std::move(call));
   if (r && *r == CommitOutcome::fenced) {
@@ -393,7 +393,7 @@ awaitable<void> Gateway::commit_claim(const Route& route, const Identity& id, Fe
     std::fprintf(stderr, "idem: route %s: commit fenced (lease taken over or record removed)\n",
                  route.name.c_str());
   }
-  waiters_.notify(id.scope, id.key);
+  waiters_.notify(id.scope, id.record_key);
 }
 
 // The client learns that the store failed, never its address or error: observe() logged those.

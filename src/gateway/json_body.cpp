@@ -1,11 +1,9 @@
 #include "gateway/json_body.h"
 
-#include "idem/canonical_json.h"
-
 namespace idem::gateway {
 
 // The canonical-JSON parser itself, so that key templates, fingerprints and canonical
 // forms agree on every text.
-Result<boost::json::value> parse_json_body(std::string_view body) { return parse_json_exact(body); }
+Result<ExactJson> parse_json_body(std::string_view body) { return parse_exact_json(body); }
 
 }  // namespace idem::gateway

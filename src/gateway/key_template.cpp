@@ -87,7 +87,8 @@ Result<KeyTemplate::Part> parse_placeholder(std::string_view inner) {
 struct Value {
   enum class Kind { absent, text, json, not_json, not_form } kind = Kind::absent;
   std::string text;
-  const json::value* json = nullptr;
+  const json::value* json = nullptr;  // a value of *doc
+  const ExactJson* doc = nullptr;
 };
 
 Value lookup(const KeyTemplate::Part& part, RequestContext& request) {
@@ -95,7 +96,7 @@ Value lookup(const KeyTemplate::Part& part, RequestContext& request) {
   using Kind = Value::Kind;
   const RequestView& view = request.request();
   auto text_or_absent = [](std::optional<std::string> v) {
-    return v ? Value{Kind::text, std::move(*v), nullptr} : Value{};
+    return v ? Value{Kind::text, std::move(*v), nullptr, nullptr} : Value{};
   };
   switch (part.source) {
     case Source::subject:
@@ -106,19 +107,20 @@ Value lookup(const KeyTemplate::Part& part, RequestContext& request) {
       return text_or_absent(find_form_value(target_query(view.target), part.name));
     case Source::path:
       for (const auto& [name, value] : request.path_params()) {
-        if (name == part.name) return {Kind::text, value, nullptr};
+        if (name == part.name) return {Kind::text, value, nullptr, nullptr};
       }
       return {};
     case Source::form: {
       std::optional<std::string> type = find_header(view.headers, "Content-Type");
-      if (!type || !is_form_content_type(*type)) return {Kind::not_form, {}, nullptr};
+      if (!type || !is_form_content_type(*type)) return {Kind::not_form, {}, nullptr, nullptr};
       return text_or_absent(find_form_value(view.body, part.name));
     }
     case Source::json:
       break;
   }
-  const json::value* v = request.json_body();
-  if (v == nullptr) return {Kind::not_json, {}, nullptr};
+  const ExactJson* doc = request.json_body();
+  if (doc == nullptr) return {Kind::not_json, {}, nullptr, nullptr};
+  const json::value* v = &doc->root();
   for (const std::string& segment : part.json_path) {
     if (const json::object* o = v->if_object()) {
       v = o->if_contains(segment);
@@ -133,7 +135,7 @@ Value lookup(const KeyTemplate::Part& part, RequestContext& request) {
     }
     if (v == nullptr) return {};
   }
-  return {Kind::json, {}, v};
+  return {Kind::json, {}, v, doc};
 }
 
 std::optional<Rejection> body_problem(const Value& v, const KeyTemplate::Part& part,
@@ -148,10 +150,9 @@ std::optional<Rejection> body_problem(const Value& v, const KeyTemplate::Part& p
   return std::nullopt;
 }
 
-double number_of(const json::value& v) {
-  if (v.is_int64()) return static_cast<double>(v.get_int64());
-  if (v.is_uint64()) return static_cast<double>(v.get_uint64());
-  return v.get_double();
+bool is_unreserved(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+         c == '_' || c == '~';
 }
 
 }  // namespace
@@ -195,6 +196,39 @@ bool KeyTemplate::uses(Source source) const noexcept {
   return false;
 }
 
+std::optional<std::string> unseparated_placeholders(const KeyTemplate& tmpl) {
+  const KeyTemplate::Part* last = nullptr;  // the placeholder before the literal text read so far
+  bool separated = true;
+  for (const KeyTemplate::Part& part : tmpl.parts()) {
+    if (part.literal) {
+      for (char c : part.text) separated = separated || !is_unreserved(c);
+      continue;
+    }
+    if (last != nullptr && !separated) {
+      return last->text + " and " + part.text +
+             " must be separated by text holding a character other than letters, digits, '-', '.', '_' "
+             "and '~' (such as ':'), or two different requests could render the same key";
+    }
+    last = &part;
+    separated = false;
+  }
+  return std::nullopt;
+}
+
+void percent_encode(std::string_view value, std::string& out) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (char c : value) {
+    if (is_unreserved(c)) {
+      out += c;
+    } else {
+      auto b = static_cast<unsigned char>(c);
+      out += '%';
+      out += kHex[b >> 4];
+      out += kHex[b & 0xF];
+    }
+  }
+}
+
 ProblemOr<std::string> render_key(const KeyTemplate& tmpl, RequestContext& request) {
   std::string key;
   for (const KeyTemplate::Part& part : tmpl.parts()) {
@@ -212,10 +246,11 @@ ProblemOr<std::string> render_key(const KeyTemplate& tmpl, RequestContext& reque
         case json::kind::string:
           text = std::string(v.json->get_string());
           break;
-        case json::kind::int64:
         case json::kind::uint64:
+          text = v.doc->number(*v.json);  // its exact value, canonical
+          break;
+        case json::kind::int64:  // an ExactJson holds neither
         case json::kind::double_:
-          text = canonical_number(number_of(*v.json));
           break;
         case json::kind::bool_:
           text = v.json->get_bool() ? "true" : "false";
@@ -230,11 +265,11 @@ ProblemOr<std::string> render_key(const KeyTemplate& tmpl, RequestContext& reque
       }
     }
     if (text.empty()) return Rejection{Problem::key_missing, part.text + " is absent from the request"};
-    key += text;
+    percent_encode(text, key);
   }
   if (!is_valid_key(key)) {
-    return Rejection{Problem::key_invalid,
-                     "the key rendered from " + tmpl.text() + " is not 1-255 visible ASCII characters"};
+    return Rejection{Problem::key_invalid, "the key rendered from " + tmpl.text() + " is longer than " +
+                                               std::to_string(kMaxKeyLength) + " characters"};
   }
   return key;
 }
@@ -249,9 +284,9 @@ std::optional<Rejection> add_to_fingerprint(const KeyTemplate& tmpl, RequestCont
     Value v = lookup(part, request);
     if (auto problem = body_problem(v, part, request)) return problem;
     if (v.kind == Value::Kind::text) {
-      fp.add(canonical_json(json::value(json::string_view(v.text))));
+      fp.add(canonical_json_string(v.text));
     } else if (v.kind == Value::Kind::json && !v.json->is_null()) {
-      fp.add(canonical_json(*v.json));
+      fp.add(canonical_json(*v.doc, *v.json));
     } else {
       fp.add_absent();
     }

@@ -47,19 +47,35 @@ class KeyTemplate {
   std::vector<Part> parts_;
 };
 
+// Why two placeholders of `tmpl` are not told apart in a rendered key, or nullopt when
+// every two are separated by literal text holding a character outside the unreserved set
+// (A-Z a-z 0-9 - . _ ~), which percent_encode never leaves in a value: with such a
+// separator, two different sets of values always render two different keys. A key
+// template must pass this check (the config loader refuses it otherwise); fingerprint
+// templates need not, since their values are fingerprinted one field each.
+std::optional<std::string> unseparated_placeholders(const KeyTemplate& tmpl);
+
+// Appends `value` to `out` with every byte outside A-Z a-z 0-9 - . _ ~ written as %XX
+// (uppercase hex), as RFC 3986 encodes: "acme:eu" → "acme%3Aeu", UTF-8 "订" → "%E8%AE%A2".
+void percent_encode(std::string_view value, std::string& out);
+
 // The key rendered from `tmpl`, or why there is none, first problem from the left:
 //   key_missing   a value is absent: a missing field, header, query or form parameter,
 //                 JSON null or "" (an empty header or parameter value too)
-//   key_invalid   a JSON value is an object or array, or the result is not 1–255 visible
-//                 ASCII characters (is_valid_key)
+//   key_invalid   a JSON value is an object or array, or the result is longer than 255
+//                 characters (is_valid_key)
+// Each value is percent-encoded (percent_encode) before it is placed in the key; the
+// literal text is placed as written (the config loader keeps it visible ASCII).
 //   body_invalid  a {json.*} placeholder and the body is not JSON, or a {form.*} one and
 //                 the Content-Type is not application/x-www-form-urlencoded
-// JSON strings render as their text, numbers in their RFC 8785 form (1.0 → "1",
-// 1e21 → "1e+21"), true and false as such.
+// JSON strings render as their text, numbers as their exact decimal value in canonical
+// form (idem::canonical_decimal: 1.0 → "1", 1e21 → "1e21", 1790000000000000001 as
+// written), true and false as such.
 ProblemOr<std::string> render_key(const KeyTemplate& tmpl, RequestContext& request);
 
 // Adds the values of `tmpl` to a fingerprint, typed, one field per part: a literal as
-// its text; a placeholder as the RFC 8785 canonical JSON of its value, so that "1" and 1
+// its text; a placeholder as the canonical JSON of its value (idem::canonical_json, exact
+// numbers), so that "1" and 1
 // differ while 1 and 1.0 do not (non-JSON sources are JSON strings); a missing value or
 // JSON null as an absent field, distinct from every value, "" included. Objects and arrays
 // are fingerprinted by their canonical form. Fails only with body_invalid, as render_key.

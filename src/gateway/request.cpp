@@ -99,7 +99,7 @@ bool is_form_content_type(std::string_view content_type) noexcept {
   return has_media_type(content_type, "application/x-www-form-urlencoded");
 }
 
-const boost::json::value* RequestContext::json_body() {
+const ExactJson* RequestContext::json_body() {
   if (!json_) json_.emplace(parse_json_body(request_.body));
   return json_->is_ok() ? &json_->value() : nullptr;
 }

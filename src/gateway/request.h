@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include <boost/json/value.hpp>
+#include "idem/canonical_json.h"
 
 #include "idem/status.h"
 
@@ -79,14 +79,14 @@ class RequestContext {
 
   // The body parsed by parse_json_body (exact numbers, I-JSON); nullptr when the body is
   // not JSON, json_error() then says why.
-  const boost::json::value* json_body();
+  const ExactJson* json_body();
   std::string json_error();
 
  private:
   const RequestView& request_;
   const PathParams& params_;
   std::string subject_;
-  std::optional<Result<boost::json::value>> json_;
+  std::optional<Result<ExactJson>> json_;
 };
 
 }  // namespace idem::gateway

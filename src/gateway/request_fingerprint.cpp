@@ -23,7 +23,7 @@ ProblemOr<std::string> request_fingerprint(const FingerprintRule& rule, RequestC
       break;
     }
     case FingerprintRule::Kind::json: {
-      const boost::json::value* body = request.json_body();
+      const ExactJson* body = request.json_body();
       if (body == nullptr) {
         return Rejection{Problem::body_invalid,
                          "fingerprint: json needs a JSON body: " + request.json_error()};

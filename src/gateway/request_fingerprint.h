@@ -2,11 +2,13 @@
 // a repeat of the first request from a different request that reuses its key.
 //
 // The fields are part of the stored format (fingerprints persist in durable stores and are
-// compared across gateway versions), so they must never change. Each rule starts with its
-// own name, so two rules never produce the same fingerprint for one request:
+// compared across gateway versions), so they must never change; the canonical form of JSON
+// numbers changed once, to keep their exact value (docs/gateway.md, "Numbers"). Each rule
+// starts with its own name, so two rules never produce the same fingerprint for one request:
 //   body    "body", method, target (path with query), Content-Type (absent when missing),
 //           raw body
-//   json    "json", method, target (path with query), RFC 8785 canonical form of the body
+//   json    "json", method, target (path with query), canonical form of the body
+//           (idem::canonical_json: RFC 8785, numbers at their exact decimal value)
 //   fields  "fields", method, path (without query), then for each template the fields
 //           add_to_fingerprint gives (typed values; absent for missing and null)
 //   none    "" (the empty fingerprint, which matches every fingerprint)

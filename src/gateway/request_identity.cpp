@@ -77,6 +77,7 @@ Decision identify(const Route& route, const PathParams& params, const RequestVie
     }
     head.identity.key = std::move(*key);
   }
+  head.identity.record_key = stored_key(route.key_space, head.identity.key);
 
   // A lock only excludes; there is no stored result for a fingerprint to protect.
   if (route.mode == Mode::replay) {

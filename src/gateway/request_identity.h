@@ -28,8 +28,13 @@ enum class Verdict {
 };
 
 struct Identity {
-  std::string scope;        // the subject's value (SPEC §3.2 Scope), or "" without a subject
-  std::string key;          // the client's key, the token, or the rendered template
+  std::string scope;  // the subject's value, or "" without a subject
+  // The client's key, the token, or the rendered template: what the upstream receives as
+  // Idempotency-Key, and what token operations take.
+  std::string key;
+  // stored_key(route.key_space, key): what record and lock operations take, so that no
+  // key a client chooses reaches the records of another key space.
+  std::string record_key;
   std::string fingerprint;  // 16 bytes; "" under fingerprint: none and in lock mode
 };
 
@@ -64,6 +69,7 @@ std::optional<Rejection> check_body_size(const Route& route, std::uint64_t size)
 //   3. template key: render_key; key_missing under `required: false` → unprotected;
 //      key_missing, key_invalid, body_invalid otherwise → reject
 //   4. fingerprint (replay mode only): request_fingerprint; body_invalid → reject
+// On protect, identity is complete, record_key included.
 // The body is parsed as JSON at most once for both. `params` are the route's captures.
 Decision identify(const Route& route, const PathParams& params, const RequestView& request, Decision head);
 

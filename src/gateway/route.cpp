@@ -110,9 +110,27 @@ std::optional<PathParams> PathPattern::match(std::string_view path) const {
   return params;
 }
 
+bool is_key_space(std::string_view name) noexcept {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+              c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string stored_key(std::string_view key_space, std::string_view key) {
+  std::string stored;
+  stored.reserve(key_space.size() + 1 + key.size());
+  stored.append(key_space).append(1, ':').append(key);
+  return stored;
+}
+
 Route default_route(const Policy& defaults) {
   Route r;
   r.name = "default";
+  r.key_space = r.name;
   r.methods = {"POST", "PATCH"};
   r.path = *PathPattern::parse("/*");
   r.required = false;

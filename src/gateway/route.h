@@ -66,7 +66,11 @@ struct KeyRule {
 inline constexpr std::string_view kTokenHeader = "Idempotency-Token";
 
 struct Route {
-  std::string name;                  // unique; the `route` label of metrics and logs
+  std::string name;  // unique; the `route` label of metrics and logs
+  // The key space its records live in (docs/gateway.md, "Key spaces"): `key_space`, by
+  // default the name. Routes naming the same key space share records; no other route can
+  // reach them, whatever key a client sends.
+  std::string key_space;
   std::vector<std::string> methods;  // upper case; a request's method must be one of them
   PathPattern path;
   KeyRule key;
@@ -77,8 +81,16 @@ struct Route {
   Policy policy;
 };
 
+// True when `name` can name a key space: 1-64 of A-Z a-z 0-9 . _ -
+bool is_key_space(std::string_view name) noexcept;
+
+// The key a record is stored under: "<key_space>:<key>", where `key` is the key as the
+// route rendered it (the client's key, the token or the template's result).
+std::string stored_key(std::string_view key_space, std::string_view key);
+
 // The route protecting requests when the config has no `routes`: POST and PATCH on every
-// path, with an optional (required: false) Idempotency-Key header, named "default".
+// path, with an optional (required: false) Idempotency-Key header, named "default" (and
+// so is its key space).
 Route default_route(const Policy& defaults);
 
 struct RouteMatch {

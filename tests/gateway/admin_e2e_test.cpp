@@ -16,7 +16,7 @@ TEST_F(GatewayE2E, HeaderHashSubjectScopesRecordsByTheHash) {
   const std::string key = unique("hashed");
   EXPECT_EQ(post("/hashed", key, "{}", {{"Authorization", "Bearer alice"}}).result_int(), 201u);
   const std::string scope = idem::gateway::hash_subject("Bearer alice");
-  Response rec = request(admin_, verb::get, "/v1/records/" + scope + "/" + key);
+  Response rec = request(admin_, verb::get, "/v1/records/" + scope + "/" + key + "?key_space=hashed");
   EXPECT_EQ(rec.result_int(), 200u) << rec.body();
   EXPECT_EQ(body_json(rec).at("scope").as_string(), scope);
   Response other = post("/hashed", key, "{}", {{"Authorization", "Bearer bob"}});
@@ -28,11 +28,18 @@ TEST_F(GatewayE2E, AdminHealthMetricsAndRecords) {
   EXPECT_EQ(request(admin_, verb::get, "/readyz").result_int(), 200u);
   const std::string key = unique("rec");
   ASSERT_EQ(post("/orders", key).result_int(), 201u);
-  Response rec = request(admin_, verb::get, "/v1/records/_/" + key);
+  // The record lives in the route's key space: addressed by its stored key, or by the key
+  // as the route rendered it with ?key_space.
+  Response rec = request(admin_, verb::get, "/v1/records/_/" + key + "?key_space=orders");
   ASSERT_EQ(rec.result_int(), 200u) << rec.body();
   auto o = body_json(rec);
   EXPECT_EQ(o.at("scope").as_string(), "");
-  EXPECT_EQ(o.at("key").as_string(), key);
+  EXPECT_EQ(o.at("key").as_string(), "orders:" + key);
+  EXPECT_EQ(request(admin_, verb::get, "/v1/records/_/orders:" + key).body(), rec.body());
+  EXPECT_EQ(request(admin_, verb::get, "/v1/records/_/" + key).result_int(), 404u);
+  EXPECT_EQ(request(admin_, verb::get, "/v1/records/_/" + key + "?key_space=pay").result_int(), 404u);
+  EXPECT_EQ(request(admin_, verb::get, "/v1/records/_/" + key + "?key_space=a%3Ab").result_int(), 400u);
+  EXPECT_EQ(request(admin_, verb::get, "/v1/records/_/" + key + "?key_space=").result_int(), 400u);
   EXPECT_EQ(o.at("state").as_string(), "done");
   EXPECT_EQ(o.at("result").as_string(), "response");
   EXPECT_EQ(o.at("response_status").as_int64(), 201);
@@ -47,9 +54,9 @@ TEST_F(GatewayE2E, AdminHealthMetricsAndRecords) {
         "idem_store_seconds_bucket", "idem_upstream_seconds_bucket", "idem_inflight"})
     EXPECT_NE(metrics.body().find(name), std::string::npos) << name;
 
-  EXPECT_EQ(request(admin_, verb::delete_, "/v1/records/_/" + key).result_int(), 204u);
-  EXPECT_EQ(request(admin_, verb::get, "/v1/records/_/" + key).result_int(), 404u);
-  EXPECT_EQ(request(admin_, verb::delete_, "/v1/records/_/" + key).result_int(), 404u);
+  EXPECT_EQ(request(admin_, verb::delete_, "/v1/records/_/" + key + "?key_space=orders").result_int(), 204u);
+  EXPECT_EQ(request(admin_, verb::get, "/v1/records/_/orders:" + key).result_int(), 404u);
+  EXPECT_EQ(request(admin_, verb::delete_, "/v1/records/_/orders:" + key).result_int(), 404u);
   // Removed by the operator: the next request runs again.
   EXPECT_EQ(post("/orders", key).result_int(), 201u);
   EXPECT_EQ(executions(key), 2);

@@ -274,7 +274,7 @@ TEST_P(KilledGateway, AClaimOfAKilledGatewayIsDecidedByOnUncertainAfterARestart)
   std::int64_t claimed_fence = 0;
   for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
        std::chrono::steady_clock::now() < until && claimed_fence == 0;) {
-    Response rec = request(admin, verb::get, "/v1/records/_/crash");
+    Response rec = request(admin, verb::get, "/v1/records/_/default:crash");  // the default route's key space
     if (rec.result_int() == 200 && request(upstream.port(), verb::get, "/_count?key=crash").body() == "1")
       claimed_fence = boost::json::parse(rec.body()).at("fence").as_int64();
   }
@@ -327,13 +327,20 @@ TEST(GatewayProcess, SigtermFinishesTheRequestInFlightAndStoresIt) {
   EXPECT_EQ(answer.result_int(), 201u);
   EXPECT_EQ(idem.wait(3000), 0) << "an idle connection delayed the shutdown";
   std::string out;
-  EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "term"}, &out), 0) << out;
+  // The default route's key space: the stored key, or the key as sent with --key-space.
+  EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "--key-space", "default", "term"}, &out), 0)
+      << out;
   EXPECT_NE(out.find("\"state\":\"done\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"key\":\"default:term\""), std::string::npos) << out;
+  EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "default:term"}, &out), 0) << out;
+  EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "term"}), 1);
+  EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "--key-space", "a:b", "term"}), 2);
   EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "absent"}), 1);
   // An operator removes it: gone for `get`, and a second delete finds nothing.
-  EXPECT_EQ(run({IDEM_BIN, "record", "delete", "--store", store, "term"}, &out), 0) << out;
-  EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "term"}), 1);
-  EXPECT_EQ(run({IDEM_BIN, "record", "delete", "--store", store, "term"}), 1);
+  EXPECT_EQ(run({IDEM_BIN, "record", "delete", "--store", store, "--key-space", "default", "term"}, &out), 0)
+      << out;
+  EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "default:term"}), 1);
+  EXPECT_EQ(run({IDEM_BIN, "record", "delete", "--store", store, "default:term"}), 1);
 }
 
 }  // namespace

@@ -427,6 +427,40 @@ TEST(ConfigRules, KeyTemplates) {
   EXPECT_EQ(error(head + "    key: 'stock:{path.sku}'\n"), "no error");
 }
 
+TEST(ConfigRules, KeyPlaceholdersNeedASeparator) {
+  const std::string head = "routes:\n  - name: r\n    match: {method: POST, path: /pay}\n";
+  EXPECT_EQ(error(head + "    key: '{header.X-Tenant}:{json.id}'\n"), "no error");
+  EXPECT_EQ(
+      error(head + "    key: '{json.a}{json.b}'\n"),
+      "idem.yaml:4: routes[0].key: {json.a} and {json.b} must be separated by text holding a character "
+      "other than letters, digits, '-', '.', '_' and '~' (such as ':'), or two different requests could "
+      "render the same key");
+  EXPECT_NE(error(head + "    key: 'x:{json.a}-{json.b}'\n"), "no error");
+  // Fingerprint templates are fingerprinted one value each: no separator needed.
+  EXPECT_EQ(error(head + "    key: 'p:{json.id}'\n    fingerprint: ['{json.a}{json.b}']\n"), "no error");
+}
+
+TEST(ConfigRules, KeySpaces) {
+  const std::string head = "routes:\n  - name: create.order-1\n    match: {method: POST, path: /o}\n";
+  Config c =
+      load_config_text(head +
+                           "  - name: pay-a\n    match: {method: POST, path: /a}\n    key_space: pay\n"
+                           "  - name: pay-b\n    match: {method: POST, path: /b}\n    key_space: pay\n",
+                       "idem.yaml");
+  ASSERT_EQ(c.routes.size(), 3u);
+  EXPECT_EQ(c.routes[0].key_space, "create.order-1");  // the name by default
+  EXPECT_EQ(c.routes[1].key_space, "pay");
+  EXPECT_EQ(c.routes[2].key_space, "pay");  // shared
+  EXPECT_EQ(load_config_text("listen: 127.0.0.1:0\n", "idem.yaml").routes.at(0).key_space, "default");
+  const std::string why = "a key space is 1-64 letters, digits, '-', '_' and '.'";
+  EXPECT_EQ(error(head + "    key_space: 'a:b'\n"), "idem.yaml:4: routes[0].key_space: " + why);
+  EXPECT_EQ(error(head + "    key_space: ''\n"), "idem.yaml:4: routes[0].key_space: " + why);
+  EXPECT_EQ(error(head + "    key_space: " + std::string(65, 'k') + "\n"),
+            "idem.yaml:4: routes[0].key_space: " + why);
+  EXPECT_EQ(error(head + "    key_space: " + std::string(64, 'k') + "\n"), "no error");
+  EXPECT_EQ(error(head + "    key_space: [a]\n").substr(0, 30), "idem.yaml:4: routes[0].key_spa");
+}
+
 TEST(ConfigRules, DefaultTemplatesAreCheckedAgainstEveryRoute) {
   EXPECT_EQ(error(R"(defaults:
   fingerprint: ["{path.sku}"]

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -228,6 +229,31 @@ TEST_F(GatewayE2E, TemplateKeyFromJsonBody) {
   EXPECT_EQ(problem_type(missing), "urn:idem:problem:key-missing");
 }
 
+// The callback's key chosen by a client on another route lands in that route's key space:
+// the real callback still runs.
+TEST_F(GatewayE2E, AClientKeyCannotReachAnotherRoutesRecord) {
+  const std::string id = unique("T");
+  Response hijack = post("/orders", "pay:" + id);
+  EXPECT_EQ(hijack.result_int(), 201u) << hijack.body();
+  Response callback = post("/pay", "", R"({"id":")" + id + R"("})");
+  EXPECT_EQ(callback.result_int(), 201u) << callback.body();
+  EXPECT_EQ(header(callback, "Idempotent-Replayed"), "");
+  EXPECT_EQ(executions("pay:" + id), 2);  // the upstream got the rendered key both times
+}
+
+// Two Snowflake ids, as Jackson writes a Java Long, that one double cannot tell apart.
+TEST_F(GatewayE2E, TemplateKeysKeepEveryDigitOfANumber) {
+  char prefix[16];
+  std::snprintf(prefix, sizeof prefix, "17%07d", static_cast<int>(::getpid() % 10000000));
+  const std::string a = std::string(prefix) + "0000000001", b = std::string(prefix) + "0000000002";
+  Response first = post("/pay", "", R"({"id":)" + a + "}");
+  Response second = post("/pay", "", R"({"id":)" + b + "}");
+  EXPECT_EQ(first.result_int(), 201u) << first.body();
+  EXPECT_EQ(header(second, "Idempotent-Replayed"), "");
+  EXPECT_EQ(executions("pay:" + a), 1);
+  EXPECT_EQ(executions("pay:" + b), 1);
+}
+
 TEST_F(GatewayE2E, OneTimeTokens) {
   Response issued = request(port_, verb::post, "/_idem/tokens");
   ASSERT_EQ(issued.result_int(), 201u) << issued.body();
@@ -339,10 +365,11 @@ TEST_F(GatewayE2E, RecordRemovedMidRequestIsAConflictButTheClientGetsItsResponse
   Response first_answer;
   std::thread first([&] { first_answer = post("/orders", key, "{}", {{"X-Test-Delay-Ms", "600"}}); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(request(admin_, verb::delete_, "/v1/records/_/" + key).result_int(), 204u);
+  EXPECT_EQ(request(admin_, verb::delete_, "/v1/records/_/" + key + "?key_space=orders").result_int(), 204u);
   first.join();
   EXPECT_EQ(first_answer.result_int(), 201u);
-  EXPECT_EQ(request(admin_, verb::get, "/v1/records/_/" + key).result_int(), 404u);  // nothing stored over it
+  EXPECT_EQ(request(admin_, verb::get, "/v1/records/_/orders:" + key).result_int(),
+            404u);  // nothing stored over it
   Response metrics = request(admin_, verb::get, "/metrics");
   EXPECT_EQ(metrics.body().find("idem_store_conflicts_total 0"), std::string::npos);
 }

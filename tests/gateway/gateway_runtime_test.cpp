@@ -286,7 +286,9 @@ TEST_F(GatewayRuntime, ATokenWhoseClaimWasRemovedMidRequestIsNotReArmedByTheFail
                 {{"Idempotency-Token", token}, {"X-Test-Status", "503"}, {"X-Test-Delay-Ms", "500"}}, "{}");
   });
   ASSERT_TRUE(wait_at_upstream(token)) << "the submission never reached the upstream";
-  EXPECT_EQ(request(admin_port_, verb::delete_, "/v1/records/_/" + token).result_int(), 204u);
+  EXPECT_EQ(
+      request(admin_port_, verb::delete_, "/v1/records/_/" + token + "?key_space=token-reject").result_int(),
+      204u);
   click.join();
   EXPECT_EQ(first.result_int(), 503u) << first.body();
   auto again = request(port_, verb::post, "/token-reject", {{"Idempotency-Token", token}}, "{}");

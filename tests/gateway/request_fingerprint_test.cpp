@@ -95,6 +95,23 @@ TEST(JsonFingerprint, KeyOrderWhitespaceAndNumberSpellingDoNotMatter) {
   EXPECT_NE(fp(json, a), fp(json, method));
 }
 
+// Numbers keep their exact value: a changed 19-digit id or a changed amount beyond a
+// double's precision is a different request.
+TEST(JsonFingerprint, NumbersKeepTheirExactValue) {
+  const FingerprintRule json = rule(FingerprintRule::Kind::json);
+  TestRequest a = post("/pay", R"({"out_trade_no": 1790000000000000001, "amount": 1})");
+  TestRequest b = post("/pay", R"({"out_trade_no": 1790000000000000002, "amount": 1})");
+  EXPECT_NE(fp(json, a), fp(json, b));
+  TestRequest c = post("/pay", R"({"out_trade_no": 1790000000000000001, "amount": 1.0000000000000001})");
+  EXPECT_NE(fp(json, a), fp(json, c));
+  TestRequest d = post("/pay", R"({"amount": 10e-1, "out_trade_no": 17900000000000000010e-1})");
+  EXPECT_EQ(fp(json, a), fp(json, d));
+  TestRequest huge = post("/pay", R"({"amount": 1e999999999})");
+  TestRequest tiny = post("/pay", R"({"amount": 1e-999999999})");
+  EXPECT_EQ(fp(json, huge).size(), 32u);
+  EXPECT_NE(fp(json, huge), fp(json, tiny));
+}
+
 TEST(JsonFingerprint, BodyMustBeJson) {
   const FingerprintRule json = rule(FingerprintRule::Kind::json);
   for (std::string body : {"", "nope", "{\"a\":1,\"a\":2}", "[1,]"}) {
@@ -122,6 +139,20 @@ TEST(FieldsFingerprint, TypedValues) {
   EXPECT_EQ(with(R"({"amount": 5, "note": "x"})"), with(R"({"amount": 5, "note": "y"})", "/pay?retry=2"));
   EXPECT_NE(with(R"({"amount": 5})"), with(R"({"amount": 5})", "/pay/other"));
   EXPECT_EQ(with("not json"), "<body-invalid>");
+}
+
+TEST(FieldsFingerprint, NumbersKeepTheirExactValue) {
+  const FingerprintRule listed = fields({"{json.out_trade_no}", "{json.amount}"});
+  auto with = [&](std::string body) {
+    TestRequest r = post("/pay", std::move(body));
+    return fp(listed, r);
+  };
+  EXPECT_NE(with(R"({"out_trade_no": 1790000000000000001, "amount": 1})"),
+            with(R"({"out_trade_no": 1790000000000000002, "amount": 1})"));
+  EXPECT_EQ(with(R"({"out_trade_no": 1790000000000000001, "amount": 1})"),
+            with(R"({"out_trade_no": 1790000000000000001, "amount": 1e0})"));
+  EXPECT_NE(with(R"({"out_trade_no": 1, "amount": 1})"), with(R"({"out_trade_no": "1", "amount": 1})"));
+  EXPECT_EQ(with(R"({"out_trade_no": -0, "amount": 1})"), with(R"({"out_trade_no": 0, "amount": 1})"));
 }
 
 TEST(FieldsFingerprint, FieldsArePositional) {

@@ -53,6 +53,10 @@ routes:
   - name: unfingerprinted
     match: {method: POST, path: /nofp}
     fingerprint: none
+  - name: pay-notify
+    match: {method: POST, path: /pay-notify}
+    key: "pay:{json.out_trade_no}"
+    key_space: pay
 )",
                                            "identity.yaml");
   return c;
@@ -210,6 +214,50 @@ TEST(Identity, JsonFingerprintReadsTheBodyOnceWithTheKey) {
   ASSERT_EQ(da.verdict, Verdict::protect);
   EXPECT_EQ(da.identity.fingerprint, db.identity.fingerprint);
   EXPECT_EQ(da.identity.key, db.identity.key);
+}
+
+Identity identity_of(TestRequest& req) {
+  std::optional<RouteMatch> m = match_route(config().routes, req.method, req.target);
+  EXPECT_TRUE(m.has_value()) << req.target;
+  if (!m) return {};
+  Decision d = identify_request(*m, req.view());
+  EXPECT_EQ(d.verdict, Verdict::protect) << req.target;
+  return d.identity;
+}
+
+TEST(Identity, RecordsLiveInTheRouteKeySpace) {
+  TestRequest order = post("/orders");
+  order.header("X-Tenant", "acme").header("Idempotency-Key", "k-1");
+  Identity o = identity_of(order);
+  EXPECT_EQ(o.key, "k-1");  // what the upstream receives
+  EXPECT_EQ(o.record_key, "orders:k-1");
+  TestRequest pay = post("/pay", R"({"out_trade_no": "T-1"})");
+  EXPECT_EQ(identity_of(pay).record_key, "pay:pay:T-1");
+  TestRequest token = post("/forms/x");
+  token.header("X-User-Id", "u7").header("Idempotency-Token", "tok");
+  Identity t = identity_of(token);
+  EXPECT_EQ(t.key, "tok");  // token operations take the token itself
+  EXPECT_EQ(t.record_key, "form:tok");
+  TestRequest lock = post("/skus/A-1/deduct");
+  EXPECT_EQ(identity_of(lock).record_key, "stock:stock:A-1");
+}
+
+TEST(Identity, AClientKeyCannotReachAnotherRoutesRecord) {
+  // A header-key route without a subject, sent the key the payment callback renders for T1001.
+  TestRequest hijack = post("/nofp");
+  hijack.header("Idempotency-Key", "pay:T1001");
+  Identity h = identity_of(hijack);
+  TestRequest callback = post("/pay", R"({"out_trade_no": "T1001"})");
+  Identity c = identity_of(callback);
+  EXPECT_EQ(h.key, c.key);                // the same rendered key...
+  EXPECT_EQ(h.scope, c.scope);            // ...in the same scope...
+  EXPECT_NE(h.record_key, c.record_key);  // ...is two records
+}
+
+TEST(Identity, RoutesNamingOneKeySpaceShareRecords) {
+  TestRequest a = post("/pay", R"({"out_trade_no": "T1001"})");
+  TestRequest b = post("/pay-notify", R"({"out_trade_no": "T1001"})");
+  EXPECT_EQ(identity_of(a).record_key, identity_of(b).record_key);
 }
 
 TEST(Identity, StagesComposeAsIdentifyRequest) {
