@@ -21,6 +21,7 @@
 
 #include "gateway/admin.h"
 #include "gateway/config.h"
+#include "gateway/deferred_store.h"
 #include "gateway/gateway.h"
 #include "gateway/metrics.h"
 #include "gateway/record_json.h"
@@ -135,8 +136,31 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     std::cerr << "idem: " << e.what() << "\n";
     return kUsage;
   }
-  auto store = open_or_die(config.store);
-  if (!store) return kRuntime;
+  // A store that cannot be reached now does not stop the gateway (docs/admin.md, "When
+  // the store is down"): it serves, /readyz says 503 and protected requests follow
+  // on_store_error, while the store is opened again in the background. A store that
+  // refuses what it was given (a malformed URI, a database file that is not one) does.
+  std::unique_ptr<Store> store;
+  if (auto opened = open_store(config.store)) {
+    store = std::move(*opened);
+  } else if (const auto code = opened.status().code();
+             code == StatusCode::unavailable || code == StatusCode::deadline_exceeded) {
+    const std::string uri = config.store;
+    std::cerr << "idem: store " << redact_uri(uri) << " is not reachable ("
+              << redact_secrets(opened.status().to_string(), uri)
+              << "); serving with /readyz 503 and on_store_error until it answers" << std::endl;
+    store = std::make_unique<DeferredStore>(uri, StoreOptions{}, [uri](const Status& s, bool ok) {
+      if (ok)
+        std::cerr << "idem: store " << redact_uri(uri) << " reached" << std::endl;
+      else
+        std::cerr << "idem: store " << redact_uri(uri) << " still not reachable: "
+                  << redact_secrets(s.to_string(), uri) << std::endl;
+    });
+  } else {
+    std::cerr << "idem: cannot open store " << redact_uri(config.store) << ": "
+              << redact_secrets(opened.status().to_string(), config.store) << "\n";
+    return code == StatusCode::invalid_argument ? kUsage : kRuntime;
+  }
 
   IoPool pool(std::max(1u, std::thread::hardware_concurrency()));
   UpstreamClient upstream(*config.upstream, config.upstream_idle);

@@ -91,9 +91,17 @@ std::string outcome(const char* name) { return json::serialize(json::object{{"ou
 Admin::Admin(const Config& config, Store& store, Metrics& metrics)
     : config_(config), store_(store), metrics_(metrics), token_(config.admin.token) {}
 
-HttpResponse Admin::store_unavailable(const HttpRequest& req, std::string_view op, const Status& s) const {
+HttpResponse Admin::store_failed(const HttpRequest& req, std::string_view op, const Status& s) const {
   std::fprintf(stderr, "idem: admin: %.*s: store failed: %s\n", static_cast<int>(op.size()), op.data(),
                s.to_string().c_str());
+  // Unavailable: nothing was applied, the caller retries as is. Outcome unknown: the call
+  // may have been applied, so the caller reads the record before it retries
+  // (docs/admin.md, "Control API").
+  if (s.code() == StatusCode::deadline_exceeded)
+    return problem_response(Problem::store_timeout,
+                            "the idempotency store did not answer: the call may have been applied; read the "
+                            "record before retrying",
+                            req.version(), req.keep_alive());
   return problem_response(Problem::store_unavailable, "the idempotency store is unavailable", req.version(),
                           req.keep_alive(), kStoreRetryAfter);
 }
@@ -170,7 +178,7 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
   if (req.method() == http::verb::get) {
     auto call = async_get(store_, std::move(id), use_awaitable);
     Result<std::optional<Record>> r = co_await std::move(call);
-    if (!r) co_return store_unavailable(req, "GET /v1/records", r.status());
+    if (!r) co_return store_failed(req, "GET /v1/records", r.status());
     if (!*r)
       co_return problem_response(404, "not-found", "Not found", "no record with this scope and key", v, ka);
     co_return json_response(http::status::ok, record_json(**r), v, ka);
@@ -178,7 +186,7 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
   if (req.method() == http::verb::delete_) {
     auto call = async_remove(store_, std::move(id), use_awaitable);
     Result<bool> r = co_await std::move(call);
-    if (!r) co_return store_unavailable(req, "DELETE /v1/records", r.status());
+    if (!r) co_return store_failed(req, "DELETE /v1/records", r.status());
     if (!*r)
       co_return problem_response(404, "not-found", "Not found", "no record with this scope and key", v, ka);
     HttpResponse res{http::status::no_content, v};
@@ -195,7 +203,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
   auto invalid = [&](std::string_view detail) {
     return problem_response(Problem::request_invalid, detail, v, ka);
   };
-  auto unavailable = [&](const Status& s) { return store_unavailable(req, "POST /v1" + std::string(op), s); };
+  auto failed = [&](const Status& s) { return store_failed(req, "POST /v1" + std::string(op), s); };
   auto ok = [&](std::string body) { return json_response(http::status::ok, std::move(body), v, ka); };
   auto conflict = [&](const char* name) {
     return json_response(http::status::conflict, outcome(name), v, ka);
@@ -213,7 +221,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     if (!f.ok() || a.key.empty()) co_return invalid(f.ok() ? "field \"key\" must not be empty" : f.error());
     auto call = async_begin(store_, std::move(a), use_awaitable);
     Result<BeginOutcome> r = co_await std::move(call);
-    if (!r) co_return unavailable(r.status());
+    if (!r) co_return failed(r.status());
     json::object o{{"outcome", to_string(r->kind)}};
     if (r->kind == BeginOutcome::Kind::acquired) {
       o["fence"] = r->fence;
@@ -244,7 +252,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     a.result = encode(stored);
     auto call = async_commit(store_, std::move(a), use_awaitable);
     Result<CommitOutcome> r = co_await std::move(call);
-    if (!r) co_return unavailable(r.status());
+    if (!r) co_return failed(r.status());
     if (*r == CommitOutcome::fenced) co_return conflict("fenced");
     co_return ok(outcome("committed"));
   }
@@ -253,7 +261,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     if (!f.ok()) co_return invalid(f.error());
     auto call = async_release(store_, std::move(a), use_awaitable);
     Result<ReleaseOutcome> r = co_await std::move(call);
-    if (!r) co_return unavailable(r.status());
+    if (!r) co_return failed(r.status());
     if (*r == ReleaseOutcome::fenced) co_return conflict("fenced");
     co_return ok(outcome("released"));
   }
@@ -263,7 +271,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     if (!f.ok()) co_return invalid(f.error());
     auto call = async_extend(store_, std::move(a), use_awaitable);
     Result<ExtendOutcome> r = co_await std::move(call);
-    if (!r) co_return unavailable(r.status());
+    if (!r) co_return failed(r.status());
     if (*r == ExtendOutcome::fenced) co_return conflict("fenced");
     co_return ok(outcome("extended"));
   }
@@ -272,7 +280,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     if (!f.ok()) co_return invalid(f.error());
     auto call = async_issue_token(store_, std::move(a), use_awaitable);
     Result<std::string> r = co_await std::move(call);
-    if (!r) co_return unavailable(r.status());
+    if (!r) co_return failed(r.status());
     metrics_.count_token_issued();
     co_return ok(json::serialize(json::object{{"token", *r}}));
   }
@@ -281,7 +289,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     if (!f.ok()) co_return invalid(f.error());
     auto call = async_consume_token(store_, std::move(a), use_awaitable);
     Result<ConsumeOutcome> r = co_await std::move(call);
-    if (!r) co_return unavailable(r.status());
+    if (!r) co_return failed(r.status());
     co_return ok(outcome(to_string(*r)));
   }
   if (op == "/tokens/restore") {
@@ -289,7 +297,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     if (!f.ok()) co_return invalid(f.error());
     auto call = async_restore_token(store_, std::move(a), use_awaitable);
     Result<RestoreOutcome> r = co_await std::move(call);
-    if (!r) co_return unavailable(r.status());
+    if (!r) co_return failed(r.status());
     co_return ok(outcome(to_string(*r)));
   }
   if (op == "/locks/acquire" || op == "/locks/extend") {
@@ -299,13 +307,13 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     if (op == "/locks/extend") {
       auto call = async_extend_lock(store_, std::move(a), use_awaitable);
       Result<LockExtendOutcome> r = co_await std::move(call);
-      if (!r) co_return unavailable(r.status());
+      if (!r) co_return failed(r.status());
       if (*r == LockExtendOutcome::not_owner) co_return conflict("not_owner");
       co_return ok(outcome("extended"));
     }
     auto call = async_lock(store_, std::move(a), use_awaitable);
     Result<LockOutcome> r = co_await std::move(call);
-    if (!r) co_return unavailable(r.status());
+    if (!r) co_return failed(r.status());
     json::object o{{"outcome", to_string(r->kind)}};
     if (r->kind == LockOutcome::Kind::locked)
       o["fence"] = r->fence;
@@ -318,7 +326,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     if (!f.ok()) co_return invalid(f.error());
     auto call = async_unlock(store_, std::move(a), use_awaitable);
     Result<UnlockOutcome> r = co_await std::move(call);
-    if (!r) co_return unavailable(r.status());
+    if (!r) co_return failed(r.status());
     if (*r == UnlockOutcome::not_owner) co_return conflict("not_owner");
     co_return ok(outcome("released"));
   }

@@ -30,7 +30,7 @@ class Admin {
   boost::asio::awaitable<HttpResponse> records(const HttpRequest& req, std::string_view rest);
   boost::asio::awaitable<HttpResponse> control(const HttpRequest& req, std::string_view op);
   // 503 store-unavailable, saying nothing of the store; `op` and `s` go to standard error.
-  HttpResponse store_unavailable(const HttpRequest& req, std::string_view op, const Status& s) const;
+  HttpResponse store_failed(const HttpRequest& req, std::string_view op, const Status& s) const;
 
   const Config& config_;
   Store& store_;

@@ -44,6 +44,8 @@ Entry entry(Problem p) noexcept {
       return {"upstream-timeout", "upstream_timeout", 504, "Upstream timed out"};
     case Problem::store_unavailable:
       return {"store-unavailable", "store_unavailable", 503, "Store unavailable"};
+    case Problem::store_timeout:
+      return {"store-timeout", "store_timeout", 504, "Store call outcome unknown"};
     case Problem::unauthorized:
       return {"unauthorized", "unauthorized", 401, "Unauthorized"};
     case Problem::forbidden:

@@ -27,7 +27,8 @@ enum class Problem {
   locked,             // 409 lock mode, key busy
   upstream_unavailable,    // 502
   upstream_timeout,        // 504
-  store_unavailable,       // 503
+  store_unavailable,       // 503 the store applied nothing: retry as is
+  store_timeout,           // 504 control API: the store call's outcome is unknown (it may have applied)
   unauthorized,            // 401 admin listener without the bearer token
   forbidden,               // 403 admin listener without a token: a browser's or a foreign Host's request
   unsupported_media_type,  // 415 control API POST whose body is not application/json

@@ -131,13 +131,41 @@ std::string serve_output(const std::string& dir, std::vector<std::string> args) 
                              "127.0.0.1:" + std::to_string(free_port()), "--admin",
                              "127.0.0.1:" + std::to_string(free_port())});
   Process idem(args, log);
-  if (idem.wait(8000) == -1) {
-    idem.signal(SIGTERM);
-    idem.wait(5000);
-  }
   std::string out;
+  // Once it says it serves, everything it says at start has been said.
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+       idem.wait(50) == -1 && std::chrono::steady_clock::now() < until;) {
+    out.clear();
+    run({"/bin/cat", log}, &out);
+    if (out.find("idem: serving on") != std::string::npos) break;
+  }
+  idem.signal(SIGTERM);
+  idem.wait(10000);
+  out.clear();
   run({"/bin/cat", log}, &out);
   return out;
+}
+
+// A redis-server on `port` with its files in `dir`, answering PING once this returns
+// (nullptr when redis-server is not installed: the caller skips).
+std::unique_ptr<Process> start_redis(const std::string& dir, unsigned short port,
+                                     std::vector<std::string> extra = {}, const std::string& auth = "") {
+  const char* redis_server = nullptr;
+  for (const char* candidate : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"})
+    if (::access(candidate, X_OK) == 0) redis_server = candidate;
+  if (!redis_server) return nullptr;
+  std::vector<std::string> argv{redis_server, "--port",       std::to_string(port), "--bind", "127.0.0.1",
+                                "--save",     "",             "--appendonly",       "no",     "--dir",
+                                dir};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto redis = std::make_unique<Process>(argv, dir + "/redis-" + std::to_string(port) + ".log");
+  const std::string ping = (auth.empty() ? "" : "AUTH " + auth + "\r\n") + "PING\r\nQUIT\r\n";
+  std::string pong;
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+       pong.find("PONG") == std::string::npos && std::chrono::steady_clock::now() < until;)
+    pong = raw_exchange(port, ping);
+  EXPECT_NE(pong.find("PONG"), std::string::npos) << "redis-server did not start; see " << dir;
+  return redis;
 }
 
 // A password in a store URI is never printed: not at start, not when the store cannot be
@@ -189,23 +217,11 @@ TEST(GatewayProcess, StorePasswordsAreNeverPrinted) {
 // A real Redis that requires a password: the startup line names the store with the
 // password hidden, and once the store is gone the answers say so without naming it.
 TEST(GatewayProcess, AStoreWithAPasswordIsNamedWithoutItAndItsFailuresWithoutItsAddress) {
-  const char* redis_server = nullptr;
-  for (const char* candidate : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"})
-    if (::access(candidate, X_OK) == 0) redis_server = candidate;
-  if (!redis_server) GTEST_SKIP() << "redis-server is not installed";
   TempDir tmp;
   const std::string& dir = tmp.path;
   const unsigned short redis_port = free_port();
-  auto redis = std::make_unique<Process>(
-      std::vector<std::string>{redis_server, "--port", std::to_string(redis_port), "--bind", "127.0.0.1",
-                               "--requirepass", "s3cret", "--save", "", "--appendonly", "no", "--dir", dir},
-      dir + "/redis.log");
-  std::string pong;
-  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-       pong.find("PONG") == std::string::npos && std::chrono::steady_clock::now() < until;)
-    pong = raw_exchange(redis_port, "AUTH s3cret\r\nPING\r\nQUIT\r\n");
-  ASSERT_NE(pong.find("PONG"), std::string::npos)
-      << "redis-server did not start; see " << dir << "/redis.log";
+  auto redis = start_redis(dir, redis_port, {"--requirepass", "s3cret"}, "s3cret");
+  if (!redis) GTEST_SKIP() << "redis-server is not installed";
 
   Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
   const unsigned short port = free_port(), admin = free_port();
@@ -247,6 +263,59 @@ TEST(GatewayProcess, AStoreWithAPasswordIsNamedWithoutItAndItsFailuresWithoutIts
   EXPECT_NE(log.find("store redis://:***@127.0.0.1:" + address), std::string::npos) << log;
   // What the answers leave out, the operator finds on standard error.
   EXPECT_NE(log.find("127.0.0.1:" + address + ":"), std::string::npos) << log;
+}
+
+// A store that is down when the gateway starts does not stop it (docs/admin.md, "When the
+// store is down"): it serves, /readyz is 503 and protected requests follow on_store_error;
+// once the store comes up, without a restart, requests are protected again.
+TEST(GatewayProcess, AStoreDownAtTheStartIsWaitedForWhileServing) {
+  TempDir tmp;
+  const std::string& dir = tmp.path;
+  Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
+  const unsigned short redis_port = free_port(), port = free_port(), admin = free_port();
+  write_file(dir + "/idem.yaml", "upstream: http://127.0.0.1:" + std::to_string(upstream.port()) +
+                                     "\nstore: redis://127.0.0.1:" + std::to_string(redis_port) + R"(
+routes:
+  - name: orders
+    match: { method: POST, path: /orders }
+  - name: passes
+    match: { method: POST, path: /passes }
+    on_store_error: pass
+)");
+  Process idem({IDEM_BIN, "serve", "--config", dir + "/idem.yaml", "--listen", "127.0.0.1:" + std::to_string(port),
+                "--admin", "127.0.0.1:" + std::to_string(admin)},
+               dir + "/idem.log");
+  ASSERT_TRUE(wait_healthy(admin, 10000));
+  EXPECT_EQ(request(admin, verb::get, "/readyz").result_int(), 503u);
+  Response r = request(port, verb::post, "/orders", {{"Idempotency-Key", "k1"}}, "{}");
+  EXPECT_EQ(r.result_int(), 503u) << r.body();
+  EXPECT_EQ(problem_type(r), "urn:idem:problem:store-unavailable");
+  EXPECT_EQ(r[http::field::retry_after], "1");
+  r = request(port, verb::post, "/passes", {{"Idempotency-Key", "p1"}}, "{}");
+  EXPECT_EQ(r.result_int(), 201u) << r.body();
+  EXPECT_EQ(r["Idempotency-Status"], "unprotected");
+
+  auto redis = start_redis(dir, redis_port);
+  if (!redis) GTEST_SKIP() << "redis-server is not installed";
+  bool ready = false;
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       !ready && std::chrono::steady_clock::now() < until;) {
+    ready = request(admin, verb::get, "/readyz").result_int() == 200u;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling a probe
+  }
+  ASSERT_TRUE(ready) << "the gateway never reached the store that came up";
+  r = request(port, verb::post, "/orders", {{"Idempotency-Key", "k1"}}, "{}");
+  EXPECT_EQ(r.result_int(), 201u) << r.body();
+  const Response again = request(port, verb::post, "/orders", {{"Idempotency-Key", "k1"}}, "{}");
+  EXPECT_EQ(again.result_int(), 201u);
+  EXPECT_EQ(again["Idempotent-Replayed"], "true");
+  EXPECT_EQ(again.body(), r.body());
+  idem.signal(SIGTERM);
+  EXPECT_EQ(idem.wait(10000), 0);
+  std::string log;
+  run({"/bin/cat", dir + "/idem.log"}, &log);
+  EXPECT_NE(log.find("is not reachable"), std::string::npos) << log;
+  EXPECT_NE(log.find("reached"), std::string::npos) << log;
 }
 
 // kill -9 of the gateway while the upstream works, then a restart on the same SQLite file:

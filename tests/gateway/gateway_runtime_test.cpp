@@ -40,6 +40,8 @@ class FaultyStore final : public testutil::StoreWrapper {
   std::atomic<bool> fail_consume{false};
   std::atomic<bool> fail_records{false};  // get and remove
   std::atomic<int> restore_delay_ms{0};   // restore_token answers this late
+  // begin and commit are applied, and then their answer is lost (outcome unknown).
+  std::atomic<bool> lose_replies{false};
   ~FaultyStore() override {
     for (auto& t : late_) t.join();
   }
@@ -49,12 +51,22 @@ class FaultyStore final : public testutil::StoreWrapper {
   static Status down() {
     return unavailable(std::string("redis ") + kStoreAddress + ": connect: Connection refused");
   }
+  static Status lost() {
+    return Status(StatusCode::deadline_exceeded, std::string("redis ") + kStoreAddress + ": read: timed out");
+  }
+  // Runs the call on the real store and answers `lost()` instead of its outcome.
+  template <class T>
+  static Callback<T> losing(Callback<T> cb) {
+    return [cb = std::move(cb)](Result<T>) mutable { cb(lost()); };
+  }
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
     if (fail_begin) return cb(down());
+    if (lose_replies) return StoreWrapper::do_begin(std::move(a), losing(std::move(cb)));
     StoreWrapper::do_begin(std::move(a), std::move(cb));
   }
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
     if (fail_commit) return cb(down());
+    if (lose_replies) return StoreWrapper::do_commit(std::move(a), losing(std::move(cb)));
     StoreWrapper::do_commit(std::move(a), std::move(cb));
   }
   void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
@@ -210,6 +222,40 @@ TEST_F(GatewayRuntime, StoreUnavailableAnswersNameNeitherTheStoreNorItsError) {
     for (const char* leak : {"10.9.8.7", "6390", "Connection refused", "redis"})
       EXPECT_EQ(r.body().find(leak), std::string::npos) << leak << " in " << r.body();
   }
+}
+
+// The control API tells "nothing was applied, retry" (503) from "the call may have been
+// applied" (504 store-timeout): a caller that lost a commit's answer reads the record
+// instead of retrying blindly (docs/admin.md, "Control API").
+TEST_F(GatewayRuntime, AControlApiCallWhoseAnswerIsLostIs504StoreTimeout) {
+  const e2e::Headers json = {{"Content-Type", "application/json"}};
+  auto begun = request(admin_port_, verb::post, "/v1/begin", json, R"({"scope":"s","key":"k"})");
+  ASSERT_EQ(begun.result_int(), 200u) << begun.body();
+  const auto fence = boost::json::parse(begun.body()).at("fence").as_int64();
+
+  store_.lose_replies = true;
+  auto commit = request(admin_port_, verb::post, "/v1/commit", json,
+                        R"({"scope":"s","key":"k","fence":)" + std::to_string(fence) + R"(,"result":{"id":7}})");
+  EXPECT_EQ(commit.result_int(), 504u) << commit.body();
+  EXPECT_EQ(type_of(commit), "urn:idem:problem:store-timeout");
+  EXPECT_EQ(commit[http::field::retry_after], "");  // not an invitation to retry as is
+  EXPECT_EQ(commit.body().find(kStoreAddress), std::string::npos) << commit.body();
+  auto begin = request(admin_port_, verb::post, "/v1/begin", json, R"({"scope":"s","key":"k2"})");
+  EXPECT_EQ(begin.result_int(), 504u) << begin.body();
+  EXPECT_EQ(type_of(begin), "urn:idem:problem:store-timeout");
+
+  // It was applied: reading the record says so.
+  store_.lose_replies = false;
+  auto record = request(admin_port_, verb::get, "/v1/records/s/k");
+  ASSERT_EQ(record.result_int(), 200u) << record.body();
+  EXPECT_EQ(boost::json::parse(record.body()).at("state").as_string(), "done");
+
+  store_.fail_commit = true;  // nothing applied: 503, retry as is
+  auto refused = request(admin_port_, verb::post, "/v1/commit", json,
+                         R"({"scope":"s","key":"k","fence":)" + std::to_string(fence) + R"(,"result":{}})");
+  EXPECT_EQ(refused.result_int(), 503u) << refused.body();
+  EXPECT_EQ(type_of(refused), "urn:idem:problem:store-unavailable");
+  EXPECT_EQ(refused[http::field::retry_after], "1");
 }
 
 TEST_F(GatewayRuntime, StoreUnavailableUnderPassForwardsUnprotected) {

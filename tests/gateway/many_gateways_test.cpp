@@ -119,11 +119,12 @@ class ManyGateways : public ::testing::TestWithParam<SharedStore> {
     extra.emplace_back("Content-Type", "application/json");
     return request(g.port, verb::post, path, extra, R"({"key":")" + key + "\"}");
   }
-  // Polls a gateway's admin API until the record of `key` is in `state` (or 10 s pass).
+  // Polls a gateway's admin API until the record of `key` on route `orders` is in `state`
+  // (or 10 s pass).
   bool wait_record(const Gateway& g, const std::string& key, const std::string& state) {
     const auto until = Clock::now() + 10s;
     while (Clock::now() < until) {
-      Response r = request(g.admin, verb::get, "/v1/records/_/" + key);
+      Response r = request(g.admin, verb::get, "/v1/records/_/" + key + "?key_space=orders");
       if (r.result_int() == 200 && body_json(r).at("state").as_string() == state) return true;
       std::this_thread::sleep_for(20ms);
     }
