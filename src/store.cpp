@@ -5,6 +5,8 @@
 #include <memory>
 #include <optional>
 
+#include "core/state_machine.h"
+
 namespace idem {
 namespace {
 
@@ -39,6 +41,9 @@ IDEM_BLOCKING(BeginOutcome, begin, BeginArgs)
 IDEM_BLOCKING(CommitOutcome, commit, CommitArgs)
 IDEM_BLOCKING(ReleaseOutcome, release, ReleaseArgs)
 IDEM_BLOCKING(ExtendOutcome, extend, ExtendArgs)
+Result<ReleaseOutcome> Store::abandon(AbandonArgs a) {
+  return wait_for<ReleaseOutcome>([&](Callback<ReleaseOutcome> cb) { abandon(std::move(a), std::move(cb)); });
+}
 IDEM_BLOCKING(std::optional<Record>, get, RecordId)
 IDEM_BLOCKING(bool, remove, RecordId)
 IDEM_BLOCKING(std::string, issue_token, IssueTokenArgs)
@@ -48,6 +53,11 @@ IDEM_BLOCKING(LockOutcome, lock, LockArgs)
 IDEM_BLOCKING(UnlockOutcome, unlock, UnlockArgs)
 IDEM_BLOCKING(LockExtendOutcome, extend_lock, LockArgs)
 #undef IDEM_BLOCKING
+
+void Store::abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) {
+  if (auto s = core::validate(a); !s) return cb(s);
+  do_abandon(std::move(a), std::move(cb));
+}
 
 Result<std::uint64_t> Store::sweep() {
   return wait_for<std::uint64_t>([&](Callback<std::uint64_t> cb) { do_sweep(std::move(cb)); });

@@ -20,6 +20,10 @@ struct BeginArgs {
   std::string fingerprint;  // empty: matches anything, never mismatches
   Duration lease{};         // > 0
   Duration retention{};     // > 0; a pending record expires at lease_until + retention
+  // Who claims: stored with the pending record (a takeover replaces it) so that the same
+  // owner can abandon a claim it never used, e.g. after this begin's answer was lost.
+  // Empty: no owner; such a claim cannot be abandoned.
+  std::string owner{};
 };
 
 struct BeginOutcome {
@@ -57,6 +61,14 @@ struct ReleaseArgs {
   Fence fence = 0;
 };
 enum class ReleaseOutcome { released, fenced };
+
+// abandon: give back a claim by its owner rather than its fence, for a caller that never
+// learned the fence (its begin's answer was lost; docs/design.md, "Store calls that fail").
+struct AbandonArgs {
+  std::string scope;
+  std::string key;
+  std::string owner;  // not empty
+};
 
 struct ExtendArgs {
   std::string scope;

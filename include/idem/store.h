@@ -60,6 +60,9 @@ class Store {
   void commit(CommitArgs a, Callback<CommitOutcome> cb) { do_commit(std::move(a), std::move(cb)); }
   // release: pending with this fence → removed; a retry acquires with a greater fence.
   void release(ReleaseArgs a, Callback<ReleaseOutcome> cb) { do_release(std::move(a), std::move(cb)); }
+  // abandon: pending (lease live or not) and claimed by this non-empty owner → removed, as
+  // by release (the next acquisition gets a greater fence); otherwise fenced, nothing changes.
+  void abandon(AbandonArgs a, Callback<ReleaseOutcome> cb);
   // extend: pending with this fence → lease_until = now + lease (expires_at moves along).
   void extend(ExtendArgs a, Callback<ExtendOutcome> cb) { do_extend(std::move(a), std::move(cb)); }
   // get: the live record, or nullopt when absent or expired.
@@ -104,6 +107,7 @@ class Store {
   Result<BeginOutcome> begin(BeginArgs a);
   Result<CommitOutcome> commit(CommitArgs a);
   Result<ReleaseOutcome> release(ReleaseArgs a);
+  Result<ReleaseOutcome> abandon(AbandonArgs a);
   Result<ExtendOutcome> extend(ExtendArgs a);
   Result<std::optional<Record>> get(RecordId id);
   Result<bool> remove(RecordId id);
@@ -120,6 +124,7 @@ class Store {
   virtual void do_begin(BeginArgs, Callback<BeginOutcome>) = 0;
   virtual void do_commit(CommitArgs, Callback<CommitOutcome>) = 0;
   virtual void do_release(ReleaseArgs, Callback<ReleaseOutcome>) = 0;
+  virtual void do_abandon(AbandonArgs, Callback<ReleaseOutcome>) = 0;
   virtual void do_extend(ExtendArgs, Callback<ExtendOutcome>) = 0;
   virtual void do_get(RecordId, Callback<std::optional<Record>>) = 0;
   virtual void do_remove(RecordId, Callback<bool>) = 0;

@@ -41,6 +41,10 @@ Status validate(const CommitArgs& a) {
   return need(a.retention.count() > 0, "retention must be greater than 0");
 }
 Status validate(const ReleaseArgs& a) { return need_key(a.key); }
+Status validate(const AbandonArgs& a) {
+  if (auto s = need_key(a.key); !s) return s;
+  return need(!a.owner.empty(), "owner must not be empty");
+}
 Status validate(const ExtendArgs& a) {
   if (auto s = need_key(a.key); !s) return s;
   return need(a.lease.count() > 0, "lease must be greater than 0");
@@ -72,6 +76,7 @@ BeginDecision apply_begin(std::optional<Record>& slot, const BeginArgs& args, Ti
     if (r.lease_until && now < *r.lease_until) return {BeginOutcome::in_progress(*r.lease_until - now)};
     // Pending with an expired lease: the holder's outcome is unknown; take over.
     r.fence = fences.next(r.fence, now);
+    r.owner = args.owner;
     if (!args.fingerprint.empty()) r.fingerprint = args.fingerprint;
     r.lease_until = now + args.lease;
     r.expires_at = *r.lease_until + args.retention;
@@ -86,6 +91,7 @@ BeginDecision apply_begin(std::optional<Record>& slot, const BeginArgs& args, Ti
   r.state = RecordState::pending;
   r.fence = fences.next(previous, now);
   r.fingerprint = args.fingerprint;
+  r.owner = args.owner;
   r.lease_until = now + args.lease;
   r.expires_at = *r.lease_until + args.retention;
   const Fence fence = r.fence;
@@ -94,6 +100,11 @@ BeginDecision apply_begin(std::optional<Record>& slot, const BeginArgs& args, Ti
 }
 
 Effect apply_commit(std::optional<Record>& slot, CommitArgs&& args, TimePoint now, CommitOutcome& out) {
+  if (slot && !expired(*slot, now) && slot->state == RecordState::done && slot->fence == args.fence) {
+    // A retried commit (its first answer was lost): it took effect; the first result stays.
+    out = CommitOutcome::committed;
+    return Effect::none;
+  }
   if (!live_pending_with(slot, args.fence, now)) {
     out = CommitOutcome::fenced;
     return Effect::none;
@@ -110,6 +121,18 @@ Effect apply_commit(std::optional<Record>& slot, CommitArgs&& args, TimePoint no
 Effect apply_release(std::optional<Record>& slot, const ReleaseArgs& args, TimePoint now,
                      ReleaseOutcome& out) {
   if (!live_pending_with(slot, args.fence, now)) {
+    out = ReleaseOutcome::fenced;
+    return Effect::none;
+  }
+  slot.reset();
+  out = ReleaseOutcome::released;
+  return Effect::erase;
+}
+
+Effect apply_abandon(std::optional<Record>& slot, const AbandonArgs& args, TimePoint now,
+                     ReleaseOutcome& out) {
+  if (!slot || expired(*slot, now) || slot->state != RecordState::pending || args.owner.empty() ||
+      slot->owner != args.owner) {
     out = ReleaseOutcome::fenced;
     return Effect::none;
   }

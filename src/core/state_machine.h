@@ -41,6 +41,7 @@ inline bool expired(const Record& r, TimePoint now) noexcept { return now >= r.e
 Status validate(const BeginArgs&);
 Status validate(const CommitArgs&);
 Status validate(const ReleaseArgs&);
+Status validate(const AbandonArgs&);
 Status validate(const ExtendArgs&);
 Status validate(const RecordId&);
 Status validate(const IssueTokenArgs&);
@@ -62,6 +63,9 @@ BeginDecision apply_begin(std::optional<Record>& slot, const BeginArgs& args, Ti
 // Moves args.result into the record on success.
 Effect apply_commit(std::optional<Record>& slot, CommitArgs&& args, TimePoint now, CommitOutcome& out);
 Effect apply_release(std::optional<Record>& slot, const ReleaseArgs& args, TimePoint now,
+                     ReleaseOutcome& out);
+// abandon: erase a live pending record whose owner is args.owner (never empty).
+Effect apply_abandon(std::optional<Record>& slot, const AbandonArgs& args, TimePoint now,
                      ReleaseOutcome& out);
 Effect apply_extend(std::optional<Record>& slot, const ExtendArgs& args, TimePoint now, ExtendOutcome& out);
 // remove: erase when live; `removed` tells whether a live record went.

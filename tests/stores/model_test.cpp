@@ -181,8 +181,12 @@ class Client {
     auto r = store_.commit({scope_, k, f, result, ret});
     if (!ok(r, "commit")) return;
     Model::Rec* rec = m_.live(k, now);
+    // Done with this fence: a retried commit, committed without a change.
     const bool can = rec && !rec->done && rec->fence == f;
-    if ((*r == CommitOutcome::committed) != can) return fail("commit " + k + ": got " + to_string(*r));
+    const bool again = rec && rec->done && rec->fence == f;
+    if ((*r == CommitOutcome::committed) != (can || again)) {
+      return fail("commit " + k + ": got " + to_string(*r));
+    }
     if (can) {
       rec->done = true;
       rec->result = result;

@@ -26,6 +26,9 @@ class StoreWrapper : public Store {
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
     inner_->release(std::move(a), std::move(cb));
   }
+  void do_abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) override {
+    inner_->abandon(std::move(a), std::move(cb));
+  }
   void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
     inner_->extend(std::move(a), std::move(cb));
   }

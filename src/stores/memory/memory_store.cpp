@@ -134,6 +134,15 @@ class MemoryStore final : public Store {
     }));
   }
 
+  void do_abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) override {
+    const auto id = composite(a.scope, a.key);
+    cb(locked(id, [&](Shard& sh, TimePoint now) {
+      ReleaseOutcome out{};
+      sh.records.with(id, [&](auto& slot) { core::apply_abandon(slot, a, now, out); });
+      return out;
+    }));
+  }
+
   void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
     if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.key);

@@ -39,13 +39,15 @@ std::string expand(std::string_view sql, const std::string& prefix) {
 // statement again. EXCLUDED.fence is NOW (a fresh row's fence).
 constexpr std::string_view kBegin = R"sql(
 WITH up AS (
-  INSERT INTO {p}records AS r (scope, key, state, fence, fingerprint, lease_until, expires_at, result, recovered)
-  VALUES ($1, $2, 'pending', {now}, $3, {now} + $4, {now} + $4 + $5, '', false)
+  INSERT INTO {p}records AS r (scope, key, state, fence, fingerprint, lease_until, expires_at, result, recovered,
+                               owner)
+  VALUES ($1, $2, 'pending', {now}, $3, {now} + $4, {now} + $4 + $5, '', false, $6)
   ON CONFLICT (scope, key) DO UPDATE SET
     fence = greatest(r.fence + 1, EXCLUDED.fence),
     recovered = r.expires_at > EXCLUDED.fence,
     fingerprint = CASE WHEN r.expires_at > EXCLUDED.fence AND $3 = '' THEN r.fingerprint ELSE $3 END,
-    state = 'pending', lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at, result = ''
+    state = 'pending', lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at, result = '',
+    owner = $6
   WHERE r.expires_at <= EXCLUDED.fence
      OR (r.state = 'pending' AND r.lease_until <= EXCLUDED.fence
          AND (r.fingerprint = '' OR $3 = '' OR r.fingerprint = $3))
@@ -64,12 +66,28 @@ WHERE s.scope = $1 AND s.key = $2 AND NOT EXISTS (SELECT FROM up))sql";
 // A live pending record with this fence.
 #define IDEM_HELD "scope = $1 AND key = $2 AND fence = $3 AND state = 'pending' AND expires_at > {now}"
 
-constexpr std::string_view kCommit =
-    "UPDATE {p}records SET state = 'done', lease_until = NULL, expires_at = {now} + $4, result = $5, "
-    "recovered = false WHERE " IDEM_HELD " RETURNING 1";
+// commit: 'c' committed (now, or before with this fence: a retried commit changes nothing),
+// 'f' or no row fenced, 'x' the update met a row newer than the snapshot: run again.
+constexpr std::string_view kCommit = R"sql(
+WITH up AS (
+  UPDATE {p}records SET state = 'done', lease_until = NULL, expires_at = {now} + $4, result = $5,
+         recovered = false
+  WHERE )sql" IDEM_HELD R"sql( RETURNING 1)
+SELECT 'c' FROM up
+UNION ALL
+SELECT CASE WHEN s.fence <> $3 OR s.expires_at <= {now} THEN 'f'
+            WHEN s.state = 'done' THEN 'c'
+            WHEN s.state = 'pending' THEN 'x'
+            ELSE 'f' END
+FROM {p}records s WHERE s.scope = $1 AND s.key = $2 AND NOT EXISTS (SELECT FROM up))sql";
 constexpr std::string_view kRelease =
     "UPDATE {p}records SET state = 'free', lease_until = NULL, expires_at = {now}, fingerprint = '', "
-    "result = '' WHERE " IDEM_HELD " RETURNING 1";
+    "result = '', owner = '' WHERE " IDEM_HELD " RETURNING 1";
+// abandon: as release, but the claim is named by its (non-empty) owner instead of its fence.
+constexpr std::string_view kAbandon =
+    "UPDATE {p}records SET state = 'free', lease_until = NULL, expires_at = {now}, fingerprint = '', "
+    "result = '', owner = '' WHERE scope = $1 AND key = $2 AND state = 'pending' AND owner = $3 "
+    "AND $3 <> '' AND expires_at > {now} RETURNING 1";
 // expires_at keeps its distance to lease_until (the retention).
 constexpr std::string_view kExtend =
     "UPDATE {p}records SET lease_until = {now} + $4, expires_at = {now} + $4 + (expires_at - lease_until) "
@@ -77,7 +95,7 @@ constexpr std::string_view kExtend =
 #undef IDEM_HELD
 
 constexpr std::string_view kGet =
-    "SELECT scope, key, state, fence, fingerprint, lease_until, expires_at, result FROM {p}records "
+    "SELECT scope, key, state, fence, fingerprint, lease_until, expires_at, result, owner FROM {p}records "
     "WHERE scope = $1 AND key = $2 AND expires_at > {now}";
 // An expired record is already absent and keeps its fence as it is.
 constexpr std::string_view kRemove =
@@ -159,8 +177,11 @@ CREATE TABLE IF NOT EXISTS {p}records (
   expires_at  int8 NOT NULL,     -- µs since the Unix epoch
   result      bytea NOT NULL,    -- done records only
   recovered   boolean NOT NULL,  -- the holder took over an expired lease
+  owner       bytea NOT NULL DEFAULT '',  -- who claimed it (BeginArgs::owner)
   PRIMARY KEY (scope, key)
 );
+-- Tables created before records had an owner get the column in place.
+ALTER TABLE {p}records ADD COLUMN IF NOT EXISTS owner bytea NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS {p}records_expires_at ON {p}records (expires_at);
 CREATE TABLE IF NOT EXISTS {p}tokens (
   scope      bytea NOT NULL,
@@ -189,9 +210,10 @@ std::array<Statement, kStatementCount> statements(const std::string& prefix) {
     return Statement{std::string("idem_") + name, expand(sql, prefix), std::move(types)};
   };
   return {
-      make("begin", kBegin, {kBytea, kBytea, kBytea, kInt8, kInt8}),
+      make("begin", kBegin, {kBytea, kBytea, kBytea, kInt8, kInt8, kBytea}),
       make("commit", kCommit, {kBytea, kBytea, kInt8, kInt8, kBytea}),
       make("release", kRelease, fenced),
+      make("abandon", kAbandon, {kBytea, kBytea, kBytea}),
       make("extend", kExtend, {kBytea, kBytea, kInt8, kInt8}),
       make("get", kGet, key2),
       make("remove", kRemove, key2),

@@ -28,6 +28,7 @@ enum class Stmt {
   begin,
   commit,
   release,
+  abandon,
   extend,
   get,
   remove,

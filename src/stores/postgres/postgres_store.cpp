@@ -119,7 +119,7 @@ class PostgresStore final : public Store {
     auto order = lock_order('r', a.scope, a.key);
     submit<BeginOutcome>(Stmt::begin,
                          {std::move(a.scope), std::move(a.key), std::move(a.fingerprint),
-                          int8_param(micros(a.lease)), int8_param(micros(a.retention))},
+                          int8_param(micros(a.lease)), int8_param(micros(a.retention)), std::move(a.owner)},
                          std::move(order), &read_begin, std::move(cb));
   }
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
@@ -134,6 +134,11 @@ class PostgresStore final : public Store {
     if (auto s = core::validate(a); !s) return cb(s);
     auto order = lock_order('r', a.scope, a.key);
     submit<ReleaseOutcome>(Stmt::release, {std::move(a.scope), std::move(a.key), fence_param(a.fence)},
+                           std::move(order), &read_release, std::move(cb));
+  }
+  void do_abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) override {
+    auto order = lock_order('r', a.scope, a.key);
+    submit<ReleaseOutcome>(Stmt::abandon, {std::move(a.scope), std::move(a.key), std::move(a.owner)},
                            std::move(order), &read_release, std::move(cb));
   }
   void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {

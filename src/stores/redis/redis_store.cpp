@@ -58,13 +58,13 @@ Result<BeginOutcome> parse_begin(const redisReply& r) {
   return unexpected("begin");
 }
 
-// {st, fence, fp, lu or '', ea, res or ''}
+// {st, fence, fp, lu or '', ea, res or '', owner or ''}
 Result<std::optional<Record>> parse_record(const redisReply& r, const RecordId& id) {
   if (r.type == REDIS_REPLY_NIL) return std::optional<Record>();
   std::int64_t fence = 0, lease_until = 0, expires_at = 0;
   const redisReply* state = at(r, 0);
   if (!is_string(state) || !parse_int(at(r, 1), fence) || !is_string(at(r, 2)) ||
-      !parse_int(at(r, 4), expires_at) || !is_string(at(r, 5))) {
+      !parse_int(at(r, 4), expires_at) || !is_string(at(r, 5)) || !is_string(at(r, 6))) {
     return unexpected("get");
   }
   Record rec;
@@ -79,6 +79,7 @@ Result<std::optional<Record>> parse_record(const redisReply& r, const RecordId& 
   }
   rec.expires_at = from_micros(expires_at);
   rec.result = text(at(r, 5));
+  rec.owner = text(at(r, 6));
   return std::optional<Record>(std::move(rec));
 }
 
@@ -130,7 +131,8 @@ class RedisStore final : public Store {
     if (auto s = core::validate(a); !s) return cb(s);
     const auto k = record_keys(prefix_, a.scope, a.key);
     const std::string lease = micros(a.lease), retention = micros(a.retention);
-    eval(scripts().begin, {k.main, k.fence}, {a.fingerprint, lease, retention}, std::move(cb), parse_begin);
+    eval(scripts().begin, {k.main, k.fence}, {a.fingerprint, lease, retention, a.owner}, std::move(cb),
+         parse_begin);
   }
 
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
@@ -147,6 +149,12 @@ class RedisStore final : public Store {
     const std::string fence = std::to_string(a.fence);
     eval(scripts().release, {k.main}, {fence}, std::move(cb),
          flag(ReleaseOutcome::released, ReleaseOutcome::fenced, "release"));
+  }
+
+  void do_abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) override {
+    const auto k = record_keys(prefix_, a.scope, a.key);
+    eval(scripts().abandon, {k.main}, {a.owner}, std::move(cb),
+         flag(ReleaseOutcome::released, ReleaseOutcome::fenced, "abandon"));
   }
 
   void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {

@@ -55,6 +55,7 @@ struct NoArgs {};
 using BeginOp = Op<BeginArgs, BeginOutcome>;
 using CommitOp = Op<CommitArgs, CommitOutcome>;
 using ReleaseOp = Op<ReleaseArgs, ReleaseOutcome>;
+using AbandonOp = Op<AbandonArgs, ReleaseOutcome>;
 using ExtendOp = Op<ExtendArgs, ExtendOutcome>;
 using GetOp = Op<RecordId, std::optional<Record>>;
 using RemoveOp = Op<RecordId, bool>;
@@ -71,8 +72,8 @@ struct Queued {
   template <class O>
   Queued(O&& o, SteadyClock::time_point t) : op(std::forward<O>(o)), enqueued(t) {}
 
-  std::variant<BeginOp, CommitOp, ReleaseOp, ExtendOp, GetOp, RemoveOp, SweepOp, IssueTokenOp, ConsumeOp,
-               RestoreOp, LockOp, UnlockOp, ExtendLockOp, PingOp>
+  std::variant<BeginOp, CommitOp, ReleaseOp, AbandonOp, ExtendOp, GetOp, RemoveOp, SweepOp, IssueTokenOp,
+               ConsumeOp, RestoreOp, LockOp, UnlockOp, ExtendLockOp, PingOp>
       op;
   SteadyClock::time_point enqueued;
   bool timed_out = false;  // waited longer than op_timeout: not run
@@ -130,6 +131,9 @@ class SqliteStore final : public Store {
   }
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
     checked(ReleaseOp{std::move(a), std::move(cb)});
+  }
+  void do_abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) override {
+    submit(AbandonOp{std::move(a), std::move(cb)});
   }
   void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
     checked(ExtendOp{std::move(a), std::move(cb)});
@@ -302,6 +306,10 @@ class SqliteStore final : public Store {
   Status execute(ReleaseOp& op, TimePoint now) {
     if (auto s = load_record(op.args.scope, op.args.key); !s) return s;
     return persist_record(core::apply_release(record_, op.args, now, op.out));
+  }
+  Status execute(AbandonOp& op, TimePoint now) {
+    if (auto s = load_record(op.args.scope, op.args.key); !s) return s;
+    return persist_record(core::apply_abandon(record_, op.args, now, op.out));
   }
   Status execute(ExtendOp& op, TimePoint now) {
     if (auto s = load_record(op.args.scope, op.args.key); !s) return s;
