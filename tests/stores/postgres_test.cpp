@@ -203,6 +203,38 @@ TEST_F(PostgresTest, SweepDeletesInBatchesAndKeepsFreshTombstones) {
   EXPECT_GT(s->begin({"s", "released", "", 60s, 60s}).value().fence, f);
 }
 
+// Tables of the previous version have no owner column: opening adds it, old rows keep
+// working and new claims store their owner.
+TEST_F(PostgresTest, AddsTheOwnerColumnToTablesOfThePreviousVersion) {
+  Sql sql(url_);
+  ASSERT_TRUE(sql.ok());
+  ASSERT_EQ(sql.run("CREATE TABLE " + prefix_ +
+                    "records (scope bytea NOT NULL, key bytea NOT NULL,"
+                    " state text NOT NULL CHECK (state IN ('pending', 'done', 'free')), fence int8 NOT NULL,"
+                    " fingerprint bytea NOT NULL, lease_until int8, expires_at int8 NOT NULL,"
+                    " result bytea NOT NULL, recovered boolean NOT NULL, PRIMARY KEY (scope, key))"),
+            "");
+  ASSERT_EQ(sql.run("INSERT INTO " + prefix_ +
+                    "records VALUES ('s', 'old', 'done', 7, '', NULL, 9000000000000000, 'old', false)"),
+            "");
+  const std::string has_owner = "SELECT count(*) FROM information_schema.columns WHERE table_name = '" +
+                                prefix_ + "records' AND column_name = 'owner'";
+  ASSERT_EQ(sql.run(has_owner), "0");
+  auto s = open();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(sql.run(has_owner), "1");
+  auto old = s->begin({"s", "old", "", 60s, 60s});
+  ASSERT_TRUE(old.is_ok()) << old.status().to_string();
+  EXPECT_EQ(old->kind, Kind::replay);
+  EXPECT_EQ(old->result, "old");
+  EXPECT_EQ(s->get({"s", "old"}).value()->owner, "");
+  ASSERT_EQ(s->begin({"s", "new", "", 60s, 60s, "gw-1"}).value().kind, Kind::acquired);
+  EXPECT_EQ(s->get({"s", "new"}).value()->owner, "gw-1");
+  EXPECT_EQ(s->abandon({"s", "new", "gw-1"}).value(), ReleaseOutcome::released);
+  // A second store on the same tables finds the column.
+  EXPECT_TRUE(open());
+}
+
 TEST_F(PostgresTest, PeriodicSweepRunsByItself) {
   StoreOptions options;
   options.sweep_interval = 100ms;
