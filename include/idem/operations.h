@@ -55,10 +55,22 @@ struct CommitArgs {
 };
 enum class CommitOutcome { committed, fenced };
 
+// Re-arms a token of the release's scope in the same atomic step as the release, so that a
+// duplicate waiting for the key never finds the key free and the token still consumed.
+struct TokenRestore {
+  std::string token;  // not empty
+  Duration ttl{};     // > 0: as restore_token's
+};
+
 struct ReleaseArgs {
   std::string scope;
   std::string key;
   Fence fence = 0;
+  // When set and the release succeeds, the token (scope, token) is restored as by
+  // restore_token (an unknown or forgotten token stays so); when fenced, it is untouched.
+  // On a Redis Cluster the token must share the record's slot: the key is the token or
+  // ends in ':' and the token (docs/design.md); otherwise invalid_argument.
+  std::optional<TokenRestore> restore_token{};
 };
 enum class ReleaseOutcome { released, fenced };
 

@@ -40,7 +40,12 @@ Status validate(const CommitArgs& a) {
   if (auto s = need_key(a.key); !s) return s;
   return need(a.retention.count() > 0, "retention must be greater than 0");
 }
-Status validate(const ReleaseArgs& a) { return need_key(a.key); }
+Status validate(const ReleaseArgs& a) {
+  if (auto s = need_key(a.key); !s) return s;
+  if (!a.restore_token) return Status::ok();
+  if (auto s = need(!a.restore_token->token.empty(), "token must not be empty"); !s) return s;
+  return need(a.restore_token->ttl.count() > 0, "ttl must be greater than 0");
+}
 Status validate(const AbandonArgs& a) {
   if (auto s = need_key(a.key); !s) return s;
   return need(!a.owner.empty(), "owner must not be empty");
@@ -127,6 +132,12 @@ Effect apply_release(std::optional<Record>& slot, const ReleaseArgs& args, TimeP
   slot.reset();
   out = ReleaseOutcome::released;
   return Effect::erase;
+}
+
+Effect apply_restore_after_release(std::optional<TokenEntry>& slot, const ReleaseArgs& args, TimePoint now) {
+  RestoreOutcome ignored{};
+  const RestoreTokenArgs restore{args.scope, args.restore_token->token, args.restore_token->ttl};
+  return apply_restore(slot, restore, now, ignored);
 }
 
 Effect apply_abandon(std::optional<Record>& slot, const AbandonArgs& args, TimePoint now,

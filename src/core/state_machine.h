@@ -85,6 +85,9 @@ TokenEntry issue_token_entry(const IssueTokenArgs& args, TimePoint now);
 Effect apply_consume(std::optional<TokenEntry>& slot, TimePoint now, ConsumeOutcome& out);
 Effect apply_restore(std::optional<TokenEntry>& slot, const RestoreTokenArgs& args, TimePoint now,
                      RestoreOutcome& out);
+// The second half of a release with args.restore_token set, after it released: `slot`
+// holds the token (args.scope, args.restore_token->token).
+Effect apply_restore_after_release(std::optional<TokenEntry>& slot, const ReleaseArgs& args, TimePoint now);
 inline bool expired(const TokenEntry& t, TimePoint now) noexcept { return now >= t.expires_at; }
 
 // ---- locks -----------------------------------------------------------------------------

@@ -536,6 +536,97 @@ TEST_P(StoreContract, RestoreReArmsAConsumedToken) {
   EXPECT_EQ(store().consume_token({"s", t}).value(), ConsumeOutcome::invalid);
 }
 
+// ---- release with a token restore ----------------------------------------------------------
+
+// The gateway's token mode: the record's key is "<key space>:<token>".
+ReleaseArgs release_restoring(std::string key, Fence fence, std::string token, Duration ttl) {
+  return {"s", std::move(key), fence, TokenRestore{std::move(token), ttl}};
+}
+
+TEST_P(StoreContract, AReleaseCanReArmAConsumedTokenInTheSameStep) {
+  const std::string token = store().issue_token({"s", kLong}).value();
+  ASSERT_EQ(store().consume_token({"s", token}).value(), ConsumeOutcome::consumed);
+  const std::string key = "space:" + token;
+  const Fence f = must_acquire(begin_args(key));
+  EXPECT_EQ(store().release(release_restoring(key, f, token, kLong)).value(), ReleaseOutcome::released);
+  EXPECT_FALSE(store().get({"s", key}).value().has_value());
+  EXPECT_EQ(store().consume_token({"s", token}).value(), ConsumeOutcome::consumed);
+  // The record key may also be the token itself.
+  const Fence g = must_acquire(begin_args(token));
+  EXPECT_EQ(store().release(release_restoring(token, g, token, kLong)).value(), ReleaseOutcome::released);
+  EXPECT_EQ(store().consume_token({"s", token}).value(), ConsumeOutcome::consumed);
+}
+
+TEST_P(StoreContract, AFencedReleaseLeavesTheTokenConsumed) {
+  const std::string token = store().issue_token({"s", kLong}).value();
+  ASSERT_EQ(store().consume_token({"s", token}).value(), ConsumeOutcome::consumed);
+  const std::string key = "space:" + token;
+  const Fence f = must_acquire(begin_args(key));
+  EXPECT_EQ(store().release(release_restoring(key, f + 1, token, kLong)).value(), ReleaseOutcome::fenced);
+  EXPECT_EQ(store().consume_token({"s", token}).value(), ConsumeOutcome::invalid);
+  must_commit(key, f, "r");
+  EXPECT_EQ(store().release(release_restoring(key, f, token, kLong)).value(), ReleaseOutcome::fenced);
+  EXPECT_EQ(store().consume_token({"s", token}).value(), ConsumeOutcome::invalid);
+  ASSERT_TRUE(store().remove({"s", key}).value());
+  EXPECT_EQ(store().release(release_restoring(key, f, token, kLong)).value(), ReleaseOutcome::fenced);
+  EXPECT_EQ(store().consume_token({"s", token}).value(), ConsumeOutcome::invalid);
+}
+
+TEST_P(StoreContract, AReleaseRestoringAnUnknownTokenStillReleases) {
+  const Fence f = must_acquire(begin_args("space:never-issued"));
+  EXPECT_EQ(store().release(release_restoring("space:never-issued", f, "never-issued", kLong)).value(),
+            ReleaseOutcome::released);
+  EXPECT_EQ(store().consume_token({"s", "never-issued"}).value(), ConsumeOutcome::invalid);
+  EXPECT_EQ(store().release(release_restoring("k", 1, "", kLong)).status().code(),
+            StatusCode::invalid_argument);
+  EXPECT_EQ(store().release(release_restoring("k", 1, "t", Duration::zero())).status().code(),
+            StatusCode::invalid_argument);
+}
+
+TEST_P(StoreContract, AReleaseRestoringATokenOfAnotherKeyIsOneStepOrRefused) {
+  const std::string token = store().issue_token({"s", kLong}).value();
+  ASSERT_EQ(store().consume_token({"s", token}).value(), ConsumeOutcome::consumed);
+  const Fence f = must_acquire(begin_args("unrelated-key"));
+  auto r = store().release(release_restoring("unrelated-key", f, token, kLong));
+  if (std::string_view(store().traits().name) == "redis-cluster") {
+    // One script cannot span two slots (docs/design.md): refused, nothing changed.
+    EXPECT_EQ(r.status().code(), StatusCode::invalid_argument);
+    EXPECT_TRUE(store().get({"s", "unrelated-key"}).value().has_value());
+    return;
+  }
+  EXPECT_EQ(r.value(), ReleaseOutcome::released);
+  EXPECT_EQ(store().consume_token({"s", token}).value(), ConsumeOutcome::consumed);
+}
+
+// A duplicate waiting for the key claims it the moment it is released and consumes the
+// token at once: it must find the token re-armed, every time.
+TEST_P(StoreContract, ADuplicateThatClaimsAfterTheReleaseFindsTheTokenReArmed) {
+  for (int round = 0; round < 20; ++round) {
+    const std::string token = store().issue_token({"s", kLong}).value();
+    const std::string key = "space:" + token;
+    const Fence f = must_acquire(begin_args(key));
+    ASSERT_EQ(store().consume_token({"s", token}).value(), ConsumeOutcome::consumed);
+    std::atomic<bool> go{false};
+    Result<ConsumeOutcome> seen = unavailable("never claimed");
+    std::thread duplicate([&] {
+      while (!go.load()) std::this_thread::yield();
+      for (int i = 0; i < 100000; ++i) {
+        auto b = store().begin(begin_args(key));
+        if (b && b->kind == Kind::acquired) {
+          seen = store().consume_token({"s", token});
+          return;
+        }
+      }
+    });
+    go = true;
+    auto released = store().release(release_restoring(key, f, token, kLong));
+    duplicate.join();
+    ASSERT_EQ(released.value(), ReleaseOutcome::released);
+    ASSERT_TRUE(seen.is_ok()) << seen.status().to_string();
+    EXPECT_EQ(*seen, ConsumeOutcome::consumed) << "round " << round;
+  }
+}
+
 TEST_P(StoreContract, ThirtyTwoRacingConsumersOneWins) {
   for (int round = 0; round < 5; ++round) {
     const std::string t = store().issue_token({"s", kLong}).value();

@@ -96,11 +96,27 @@ class MemoryStore final : public Store {
 
   // Runs fn(shard, now) under the shard's mutex and returns its value; the caller answers
   // after the lock is gone, so a callback may call the store again.
+  Shard& shard(std::string_view id) { return shards_[std::hash<std::string_view>{}(id) % kShards]; }
+
   template <class Fn>
   auto locked(std::string_view id, Fn&& fn) {
-    Shard& sh = shards_[std::hash<std::string_view>{}(id) % kShards];
+    Shard& sh = shard(id);
     std::lock_guard lock(sh.mu);
     return fn(sh, clock_->now());
+  }
+
+  // The same for an operation on two entries: fn(shard of a, shard of b, now) under both
+  // shards' mutexes (one when they are the same shard).
+  template <class Fn>
+  auto locked(std::string_view a, std::string_view b, Fn&& fn) {
+    Shard& x = shard(a);
+    Shard& y = shard(b);
+    if (&x == &y) {
+      std::lock_guard lock(x.mu);
+      return fn(x, y, clock_->now());
+    }
+    std::scoped_lock lock(x.mu, y.mu);
+    return fn(x, y, clock_->now());
   }
 
  protected:
@@ -127,9 +143,20 @@ class MemoryStore final : public Store {
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
     if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.key);
-    cb(locked(id, [&](Shard& sh, TimePoint now) {
+    if (!a.restore_token) {
+      return cb(locked(id, [&](Shard& sh, TimePoint now) {
+        ReleaseOutcome out{};
+        sh.records.with(id, [&](auto& slot) { core::apply_release(slot, a, now, out); });
+        return out;
+      }));
+    }
+    const auto token_id = composite(a.scope, a.restore_token->token);
+    cb(locked(id, token_id, [&](Shard& records, Shard& tokens, TimePoint now) {
       ReleaseOutcome out{};
-      sh.records.with(id, [&](auto& slot) { core::apply_release(slot, a, now, out); });
+      records.records.with(id, [&](auto& slot) { core::apply_release(slot, a, now, out); });
+      if (out == ReleaseOutcome::released) {
+        tokens.tokens.with(token_id, [&](auto& slot) { core::apply_restore_after_release(slot, a, now); });
+      }
       return out;
     }));
   }

@@ -83,6 +83,17 @@ FROM {p}records s WHERE s.scope = $1 AND s.key = $2 AND NOT EXISTS (SELECT FROM 
 constexpr std::string_view kRelease =
     "UPDATE {p}records SET state = 'free', lease_until = NULL, expires_at = {now}, fingerprint = '', "
     "result = '', owner = '' WHERE " IDEM_HELD " RETURNING 1";
+// release with restore_token: the token ($4, for $5 µs) is re-armed in the same statement,
+// only when the claim went. Locks the record's row, then the token's.
+constexpr std::string_view kReleaseRestore = R"sql(
+WITH rel AS (
+  UPDATE {p}records SET state = 'free', lease_until = NULL, expires_at = {now}, fingerprint = '',
+         result = '', owner = ''
+  WHERE )sql" IDEM_HELD R"sql( RETURNING 1),
+tok AS (
+  UPDATE {p}tokens SET consumed = false, expires_at = {now} + $5
+  WHERE scope = $1 AND token = $4 AND expires_at > {now} AND EXISTS (SELECT FROM rel) RETURNING 1)
+SELECT 1 FROM rel)sql";
 // abandon: as release, but the claim is named by its (non-empty) owner instead of its fence.
 constexpr std::string_view kAbandon =
     "UPDATE {p}records SET state = 'free', lease_until = NULL, expires_at = {now}, fingerprint = '', "
@@ -213,6 +224,7 @@ std::array<Statement, kStatementCount> statements(const std::string& prefix) {
       make("begin", kBegin, {kBytea, kBytea, kBytea, kInt8, kInt8, kBytea}),
       make("commit", kCommit, {kBytea, kBytea, kInt8, kInt8, kBytea}),
       make("release", kRelease, fenced),
+      make("release_restore", kReleaseRestore, {kBytea, kBytea, kInt8, kBytea, kInt8}),
       make("abandon", kAbandon, {kBytea, kBytea, kBytea}),
       make("extend", kExtend, {kBytea, kBytea, kInt8, kInt8}),
       make("get", kGet, key2),

@@ -28,6 +28,7 @@ enum class Stmt {
   begin,
   commit,
   release,
+  release_restore,
   abandon,
   extend,
   get,

@@ -133,8 +133,15 @@ class PostgresStore final : public Store {
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
     if (auto s = core::validate(a); !s) return cb(s);
     auto order = lock_order('r', a.scope, a.key);
-    submit<ReleaseOutcome>(Stmt::release, {std::move(a.scope), std::move(a.key), fence_param(a.fence)},
-                           std::move(order), &read_release, std::move(cb));
+    if (!a.restore_token) {
+      return submit<ReleaseOutcome>(Stmt::release,
+                                    {std::move(a.scope), std::move(a.key), fence_param(a.fence)},
+                                    std::move(order), &read_release, std::move(cb));
+    }
+    submit<ReleaseOutcome>(Stmt::release_restore,
+                           {std::move(a.scope), std::move(a.key), fence_param(a.fence),
+                            std::move(a.restore_token->token), int8_param(micros(a.restore_token->ttl))},
+                           std::move(order), &read_release, std::move(cb), /*alone=*/true);
   }
   void do_abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) override {
     auto order = lock_order('r', a.scope, a.key);
@@ -218,9 +225,11 @@ class PostgresStore final : public Store {
   // ---- callers' side -------------------------------------------------------------------
 
   template <class T>
-  void submit(Stmt stmt, std::vector<std::string> params, std::string order, Reader<T> reader,
-              Callback<T> cb) {
-    enqueue(std::make_unique<TypedOp<T>>(stmt, std::move(params), std::move(order), reader, std::move(cb)));
+  void submit(Stmt stmt, std::vector<std::string> params, std::string order, Reader<T> reader, Callback<T> cb,
+              bool alone = false) {
+    auto op = std::make_unique<TypedOp<T>>(stmt, std::move(params), std::move(order), reader, std::move(cb));
+    op->alone = alone;
+    enqueue(std::move(op));
   }
 
   void enqueue(OpPtr op) {
@@ -262,13 +271,16 @@ class PostgresStore final : public Store {
       Batch batch;
       const auto now = SteadyClock::now();
       while (!queue_.empty() && batch.ops.size() < kMaxBatch) {
+        if (queue_.front()->alone && !batch.ops.empty()) break;
         OpPtr op = std::move(queue_.front());
         queue_.pop_front();
         if (op->deadline <= now) {
           op->fail(not_run());
           continue;
         }
+        const bool alone = op->alone;
         batch.ops.push_back(std::move(op));
+        if (alone) break;
       }
       if (batch.ops.empty()) continue;
       std::stable_sort(batch.ops.begin(), batch.ops.end(),

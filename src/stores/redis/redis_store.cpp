@@ -147,8 +147,17 @@ class RedisStore final : public Store {
     if (auto s = core::validate(a); !s) return cb(s);
     const auto k = record_keys(prefix_, a.scope, a.key);
     const std::string fence = std::to_string(a.fence);
-    eval(scripts().release, {k.main}, {fence}, std::move(cb),
-         flag(ReleaseOutcome::released, ReleaseOutcome::fenced, "release"));
+    auto answer = flag(ReleaseOutcome::released, ReleaseOutcome::fenced, "release");
+    if (!a.restore_token) return eval(scripts().release, {k.main}, {fence}, std::move(cb), std::move(answer));
+    const TokenRestore& t = *a.restore_token;
+    if (cluster_ && !same_slot(a.scope, a.key, t.token)) {
+      // One script cannot touch two slots, and two scripts would not be one atomic step.
+      return cb(invalid_argument(
+          "redis-cluster: a release can restore a token only when the record's key is the token or ends "
+          "in ':' and the token (they then share a slot)"));
+    }
+    eval(scripts().release, {k.main, token_key(prefix_, a.scope, t.token)}, {fence, micros(t.ttl)},
+         std::move(cb), std::move(answer));
   }
 
   void do_abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) override {

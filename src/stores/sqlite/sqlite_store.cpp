@@ -305,7 +305,12 @@ class SqliteStore final : public Store {
   }
   Status execute(ReleaseOp& op, TimePoint now) {
     if (auto s = load_record(op.args.scope, op.args.key); !s) return s;
-    return persist_record(core::apply_release(record_, op.args, now, op.out));
+    if (auto s = persist_record(core::apply_release(record_, op.args, now, op.out)); !s) return s;
+    if (!op.args.restore_token || op.out != ReleaseOutcome::released) return Status::ok();
+    // In the same transaction: the token is re-armed exactly when the claim went.
+    const std::string& token = op.args.restore_token->token;
+    if (auto s = load_token(op.args.scope, token); !s) return s;
+    return persist_token(core::apply_restore_after_release(token_, op.args, now), op.args.scope, token);
   }
   Status execute(AbandonOp& op, TimePoint now) {
     if (auto s = load_record(op.args.scope, op.args.key); !s) return s;
