@@ -121,7 +121,6 @@ class MemoryStore final : public Store {
 
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.key);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       auto d = sh.records.with(id, [&](auto& slot) { return core::apply_begin(slot, a, now, sh.fences); });
@@ -131,7 +130,6 @@ class MemoryStore final : public Store {
   }
 
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.key);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       CommitOutcome out{};
@@ -141,7 +139,6 @@ class MemoryStore final : public Store {
   }
 
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.key);
     if (!a.restore_token) {
       return cb(locked(id, [&](Shard& sh, TimePoint now) {
@@ -171,7 +168,6 @@ class MemoryStore final : public Store {
   }
 
   void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.key);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       ExtendOutcome out{};
@@ -181,7 +177,6 @@ class MemoryStore final : public Store {
   }
 
   void do_get(RecordId a, Callback<std::optional<Record>> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.key);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       return sh.records.with(id, [&](auto& slot) -> std::optional<Record> {
@@ -192,7 +187,6 @@ class MemoryStore final : public Store {
   }
 
   void do_remove(RecordId a, Callback<bool> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.key);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       bool removed = false;
@@ -214,7 +208,6 @@ class MemoryStore final : public Store {
   }
 
   void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto token = core::random_token();
     if (!token) return cb(token.status());
     const auto id = composite(a.scope, *token);
@@ -227,7 +220,6 @@ class MemoryStore final : public Store {
   }
 
   void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.token);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       ConsumeOutcome out{};
@@ -237,7 +229,6 @@ class MemoryStore final : public Store {
   }
 
   void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.token);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       RestoreOutcome out{};
@@ -247,7 +238,6 @@ class MemoryStore final : public Store {
   }
 
   void do_lock(LockArgs a, Callback<LockOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     cb(locked(a.name, [&](Shard& sh, TimePoint now) {
       LockOutcome out{};
       sh.locks.with(a.name, [&](auto& slot) { core::apply_lock(slot, a, now, sh.fences, out); });
@@ -257,7 +247,6 @@ class MemoryStore final : public Store {
   }
 
   void do_unlock(UnlockArgs a, Callback<UnlockOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     cb(locked(a.name, [&](Shard& sh, TimePoint now) {
       UnlockOutcome out{};
       sh.locks.with(a.name, [&](auto& slot) { core::apply_unlock(slot, a, now, out); });
@@ -266,7 +255,6 @@ class MemoryStore final : public Store {
   }
 
   void do_extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     cb(locked(a.name, [&](Shard& sh, TimePoint now) {
       LockExtendOutcome out{};
       sh.locks.with(a.name, [&](auto& slot) { core::apply_extend_lock(slot, a, now, out); });

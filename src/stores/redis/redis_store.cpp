@@ -128,7 +128,6 @@ class RedisStore final : public Store {
 
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = record_keys(prefix_, a.scope, a.key);
     const std::string lease = micros(a.lease), retention = micros(a.retention);
     eval(scripts().begin, {k.main, k.fence}, {a.fingerprint, lease, retention, a.owner}, std::move(cb),
@@ -136,7 +135,6 @@ class RedisStore final : public Store {
   }
 
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = record_keys(prefix_, a.scope, a.key);
     const std::string fence = std::to_string(a.fence), retention = micros(a.retention);
     eval(scripts().commit, {k.main, k.fence}, {fence, a.result, retention}, std::move(cb),
@@ -144,7 +142,6 @@ class RedisStore final : public Store {
   }
 
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = record_keys(prefix_, a.scope, a.key);
     const std::string fence = std::to_string(a.fence);
     auto answer = flag(ReleaseOutcome::released, ReleaseOutcome::fenced, "release");
@@ -167,7 +164,6 @@ class RedisStore final : public Store {
   }
 
   void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = record_keys(prefix_, a.scope, a.key);
     const std::string fence = std::to_string(a.fence), lease = micros(a.lease);
     eval(scripts().extend, {k.main, k.fence}, {fence, lease}, std::move(cb),
@@ -175,14 +171,12 @@ class RedisStore final : public Store {
   }
 
   void do_get(RecordId a, Callback<std::optional<Record>> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = record_keys(prefix_, a.scope, a.key);
     eval(scripts().get, {k.main}, {}, std::move(cb),
          [id = std::move(a)](const redisReply& r) { return parse_record(r, id); });
   }
 
   void do_remove(RecordId a, Callback<bool> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = record_keys(prefix_, a.scope, a.key);
     eval(scripts().remove, {k.main}, {}, std::move(cb), flag(true, false, "remove"));
   }
@@ -191,7 +185,6 @@ class RedisStore final : public Store {
   void do_sweep(Callback<std::uint64_t> cb) override { cb(std::uint64_t{0}); }
 
   void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto token = core::random_token();
     if (!token) return cb(token.status());
     const std::string key = token_key(prefix_, a.scope, *token), ttl = micros(a.ttl);
@@ -203,35 +196,30 @@ class RedisStore final : public Store {
   }
 
   void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const std::string key = token_key(prefix_, a.scope, a.token);
     eval(scripts().consume_token, {key}, {}, std::move(cb),
          flag(ConsumeOutcome::consumed, ConsumeOutcome::invalid, "consume_token"));
   }
 
   void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const std::string key = token_key(prefix_, a.scope, a.token), ttl = micros(a.ttl);
     eval(scripts().restore_token, {key}, {ttl}, std::move(cb),
          flag(RestoreOutcome::restored, RestoreOutcome::invalid, "restore_token"));
   }
 
   void do_lock(LockArgs a, Callback<LockOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = lock_keys(prefix_, a.name);
     const std::string ttl = micros(a.ttl);
     eval(scripts().lock, {k.main, k.fence}, {a.owner, ttl}, std::move(cb), parse_lock);
   }
 
   void do_unlock(UnlockArgs a, Callback<UnlockOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = lock_keys(prefix_, a.name);
     eval(scripts().unlock, {k.main}, {a.owner}, std::move(cb),
          flag(UnlockOutcome::released, UnlockOutcome::not_owner, "unlock"));
   }
 
   void do_extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = lock_keys(prefix_, a.name);
     const std::string ttl = micros(a.ttl);
     eval(scripts().extend_lock, {k.main, k.fence}, {a.owner, ttl}, std::move(cb),

@@ -120,60 +120,51 @@ class SqliteStore final : public Store {
 
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
-    checked(BeginOp{std::move(a), std::move(cb)});
+    submit(BeginOp{std::move(a), std::move(cb)});
   }
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
     if (a.result.size() > max_result_bytes_) {
       return cb(invalid_argument("sqlite: a result of " + std::to_string(a.result.size()) +
                                  " bytes is larger than this store holds"));
     }
-    checked(CommitOp{std::move(a), std::move(cb)});
+    submit(CommitOp{std::move(a), std::move(cb)});
   }
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
-    checked(ReleaseOp{std::move(a), std::move(cb)});
+    submit(ReleaseOp{std::move(a), std::move(cb)});
   }
   void do_abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) override {
     submit(AbandonOp{std::move(a), std::move(cb)});
   }
   void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
-    checked(ExtendOp{std::move(a), std::move(cb)});
+    submit(ExtendOp{std::move(a), std::move(cb)});
   }
   void do_get(RecordId a, Callback<std::optional<Record>> cb) override {
-    checked(GetOp{std::move(a), std::move(cb)});
+    submit(GetOp{std::move(a), std::move(cb)});
   }
-  void do_remove(RecordId a, Callback<bool> cb) override { checked(RemoveOp{std::move(a), std::move(cb)}); }
+  void do_remove(RecordId a, Callback<bool> cb) override { submit(RemoveOp{std::move(a), std::move(cb)}); }
   void do_sweep(Callback<std::uint64_t> cb) override { submit(SweepOp{{}, std::move(cb)}); }
   void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto token = core::random_token();
     if (!token) return cb(token.status());
     submit(IssueTokenOp{std::move(a), std::move(cb), std::move(*token)});
   }
   void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
-    checked(ConsumeOp{std::move(a), std::move(cb)});
+    submit(ConsumeOp{std::move(a), std::move(cb)});
   }
   void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
-    checked(RestoreOp{std::move(a), std::move(cb)});
+    submit(RestoreOp{std::move(a), std::move(cb)});
   }
-  void do_lock(LockArgs a, Callback<LockOutcome> cb) override {
-    checked(LockOp{std::move(a), std::move(cb)});
-  }
+  void do_lock(LockArgs a, Callback<LockOutcome> cb) override { submit(LockOp{std::move(a), std::move(cb)}); }
   void do_unlock(UnlockArgs a, Callback<UnlockOutcome> cb) override {
-    checked(UnlockOp{std::move(a), std::move(cb)});
+    submit(UnlockOp{std::move(a), std::move(cb)});
   }
   void do_extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) override {
-    checked(ExtendLockOp{std::move(a), std::move(cb)});
+    submit(ExtendLockOp{std::move(a), std::move(cb)});
   }
   void do_ping(Callback<Done> cb) override { submit(PingOp{{}, std::move(cb)}); }
 
  private:
   // ---- callers' side -------------------------------------------------------------------
-
-  template <class O>
-  void checked(O&& op) {
-    if (auto s = core::validate(op.args); !s) return op.cb(s);
-    submit(std::move(op));
-  }
 
   template <class O>
   void submit(O&& op) {
