@@ -235,6 +235,64 @@ TEST_F(PostgresTest, AddsTheOwnerColumnToTablesOfThePreviousVersion) {
   EXPECT_TRUE(open());
 }
 
+// The server's clock steps back by an hour: simulated by moving the stored instants of
+// released records and unlocked locks an hour into the future. They stay gone.
+TEST_F(PostgresTest, ReleasedRecordsAndUnlockedLocksStayGoneWhenTheClockStepsBack) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  Sql sql(url_);
+  ASSERT_TRUE(sql.ok());
+  const Fence released = s->begin({"s", "released", "fp", 60s, 60s}).value().fence;
+  ASSERT_EQ(s->release({"s", "released", released}).value(), ReleaseOutcome::released);
+  ASSERT_EQ(s->begin({"s", "abandoned", "", 60s, 60s, "gw"}).value().kind, Kind::acquired);
+  ASSERT_EQ(s->abandon({"s", "abandoned", "gw"}).value(), ReleaseOutcome::released);
+  const Fence removed = s->begin({"s", "removed", "", 60s, 60s}).value().fence;
+  ASSERT_TRUE(s->remove({"s", "removed"}).value());
+  const Fence locked = s->lock({"lock", "owner-1", 60s}).value().fence;
+  ASSERT_EQ(s->unlock({"lock", "owner-1"}).value(), UnlockOutcome::released);
+  ASSERT_EQ(sql.run("UPDATE " + prefix_ + "records SET expires_at = expires_at + 3600000000"), "");
+  ASSERT_EQ(sql.run("UPDATE " + prefix_ + "locks SET expires_at = expires_at + 3600000000"), "");
+
+  for (const char* key : {"released", "abandoned", "removed"}) {
+    EXPECT_FALSE(s->get({"s", key}).value().has_value()) << key;
+    EXPECT_FALSE(s->remove({"s", key}).value()) << key;
+    EXPECT_EQ(s->commit({"s", key, released, "r", 60s}).value(), CommitOutcome::fenced) << key;
+  }
+  auto again = s->begin({"s", "released", "other-fp", 60s, 60s});
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  EXPECT_EQ(again->kind, Kind::acquired);  // not mismatch: the old fingerprint went too
+  EXPECT_FALSE(again->recovered);
+  EXPECT_GT(again->fence, released);
+  EXPECT_GT(s->begin({"s", "removed", "", 60s, 60s}).value().fence, removed);
+
+  EXPECT_EQ(s->extend_lock({"lock", "owner-1", 60s}).value(), LockExtendOutcome::not_owner);
+  EXPECT_EQ(s->unlock({"lock", "owner-1"}).value(), UnlockOutcome::not_owner);
+  auto relock = s->lock({"lock", "owner-2", 60s});
+  ASSERT_TRUE(relock.is_ok()) << relock.status().to_string();
+  ASSERT_EQ(relock->kind, LockOutcome::Kind::locked);
+  EXPECT_GT(relock->fence, locked);
+  EXPECT_EQ(s->lock({"lock", "owner-1", 60s}).value().kind, LockOutcome::Kind::busy);
+}
+
+// Lock tables of the previous version have no unlocked column: opening adds it.
+TEST_F(PostgresTest, AddsTheUnlockedColumnToLockTablesOfThePreviousVersion) {
+  Sql sql(url_);
+  ASSERT_TRUE(sql.ok());
+  ASSERT_EQ(sql.run("CREATE TABLE " + prefix_ +
+                    "locks (name bytea NOT NULL PRIMARY KEY, owner bytea NOT NULL, fence int8 NOT NULL,"
+                    " expires_at int8 NOT NULL)"),
+            "");
+  ASSERT_EQ(sql.run("INSERT INTO " + prefix_ + "locks VALUES ('old', 'o', 7, 9000000000000000)"), "");
+  auto s = open();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->lock({"old", "other", 60s}).value().kind, LockOutcome::Kind::busy);
+  EXPECT_EQ(s->unlock({"old", "o"}).value(), UnlockOutcome::released);
+  auto relock = s->lock({"old", "other", 60s});
+  ASSERT_TRUE(relock.is_ok()) << relock.status().to_string();
+  EXPECT_EQ(relock->kind, LockOutcome::Kind::locked);
+  EXPECT_GT(relock->fence, 7u);
+}
+
 TEST_F(PostgresTest, PeriodicSweepRunsByItself) {
   StoreOptions options;
   options.sweep_interval = 100ms;

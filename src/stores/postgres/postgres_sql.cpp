@@ -44,17 +44,18 @@ WITH up AS (
   VALUES ($1, $2, 'pending', {now}, $3, {now} + $4, {now} + $4 + $5, '', false, $6)
   ON CONFLICT (scope, key) DO UPDATE SET
     fence = greatest(r.fence + 1, EXCLUDED.fence),
-    recovered = r.expires_at > EXCLUDED.fence,
-    fingerprint = CASE WHEN r.expires_at > EXCLUDED.fence AND $3 = '' THEN r.fingerprint ELSE $3 END,
+    recovered = r.state <> 'free' AND r.expires_at > EXCLUDED.fence,
+    fingerprint = CASE WHEN r.state <> 'free' AND r.expires_at > EXCLUDED.fence AND $3 = '' THEN r.fingerprint
+                       ELSE $3 END,
     state = 'pending', lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at, result = '',
     owner = $6
-  WHERE r.expires_at <= EXCLUDED.fence
+  WHERE r.state = 'free' OR r.expires_at <= EXCLUDED.fence
      OR (r.state = 'pending' AND r.lease_until <= EXCLUDED.fence
          AND (r.fingerprint = '' OR $3 = '' OR r.fingerprint = $3))
   RETURNING fence, recovered)
 SELECT CASE WHEN recovered THEN 'r' ELSE 'a' END, fence, NULL::bytea, NULL::int8 FROM up
 UNION ALL
-SELECT CASE WHEN s.expires_at <= n.us THEN 'x'
+SELECT CASE WHEN s.state = 'free' OR s.expires_at <= n.us THEN 'x'
             WHEN s.fingerprint <> '' AND $3 <> '' AND s.fingerprint <> $3 THEN 'm'
             WHEN s.state = 'done' THEN 'd'
             WHEN s.lease_until > n.us THEN 'i'
@@ -107,11 +108,12 @@ constexpr std::string_view kExtend =
 
 constexpr std::string_view kGet =
     "SELECT scope, key, state, fence, fingerprint, lease_until, expires_at, result, owner FROM {p}records "
-    "WHERE scope = $1 AND key = $2 AND expires_at > {now}";
+    "WHERE scope = $1 AND key = $2 AND state <> 'free' AND expires_at > {now}";
 // An expired record is already absent and keeps its fence as it is.
 constexpr std::string_view kRemove =
     "UPDATE {p}records SET state = 'free', lease_until = NULL, expires_at = {now}, fingerprint = '', "
-    "result = '' WHERE scope = $1 AND key = $2 AND expires_at > {now} RETURNING 1";
+    "result = '', owner = '' WHERE scope = $1 AND key = $2 AND state <> 'free' AND expires_at > {now} "
+    "RETURNING 1";
 
 constexpr std::string_view kIssueToken =
     "INSERT INTO {p}tokens (scope, token, consumed, ttl_us, expires_at) VALUES ($1, $2, false, $3, {now} + "
@@ -125,28 +127,31 @@ constexpr std::string_view kRestoreToken =
     "UPDATE {p}tokens SET consumed = false, expires_at = {now} + $3 "
     "WHERE scope = $1 AND token = $2 AND expires_at > {now} RETURNING 1";
 
-// lock: 'l' with the fence (free or expired: a new fence; the owner again: the same one),
-// 'b' busy with retry_after µs, 'x' or no row: run again (as for begin).
+// lock: 'l' with the fence (free, unlocked or expired: a new fence; the owner again: the
+// same one), 'b' busy with retry_after µs, 'x' or no row: run again (as for begin).
 constexpr std::string_view kLock = R"sql(
 WITH up AS (
-  INSERT INTO {p}locks AS l (name, owner, fence, expires_at) VALUES ($1, $2, {now}, {now} + $3)
+  INSERT INTO {p}locks AS l (name, owner, fence, expires_at, unlocked) VALUES ($1, $2, {now}, {now} + $3, false)
   ON CONFLICT (name) DO UPDATE SET
-    fence = CASE WHEN l.expires_at > EXCLUDED.fence THEN l.fence ELSE greatest(l.fence + 1, EXCLUDED.fence) END,
-    owner = $2, expires_at = EXCLUDED.expires_at
-  WHERE l.expires_at <= EXCLUDED.fence OR l.owner = $2
+    fence = CASE WHEN NOT l.unlocked AND l.expires_at > EXCLUDED.fence THEN l.fence
+                 ELSE greatest(l.fence + 1, EXCLUDED.fence) END,
+    owner = $2, expires_at = EXCLUDED.expires_at, unlocked = false
+  WHERE l.unlocked OR l.expires_at <= EXCLUDED.fence OR l.owner = $2
   RETURNING fence)
 SELECT 'l', fence, NULL::int8 FROM up
 UNION ALL
-SELECT CASE WHEN s.expires_at > n.us AND s.owner <> $2 THEN 'b' ELSE 'x' END, NULL::int8, s.expires_at - n.us
+SELECT CASE WHEN NOT s.unlocked AND s.expires_at > n.us AND s.owner <> $2 THEN 'b' ELSE 'x' END, NULL::int8,
+       s.expires_at - n.us
 FROM {p}locks s, (SELECT {now} AS us) n
 WHERE s.name = $1 AND NOT EXISTS (SELECT FROM up))sql";
-// Unlocking expires the lock now; the row keeps the fence.
+// Unlocking marks the row unlocked (not held, whatever the clock says later) and keeps the
+// fence; expires_at = NOW dates it for sweep.
 constexpr std::string_view kUnlock =
-    "UPDATE {p}locks SET expires_at = {now} WHERE name = $1 AND owner = $2 AND expires_at > {now} RETURNING "
-    "1";
+    "UPDATE {p}locks SET expires_at = {now}, unlocked = true WHERE name = $1 AND owner = $2 AND NOT unlocked "
+    "AND expires_at > {now} RETURNING 1";
 constexpr std::string_view kExtendLock =
-    "UPDATE {p}locks SET expires_at = {now} + $3 WHERE name = $1 AND owner = $2 AND expires_at > {now} "
-    "RETURNING 1";
+    "UPDATE {p}locks SET expires_at = {now} + $3 WHERE name = $1 AND owner = $2 AND NOT unlocked "
+    "AND expires_at > {now} RETURNING 1";
 
 constexpr std::string_view kPing = "SELECT 1";
 
@@ -207,8 +212,10 @@ CREATE TABLE IF NOT EXISTS {p}locks (
   name       bytea NOT NULL PRIMARY KEY,
   owner      bytea NOT NULL,
   fence      int8 NOT NULL,
-  expires_at int8 NOT NULL       -- unlocked: the instant of the unlock
+  expires_at int8 NOT NULL,      -- unlocked: the instant of the unlock
+  unlocked   boolean NOT NULL DEFAULT false  -- released by its owner: never held again
 );
+ALTER TABLE {p}locks ADD COLUMN IF NOT EXISTS unlocked boolean NOT NULL DEFAULT false;
 CREATE INDEX IF NOT EXISTS {p}locks_expires_at ON {p}locks (expires_at);
 COMMIT;
 )sql";
