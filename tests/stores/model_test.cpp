@@ -203,12 +203,25 @@ class Client {
   void do_release(TimePoint now) {
     const std::string k = key();
     const Fence f = fence_for(k);
-    auto r = store_.release({scope_, k, f});
+    // Half of the releases re-arm a token too (not on a Cluster, where these keys and
+    // tokens live in different slots: tested in the contract suite).
+    std::optional<TokenRestore> restore;
+    if (std::string_view(store_.traits().name) != "redis-cluster" && pick({false, true})) {
+      restore = TokenRestore{some_token(), lease()};
+    }
+    auto r = store_.release({scope_, k, f, restore});
     if (!ok(r, "release")) return;
     Model::Rec* rec = m_.live(k, now);
     const bool can = rec && !rec->done && rec->fence == f;
     if ((*r == ReleaseOutcome::released) != can) return fail("release " + k + ": got " + to_string(*r));
-    if (can) m_.recs.erase(k);
+    if (!can) return;
+    m_.recs.erase(k);
+    if (!restore) return;
+    auto it = m_.tokens.find(restore->token);
+    if (it != m_.tokens.end() && now < it->second.expires_at) {
+      it->second.consumed = false;
+      it->second.expires_at = now + restore->ttl;
+    }
   }
 
   void do_abandon(TimePoint now) {
