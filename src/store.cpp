@@ -5,6 +5,8 @@
 #include <memory>
 #include <optional>
 
+#include "core/state_machine.h"
+
 namespace idem {
 namespace {
 
@@ -30,24 +32,32 @@ Result<T> wait_for(Start&& start) {
 
 }  // namespace
 
-#define IDEM_BLOCKING(Ret, name, Arg)                                                        \
-  Result<Ret> Store::name(Arg a) {                                                           \
-    return wait_for<Ret>([&](Callback<Ret> cb) { do_##name(std::move(a), std::move(cb)); }); \
+// Each operation in both forms. The asynchronous form checks the arguments once for every
+// backend (core::validate) and answers invalid_argument itself; the blocking form waits
+// for the asynchronous one.
+#define IDEM_OPERATION(Ret, name, Arg)                                                  \
+  void Store::name(Arg a, Callback<Ret> cb) {                                           \
+    if (auto s = core::validate(a); !s) return cb(std::move(s));                        \
+    do_##name(std::move(a), std::move(cb));                                             \
+  }                                                                                     \
+  Result<Ret> Store::name(Arg a) {                                                      \
+    return wait_for<Ret>([&](Callback<Ret> cb) { name(std::move(a), std::move(cb)); }); \
   }
 
-IDEM_BLOCKING(BeginOutcome, begin, BeginArgs)
-IDEM_BLOCKING(CommitOutcome, commit, CommitArgs)
-IDEM_BLOCKING(ReleaseOutcome, release, ReleaseArgs)
-IDEM_BLOCKING(ExtendOutcome, extend, ExtendArgs)
-IDEM_BLOCKING(std::optional<Record>, get, RecordId)
-IDEM_BLOCKING(bool, remove, RecordId)
-IDEM_BLOCKING(std::string, issue_token, IssueTokenArgs)
-IDEM_BLOCKING(ConsumeOutcome, consume_token, TokenArgs)
-IDEM_BLOCKING(RestoreOutcome, restore_token, RestoreTokenArgs)
-IDEM_BLOCKING(LockOutcome, lock, LockArgs)
-IDEM_BLOCKING(UnlockOutcome, unlock, UnlockArgs)
-IDEM_BLOCKING(LockExtendOutcome, extend_lock, LockArgs)
-#undef IDEM_BLOCKING
+IDEM_OPERATION(BeginOutcome, begin, BeginArgs)
+IDEM_OPERATION(CommitOutcome, commit, CommitArgs)
+IDEM_OPERATION(ReleaseOutcome, release, ReleaseArgs)
+IDEM_OPERATION(ReleaseOutcome, abandon, AbandonArgs)
+IDEM_OPERATION(ExtendOutcome, extend, ExtendArgs)
+IDEM_OPERATION(std::optional<Record>, get, RecordId)
+IDEM_OPERATION(bool, remove, RecordId)
+IDEM_OPERATION(std::string, issue_token, IssueTokenArgs)
+IDEM_OPERATION(ConsumeOutcome, consume_token, TokenArgs)
+IDEM_OPERATION(RestoreOutcome, restore_token, RestoreTokenArgs)
+IDEM_OPERATION(LockOutcome, lock, LockArgs)
+IDEM_OPERATION(UnlockOutcome, unlock, UnlockArgs)
+IDEM_OPERATION(LockExtendOutcome, extend_lock, LockArgs)
+#undef IDEM_OPERATION
 
 Result<std::uint64_t> Store::sweep() {
   return wait_for<std::uint64_t>([&](Callback<std::uint64_t> cb) { do_sweep(std::move(cb)); });

@@ -49,6 +49,7 @@ auto async_store_op(Start start, Token&& token) {
 IDEM_ASYNC_OP(BeginOutcome, begin, BeginArgs)
 IDEM_ASYNC_OP(CommitOutcome, commit, CommitArgs)
 IDEM_ASYNC_OP(ReleaseOutcome, release, ReleaseArgs)
+IDEM_ASYNC_OP(ReleaseOutcome, abandon, AbandonArgs)
 IDEM_ASYNC_OP(ExtendOutcome, extend, ExtendArgs)
 IDEM_ASYNC_OP(std::optional<Record>, get, RecordId)
 IDEM_ASYNC_OP(bool, remove, RecordId)

@@ -20,6 +20,10 @@ struct BeginArgs {
   std::string fingerprint;  // empty: matches anything, never mismatches
   Duration lease{};         // > 0
   Duration retention{};     // > 0; a pending record expires at lease_until + retention
+  // Who claims: stored with the pending record (a takeover replaces it) so that the same
+  // owner can abandon a claim it never used, e.g. after this begin's answer was lost.
+  // Empty: no owner; such a claim cannot be abandoned.
+  std::string owner{};
 };
 
 struct BeginOutcome {
@@ -51,12 +55,32 @@ struct CommitArgs {
 };
 enum class CommitOutcome { committed, fenced };
 
+// Re-arms a token of the release's scope in the same atomic step as the release, so that a
+// duplicate waiting for the key never finds the key free and the token still consumed.
+struct TokenRestore {
+  std::string token;  // not empty
+  Duration ttl{};     // > 0: as restore_token's
+};
+
 struct ReleaseArgs {
   std::string scope;
   std::string key;
   Fence fence = 0;
+  // When set and the release succeeds, the token (scope, token) is restored as by
+  // restore_token (an unknown or forgotten token stays so); when fenced, it is untouched.
+  // On a Redis Cluster the token must share the record's slot: the key is the token or
+  // ends in ':' and the token (docs/design.md); otherwise invalid_argument.
+  std::optional<TokenRestore> restore_token{};
 };
 enum class ReleaseOutcome { released, fenced };
+
+// abandon: give back a claim by its owner rather than its fence, for a caller that never
+// learned the fence (its begin's answer was lost; docs/design.md, "Store calls that fail").
+struct AbandonArgs {
+  std::string scope;
+  std::string key;
+  std::string owner;  // not empty
+};
 
 struct ExtendArgs {
   std::string scope;

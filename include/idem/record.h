@@ -27,6 +27,7 @@ struct Record {
   std::optional<TimePoint> lease_until;  // pending only
   TimePoint expires_at{};                // pending: lease_until + retention; done: commit + retention
   std::string result;                    // opaque bytes, done only
+  std::string owner{};                   // BeginArgs::owner of the acquisition; kept by commit
 
   friend bool operator==(const Record&, const Record&) = default;
 };

@@ -12,6 +12,8 @@
 // Errors: outcomes such as `fenced` or `busy` are values; a Status (status.h) means the
 // store could not answer: `unavailable` (nothing happened, retry), `deadline_exceeded`
 // (outcome unknown), `invalid_argument` (a zero lease, an empty key), `internal`.
+// Arguments are checked here, once, before any backend sees them: an invalid call is
+// answered invalid_argument at once (on the caller's thread) and never reaches do_*.
 // Every backend bounds each call by its own deadline, so every callback does run.
 //
 // Thread safety: all Store implementations are safe for concurrent use from any number of
@@ -55,46 +57,41 @@ class Store {
   // begin: no live record → acquire; pending with an expired lease → take over (recovered);
   // a differing non-empty fingerprint → mismatch (checked first); done → replay;
   // pending with a live lease → in_progress.
-  void begin(BeginArgs a, Callback<BeginOutcome> cb) { do_begin(std::move(a), std::move(cb)); }
+  void begin(BeginArgs a, Callback<BeginOutcome> cb);
   // commit: pending with this fence → done, expires_at = now + retention; else fenced.
-  void commit(CommitArgs a, Callback<CommitOutcome> cb) { do_commit(std::move(a), std::move(cb)); }
+  void commit(CommitArgs a, Callback<CommitOutcome> cb);
   // release: pending with this fence → removed; a retry acquires with a greater fence.
-  void release(ReleaseArgs a, Callback<ReleaseOutcome> cb) { do_release(std::move(a), std::move(cb)); }
+  void release(ReleaseArgs a, Callback<ReleaseOutcome> cb);
+  // abandon: pending (lease live or not) and claimed by this non-empty owner → removed, as
+  // by release (the next acquisition gets a greater fence); otherwise fenced, nothing changes.
+  void abandon(AbandonArgs a, Callback<ReleaseOutcome> cb);
   // extend: pending with this fence → lease_until = now + lease (expires_at moves along).
-  void extend(ExtendArgs a, Callback<ExtendOutcome> cb) { do_extend(std::move(a), std::move(cb)); }
+  void extend(ExtendArgs a, Callback<ExtendOutcome> cb);
   // get: the live record, or nullopt when absent or expired.
-  void get(RecordId id, Callback<std::optional<Record>> cb) { do_get(std::move(id), std::move(cb)); }
+  void get(RecordId id, Callback<std::optional<Record>> cb);
   // remove: operator purge; true when a live record was removed.
-  void remove(RecordId id, Callback<bool> cb) { do_remove(std::move(id), std::move(cb)); }
+  void remove(RecordId id, Callback<bool> cb);
   // sweep: delete expired records, tokens and locks; returns how many records went.
   void sweep(Callback<std::uint64_t> cb) { do_sweep(std::move(cb)); }
 
   // ---- one-time tokens --------------------------------------------------------------
   // issue_token: ≥128 random bits as URL-safe text, valid for ttl, bound to scope.
-  void issue_token(IssueTokenArgs a, Callback<std::string> cb) {
-    do_issue_token(std::move(a), std::move(cb));
-  }
+  void issue_token(IssueTokenArgs a, Callback<std::string> cb);
   // consume_token: of N concurrent consumers exactly one gets `consumed`; unknown, expired,
   // already consumed or another scope's token → invalid.
-  void consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) {
-    do_consume_token(std::move(a), std::move(cb));
-  }
+  void consume_token(TokenArgs a, Callback<ConsumeOutcome> cb);
   // restore_token: re-arm a token issued to this scope (consumed or not) for ttl;
   // a token never issued to the scope (or long forgotten) → invalid.
-  void restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) {
-    do_restore_token(std::move(a), std::move(cb));
-  }
+  void restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb);
 
   // ---- locks ------------------------------------------------------------------------
   // lock: free or expired → locked with a new fence (greater than any fence handed out for
   // the name before); held by the same owner → locked again, same fence, ttl renewed;
   // held by another owner → busy.
-  void lock(LockArgs a, Callback<LockOutcome> cb) { do_lock(std::move(a), std::move(cb)); }
+  void lock(LockArgs a, Callback<LockOutcome> cb);
   // unlock / extend_lock: only the current, unexpired owner succeeds; others get not_owner.
-  void unlock(UnlockArgs a, Callback<UnlockOutcome> cb) { do_unlock(std::move(a), std::move(cb)); }
-  void extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) {
-    do_extend_lock(std::move(a), std::move(cb));
-  }
+  void unlock(UnlockArgs a, Callback<UnlockOutcome> cb);
+  void extend_lock(LockArgs a, Callback<LockExtendOutcome> cb);
 
   // ---- health ----------------------------------------------------------------------------
   // ping: ok when the store answers (for /readyz).
@@ -104,6 +101,7 @@ class Store {
   Result<BeginOutcome> begin(BeginArgs a);
   Result<CommitOutcome> commit(CommitArgs a);
   Result<ReleaseOutcome> release(ReleaseArgs a);
+  Result<ReleaseOutcome> abandon(AbandonArgs a);
   Result<ExtendOutcome> extend(ExtendArgs a);
   Result<std::optional<Record>> get(RecordId id);
   Result<bool> remove(RecordId id);
@@ -120,6 +118,7 @@ class Store {
   virtual void do_begin(BeginArgs, Callback<BeginOutcome>) = 0;
   virtual void do_commit(CommitArgs, Callback<CommitOutcome>) = 0;
   virtual void do_release(ReleaseArgs, Callback<ReleaseOutcome>) = 0;
+  virtual void do_abandon(AbandonArgs, Callback<ReleaseOutcome>) = 0;
   virtual void do_extend(ExtendArgs, Callback<ExtendOutcome>) = 0;
   virtual void do_get(RecordId, Callback<std::optional<Record>>) = 0;
   virtual void do_remove(RecordId, Callback<bool>) = 0;

@@ -40,7 +40,16 @@ Status validate(const CommitArgs& a) {
   if (auto s = need_key(a.key); !s) return s;
   return need(a.retention.count() > 0, "retention must be greater than 0");
 }
-Status validate(const ReleaseArgs& a) { return need_key(a.key); }
+Status validate(const ReleaseArgs& a) {
+  if (auto s = need_key(a.key); !s) return s;
+  if (!a.restore_token) return Status::ok();
+  if (auto s = need(!a.restore_token->token.empty(), "token must not be empty"); !s) return s;
+  return need(a.restore_token->ttl.count() > 0, "ttl must be greater than 0");
+}
+Status validate(const AbandonArgs& a) {
+  if (auto s = need_key(a.key); !s) return s;
+  return need(!a.owner.empty(), "owner must not be empty");
+}
 Status validate(const ExtendArgs& a) {
   if (auto s = need_key(a.key); !s) return s;
   return need(a.lease.count() > 0, "lease must be greater than 0");
@@ -72,6 +81,7 @@ BeginDecision apply_begin(std::optional<Record>& slot, const BeginArgs& args, Ti
     if (r.lease_until && now < *r.lease_until) return {BeginOutcome::in_progress(*r.lease_until - now)};
     // Pending with an expired lease: the holder's outcome is unknown; take over.
     r.fence = fences.next(r.fence, now);
+    r.owner = args.owner;
     if (!args.fingerprint.empty()) r.fingerprint = args.fingerprint;
     r.lease_until = now + args.lease;
     r.expires_at = *r.lease_until + args.retention;
@@ -86,6 +96,7 @@ BeginDecision apply_begin(std::optional<Record>& slot, const BeginArgs& args, Ti
   r.state = RecordState::pending;
   r.fence = fences.next(previous, now);
   r.fingerprint = args.fingerprint;
+  r.owner = args.owner;
   r.lease_until = now + args.lease;
   r.expires_at = *r.lease_until + args.retention;
   const Fence fence = r.fence;
@@ -94,6 +105,11 @@ BeginDecision apply_begin(std::optional<Record>& slot, const BeginArgs& args, Ti
 }
 
 Effect apply_commit(std::optional<Record>& slot, CommitArgs&& args, TimePoint now, CommitOutcome& out) {
+  if (slot && !expired(*slot, now) && slot->state == RecordState::done && slot->fence == args.fence) {
+    // A retried commit (its first answer was lost): it took effect; the first result stays.
+    out = CommitOutcome::committed;
+    return Effect::none;
+  }
   if (!live_pending_with(slot, args.fence, now)) {
     out = CommitOutcome::fenced;
     return Effect::none;
@@ -110,6 +126,24 @@ Effect apply_commit(std::optional<Record>& slot, CommitArgs&& args, TimePoint no
 Effect apply_release(std::optional<Record>& slot, const ReleaseArgs& args, TimePoint now,
                      ReleaseOutcome& out) {
   if (!live_pending_with(slot, args.fence, now)) {
+    out = ReleaseOutcome::fenced;
+    return Effect::none;
+  }
+  slot.reset();
+  out = ReleaseOutcome::released;
+  return Effect::erase;
+}
+
+Effect apply_restore_after_release(std::optional<TokenEntry>& slot, const ReleaseArgs& args, TimePoint now) {
+  RestoreOutcome ignored{};
+  const RestoreTokenArgs restore{args.scope, args.restore_token->token, args.restore_token->ttl};
+  return apply_restore(slot, restore, now, ignored);
+}
+
+Effect apply_abandon(std::optional<Record>& slot, const AbandonArgs& args, TimePoint now,
+                     ReleaseOutcome& out) {
+  if (!slot || expired(*slot, now) || slot->state != RecordState::pending || args.owner.empty() ||
+      slot->owner != args.owner) {
     out = ReleaseOutcome::fenced;
     return Effect::none;
   }

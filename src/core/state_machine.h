@@ -41,6 +41,7 @@ inline bool expired(const Record& r, TimePoint now) noexcept { return now >= r.e
 Status validate(const BeginArgs&);
 Status validate(const CommitArgs&);
 Status validate(const ReleaseArgs&);
+Status validate(const AbandonArgs&);
 Status validate(const ExtendArgs&);
 Status validate(const RecordId&);
 Status validate(const IssueTokenArgs&);
@@ -63,6 +64,9 @@ BeginDecision apply_begin(std::optional<Record>& slot, const BeginArgs& args, Ti
 Effect apply_commit(std::optional<Record>& slot, CommitArgs&& args, TimePoint now, CommitOutcome& out);
 Effect apply_release(std::optional<Record>& slot, const ReleaseArgs& args, TimePoint now,
                      ReleaseOutcome& out);
+// abandon: erase a live pending record whose owner is args.owner (never empty).
+Effect apply_abandon(std::optional<Record>& slot, const AbandonArgs& args, TimePoint now,
+                     ReleaseOutcome& out);
 Effect apply_extend(std::optional<Record>& slot, const ExtendArgs& args, TimePoint now, ExtendOutcome& out);
 // remove: erase when live; `removed` tells whether a live record went.
 Effect apply_remove(std::optional<Record>& slot, TimePoint now, bool& removed);
@@ -81,6 +85,9 @@ TokenEntry issue_token_entry(const IssueTokenArgs& args, TimePoint now);
 Effect apply_consume(std::optional<TokenEntry>& slot, TimePoint now, ConsumeOutcome& out);
 Effect apply_restore(std::optional<TokenEntry>& slot, const RestoreTokenArgs& args, TimePoint now,
                      RestoreOutcome& out);
+// The second half of a release with args.restore_token set, after it released: `slot`
+// holds the token (args.scope, args.restore_token->token).
+Effect apply_restore_after_release(std::optional<TokenEntry>& slot, const ReleaseArgs& args, TimePoint now);
 inline bool expired(const TokenEntry& t, TimePoint now) noexcept { return now >= t.expires_at; }
 
 // ---- locks -----------------------------------------------------------------------------

@@ -21,7 +21,7 @@
 #include "gateway/gateway.h"
 #include "gateway/server.h"
 #include "idem/open.h"
-#include "testutil/store_wrapper.h"
+#include "idem/store_wrapper.h"
 
 namespace idem::gateway {
 namespace {
@@ -32,7 +32,7 @@ using http::verb;
 constexpr const char* kStoreAddress = "10.9.8.7:6390";
 
 // A memory store whose flagged operations answer `unavailable` instead.
-class FaultyStore final : public testutil::StoreWrapper {
+class FaultyStore final : public StoreWrapper {
  public:
   FaultyStore() : StoreWrapper(std::move(open_store("memory:")).value()) {}
   std::atomic<bool> fail_begin{false};

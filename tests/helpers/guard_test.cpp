@@ -25,7 +25,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include "idem/open.h"
-#include "testutil/store_wrapper.h"
+#include "idem/store_wrapper.h"
 
 namespace idem {
 
@@ -45,7 +45,7 @@ std::unique_ptr<Store> memory_store(std::shared_ptr<const Clock> clock = nullptr
 
 // Forwards to a real store and lets a test watch begin's answers and count extends, so
 // that tests synchronise on what callers observed instead of sleeping.
-class ObservingStore final : public testutil::StoreWrapper {
+class ObservingStore final : public StoreWrapper {
  public:
   using StoreWrapper::StoreWrapper;
 
@@ -62,7 +62,7 @@ class ObservingStore final : public testutil::StoreWrapper {
 
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
-    inner().begin(std::move(a), [this, cb = std::move(cb)](Result<BeginOutcome> r) mutable {
+    target().begin(std::move(a), [this, cb = std::move(cb)](Result<BeginOutcome> r) mutable {
       {
         std::lock_guard lock(mu_);
         if (on_begin) on_begin(r);

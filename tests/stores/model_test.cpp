@@ -24,6 +24,7 @@ struct Model {
     bool done = false;
     Fence fence = 0;
     std::string fp;
+    std::string owner;
     TimePoint lease_until{};
     TimePoint expires_at{};
     std::string result;
@@ -110,7 +111,7 @@ class Client {
 
   void step() {
     const TimePoint now = clock_.now();
-    switch (std::uniform_int_distribution<int>(0, 13)(rng_)) {
+    switch (std::uniform_int_distribution<int>(0, 14)(rng_)) {
       case 0:
       case 1:
       case 2:
@@ -136,12 +137,15 @@ class Client {
         return do_consume(now);
       case 13:
         return do_restore(now);
+      case 14:
+        return do_abandon(now);
     }
   }
 
   void do_begin(TimePoint now) {
     const std::string k = key();
-    BeginArgs a{scope_, k, pick<std::string>({"", "A", "B"}), lease(), retention()};
+    BeginArgs a{scope_,  k,           pick<std::string>({"", "A", "B"}),
+                lease(), retention(), pick<std::string>({"", "o1", "o2"})};
     auto r = store_.begin(a);
     if (!ok(r, "begin")) return;
     Model::Rec* rec = m_.live(k, now);
@@ -166,6 +170,7 @@ class Client {
       Model::Rec next;
       next.fence = r->fence;
       next.fp = (rec && a.fingerprint.empty()) ? rec->fp : a.fingerprint;
+      next.owner = a.owner;
       next.lease_until = now + a.lease;
       next.expires_at = next.lease_until + a.retention;
       m_.recs[k] = next;
@@ -181,8 +186,12 @@ class Client {
     auto r = store_.commit({scope_, k, f, result, ret});
     if (!ok(r, "commit")) return;
     Model::Rec* rec = m_.live(k, now);
+    // Done with this fence: a retried commit, committed without a change.
     const bool can = rec && !rec->done && rec->fence == f;
-    if ((*r == CommitOutcome::committed) != can) return fail("commit " + k + ": got " + to_string(*r));
+    const bool again = rec && rec->done && rec->fence == f;
+    if ((*r == CommitOutcome::committed) != (can || again)) {
+      return fail("commit " + k + ": got " + to_string(*r));
+    }
     if (can) {
       rec->done = true;
       rec->result = result;
@@ -194,11 +203,34 @@ class Client {
   void do_release(TimePoint now) {
     const std::string k = key();
     const Fence f = fence_for(k);
-    auto r = store_.release({scope_, k, f});
+    // Half of the releases re-arm a token too (not on a Cluster, where these keys and
+    // tokens live in different slots: tested in the contract suite).
+    std::optional<TokenRestore> restore;
+    if (std::string_view(store_.traits().name) != "redis-cluster" && pick({false, true})) {
+      restore = TokenRestore{some_token(), lease()};
+    }
+    auto r = store_.release({scope_, k, f, restore});
     if (!ok(r, "release")) return;
     Model::Rec* rec = m_.live(k, now);
     const bool can = rec && !rec->done && rec->fence == f;
     if ((*r == ReleaseOutcome::released) != can) return fail("release " + k + ": got " + to_string(*r));
+    if (!can) return;
+    m_.recs.erase(k);
+    if (!restore) return;
+    auto it = m_.tokens.find(restore->token);
+    if (it != m_.tokens.end() && now < it->second.expires_at) {
+      it->second.consumed = false;
+      it->second.expires_at = now + restore->ttl;
+    }
+  }
+
+  void do_abandon(TimePoint now) {
+    const std::string k = key(), o = owner();
+    auto r = store_.abandon({scope_, k, o});
+    if (!ok(r, "abandon")) return;
+    Model::Rec* rec = m_.live(k, now);
+    const bool can = rec && !rec->done && rec->owner == o;
+    if ((*r == ReleaseOutcome::released) != can) return fail("abandon " + k + ": got " + to_string(*r));
     if (can) m_.recs.erase(k);
   }
 
@@ -236,7 +268,8 @@ class Client {
     if (!rec) return;
     const Record& got = **r;
     if (got.state != (rec->done ? RecordState::done : RecordState::pending) || got.fence != rec->fence ||
-        got.fingerprint != rec->fp || got.result != rec->result || got.lease_until.has_value() == rec->done) {
+        got.fingerprint != rec->fp || got.result != rec->result || got.lease_until.has_value() == rec->done ||
+        got.owner != rec->owner) {
       return fail("get " + k + ": fields differ");
     }
     if (timed_ &&

@@ -203,6 +203,96 @@ TEST_F(PostgresTest, SweepDeletesInBatchesAndKeepsFreshTombstones) {
   EXPECT_GT(s->begin({"s", "released", "", 60s, 60s}).value().fence, f);
 }
 
+// Tables of the previous version have no owner column: opening adds it, old rows keep
+// working and new claims store their owner.
+TEST_F(PostgresTest, AddsTheOwnerColumnToTablesOfThePreviousVersion) {
+  Sql sql(url_);
+  ASSERT_TRUE(sql.ok());
+  ASSERT_EQ(sql.run("CREATE TABLE " + prefix_ +
+                    "records (scope bytea NOT NULL, key bytea NOT NULL,"
+                    " state text NOT NULL CHECK (state IN ('pending', 'done', 'free')), fence int8 NOT NULL,"
+                    " fingerprint bytea NOT NULL, lease_until int8, expires_at int8 NOT NULL,"
+                    " result bytea NOT NULL, recovered boolean NOT NULL, PRIMARY KEY (scope, key))"),
+            "");
+  ASSERT_EQ(sql.run("INSERT INTO " + prefix_ +
+                    "records VALUES ('s', 'old', 'done', 7, '', NULL, 9000000000000000, 'old', false)"),
+            "");
+  const std::string has_owner = "SELECT count(*) FROM information_schema.columns WHERE table_name = '" +
+                                prefix_ + "records' AND column_name = 'owner'";
+  ASSERT_EQ(sql.run(has_owner), "0");
+  auto s = open();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(sql.run(has_owner), "1");
+  auto old = s->begin({"s", "old", "", 60s, 60s});
+  ASSERT_TRUE(old.is_ok()) << old.status().to_string();
+  EXPECT_EQ(old->kind, Kind::replay);
+  EXPECT_EQ(old->result, "old");
+  EXPECT_EQ(s->get({"s", "old"}).value()->owner, "");
+  ASSERT_EQ(s->begin({"s", "new", "", 60s, 60s, "gw-1"}).value().kind, Kind::acquired);
+  EXPECT_EQ(s->get({"s", "new"}).value()->owner, "gw-1");
+  EXPECT_EQ(s->abandon({"s", "new", "gw-1"}).value(), ReleaseOutcome::released);
+  // A second store on the same tables finds the column.
+  EXPECT_TRUE(open());
+}
+
+// The server's clock steps back by an hour: simulated by moving the stored instants of
+// released records and unlocked locks an hour into the future. They stay gone.
+TEST_F(PostgresTest, ReleasedRecordsAndUnlockedLocksStayGoneWhenTheClockStepsBack) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  Sql sql(url_);
+  ASSERT_TRUE(sql.ok());
+  const Fence released = s->begin({"s", "released", "fp", 60s, 60s}).value().fence;
+  ASSERT_EQ(s->release({"s", "released", released}).value(), ReleaseOutcome::released);
+  ASSERT_EQ(s->begin({"s", "abandoned", "", 60s, 60s, "gw"}).value().kind, Kind::acquired);
+  ASSERT_EQ(s->abandon({"s", "abandoned", "gw"}).value(), ReleaseOutcome::released);
+  const Fence removed = s->begin({"s", "removed", "", 60s, 60s}).value().fence;
+  ASSERT_TRUE(s->remove({"s", "removed"}).value());
+  const Fence locked = s->lock({"lock", "owner-1", 60s}).value().fence;
+  ASSERT_EQ(s->unlock({"lock", "owner-1"}).value(), UnlockOutcome::released);
+  ASSERT_EQ(sql.run("UPDATE " + prefix_ + "records SET expires_at = expires_at + 3600000000"), "");
+  ASSERT_EQ(sql.run("UPDATE " + prefix_ + "locks SET expires_at = expires_at + 3600000000"), "");
+
+  for (const char* key : {"released", "abandoned", "removed"}) {
+    EXPECT_FALSE(s->get({"s", key}).value().has_value()) << key;
+    EXPECT_FALSE(s->remove({"s", key}).value()) << key;
+    EXPECT_EQ(s->commit({"s", key, released, "r", 60s}).value(), CommitOutcome::fenced) << key;
+  }
+  auto again = s->begin({"s", "released", "other-fp", 60s, 60s});
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  EXPECT_EQ(again->kind, Kind::acquired);  // not mismatch: the old fingerprint went too
+  EXPECT_FALSE(again->recovered);
+  EXPECT_GT(again->fence, released);
+  EXPECT_GT(s->begin({"s", "removed", "", 60s, 60s}).value().fence, removed);
+
+  EXPECT_EQ(s->extend_lock({"lock", "owner-1", 60s}).value(), LockExtendOutcome::not_owner);
+  EXPECT_EQ(s->unlock({"lock", "owner-1"}).value(), UnlockOutcome::not_owner);
+  auto relock = s->lock({"lock", "owner-2", 60s});
+  ASSERT_TRUE(relock.is_ok()) << relock.status().to_string();
+  ASSERT_EQ(relock->kind, LockOutcome::Kind::locked);
+  EXPECT_GT(relock->fence, locked);
+  EXPECT_EQ(s->lock({"lock", "owner-1", 60s}).value().kind, LockOutcome::Kind::busy);
+}
+
+// Lock tables of the previous version have no unlocked column: opening adds it.
+TEST_F(PostgresTest, AddsTheUnlockedColumnToLockTablesOfThePreviousVersion) {
+  Sql sql(url_);
+  ASSERT_TRUE(sql.ok());
+  ASSERT_EQ(sql.run("CREATE TABLE " + prefix_ +
+                    "locks (name bytea NOT NULL PRIMARY KEY, owner bytea NOT NULL, fence int8 NOT NULL,"
+                    " expires_at int8 NOT NULL)"),
+            "");
+  ASSERT_EQ(sql.run("INSERT INTO " + prefix_ + "locks VALUES ('old', 'o', 7, 9000000000000000)"), "");
+  auto s = open();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->lock({"old", "other", 60s}).value().kind, LockOutcome::Kind::busy);
+  EXPECT_EQ(s->unlock({"old", "o"}).value(), UnlockOutcome::released);
+  auto relock = s->lock({"old", "other", 60s});
+  ASSERT_TRUE(relock.is_ok()) << relock.status().to_string();
+  EXPECT_EQ(relock->kind, LockOutcome::Kind::locked);
+  EXPECT_GT(relock->fence, 7u);
+}
+
 TEST_F(PostgresTest, PeriodicSweepRunsByItself) {
   StoreOptions options;
   options.sweep_interval = 100ms;

@@ -212,6 +212,19 @@ TEST(RedisKeys, SlotsAreRedisClusters) {
     const auto k = redis::record_keys("p:", scope, key);
     EXPECT_EQ(redis::key_slot(k.main), redis::key_slot(k.fence));
   }
+
+  // A record keyed "<space>:<token>" or "<token>" shares the slot of the token in its
+  // scope (a release restores it in one script), while names still spread.
+  std::set<int> slots;
+  for (int i = 0; i < 64; ++i) {
+    const std::string token = "tok" + std::to_string(i);
+    const int slot = redis::key_slot(redis::token_key("p:", "scope", token));
+    EXPECT_EQ(redis::key_slot(redis::record_keys("p:", "scope", "orders:" + token).main), slot);
+    EXPECT_EQ(redis::key_slot(redis::record_keys("p:", "scope", token).main), slot);
+    EXPECT_TRUE(redis::same_slot("scope", "a:b:" + token, token));
+    slots.insert(slot);
+  }
+  EXPECT_GT(slots.size(), 50u);
 }
 
 TEST(RedisKeys, SlotsAgreeWithTheServer) {

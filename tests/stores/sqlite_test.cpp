@@ -324,6 +324,44 @@ TEST(SqliteOpen, ReopensItsOwnDatabase) {
   EXPECT_EQ(o->kind, Kind::in_progress);
 }
 
+// A file of the previous version has idem_records without the owner column: opening adds
+// it, the old rows keep working, and new claims store their owner.
+TEST(SqliteOpen, AddsTheOwnerColumnToAFileOfThePreviousVersion) {
+  TempDir dir;
+  const auto path = dir.file("previous.db");
+  create_store_file(path);
+  {
+    RawDb raw(path);
+    raw.exec(
+        "DROP TABLE idem_records;"
+        "CREATE TABLE idem_records (scope TEXT NOT NULL, key TEXT NOT NULL,"
+        "  state TEXT NOT NULL CHECK (state IN ('pending', 'done')), fence INTEGER NOT NULL,"
+        "  fingerprint BLOB NOT NULL, lease_until INTEGER, expires_at INTEGER NOT NULL,"
+        "  result BLOB NOT NULL, PRIMARY KEY (scope, key));"
+        "CREATE INDEX idem_records_expires_at ON idem_records (expires_at);"
+        "INSERT INTO idem_records VALUES ('s', 'old', 'done', 7, x'', NULL, 9000000000000000, x'6f6c64');");
+    ASSERT_EQ(raw.integer("SELECT count(*) FROM pragma_table_info('idem_records') WHERE name = 'owner'"), 0);
+  }
+  auto store = must_open(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(
+      RawDb(path).integer("SELECT count(*) FROM pragma_table_info('idem_records') WHERE name = 'owner'"), 1);
+  auto old = store->begin(begin_args("old"));
+  ASSERT_TRUE(old.is_ok()) << old.status().to_string();
+  EXPECT_EQ(old->kind, Kind::replay);
+  EXPECT_EQ(old->result, "old");
+  EXPECT_EQ(store->get({"s", "old"}).value()->owner, "");
+
+  auto a = begin_args("new");
+  a.owner = "gw-1";
+  ASSERT_EQ(store->begin(a).value().kind, Kind::acquired);
+  EXPECT_EQ(store->get({"s", "new"}).value()->owner, "gw-1");
+  EXPECT_EQ(store->abandon({"s", "new", "gw-1"}).value(), ReleaseOutcome::released);
+  // A second open finds the column and leaves the file as it is.
+  store.reset();
+  EXPECT_NE(must_open(path), nullptr);
+}
+
 // ---- URI parameters --------------------------------------------------------------------
 
 TEST(SqliteUri, SyncNormalAndFullAreAccepted) {

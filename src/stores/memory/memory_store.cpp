@@ -96,16 +96,31 @@ class MemoryStore final : public Store {
 
   // Runs fn(shard, now) under the shard's mutex and returns its value; the caller answers
   // after the lock is gone, so a callback may call the store again.
+  Shard& shard(std::string_view id) { return shards_[std::hash<std::string_view>{}(id) % kShards]; }
+
   template <class Fn>
   auto locked(std::string_view id, Fn&& fn) {
-    Shard& sh = shards_[std::hash<std::string_view>{}(id) % kShards];
+    Shard& sh = shard(id);
     std::lock_guard lock(sh.mu);
     return fn(sh, clock_->now());
   }
 
+  // The same for an operation on two entries: fn(shard of a, shard of b, now) under both
+  // shards' mutexes (one when they are the same shard).
+  template <class Fn>
+  auto locked(std::string_view a, std::string_view b, Fn&& fn) {
+    Shard& x = shard(a);
+    Shard& y = shard(b);
+    if (&x == &y) {
+      std::lock_guard lock(x.mu);
+      return fn(x, y, clock_->now());
+    }
+    std::scoped_lock lock(x.mu, y.mu);
+    return fn(x, y, clock_->now());
+  }
+
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.key);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       auto d = sh.records.with(id, [&](auto& slot) { return core::apply_begin(slot, a, now, sh.fences); });
@@ -115,7 +130,6 @@ class MemoryStore final : public Store {
   }
 
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.key);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       CommitOutcome out{};
@@ -125,17 +139,35 @@ class MemoryStore final : public Store {
   }
 
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
+    const auto id = composite(a.scope, a.key);
+    if (!a.restore_token) {
+      return cb(locked(id, [&](Shard& sh, TimePoint now) {
+        ReleaseOutcome out{};
+        sh.records.with(id, [&](auto& slot) { core::apply_release(slot, a, now, out); });
+        return out;
+      }));
+    }
+    const auto token_id = composite(a.scope, a.restore_token->token);
+    cb(locked(id, token_id, [&](Shard& records, Shard& tokens, TimePoint now) {
+      ReleaseOutcome out{};
+      records.records.with(id, [&](auto& slot) { core::apply_release(slot, a, now, out); });
+      if (out == ReleaseOutcome::released) {
+        tokens.tokens.with(token_id, [&](auto& slot) { core::apply_restore_after_release(slot, a, now); });
+      }
+      return out;
+    }));
+  }
+
+  void do_abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) override {
     const auto id = composite(a.scope, a.key);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       ReleaseOutcome out{};
-      sh.records.with(id, [&](auto& slot) { core::apply_release(slot, a, now, out); });
+      sh.records.with(id, [&](auto& slot) { core::apply_abandon(slot, a, now, out); });
       return out;
     }));
   }
 
   void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.key);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       ExtendOutcome out{};
@@ -145,7 +177,6 @@ class MemoryStore final : public Store {
   }
 
   void do_get(RecordId a, Callback<std::optional<Record>> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.key);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       return sh.records.with(id, [&](auto& slot) -> std::optional<Record> {
@@ -156,7 +187,6 @@ class MemoryStore final : public Store {
   }
 
   void do_remove(RecordId a, Callback<bool> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.key);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       bool removed = false;
@@ -178,7 +208,6 @@ class MemoryStore final : public Store {
   }
 
   void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto token = core::random_token();
     if (!token) return cb(token.status());
     const auto id = composite(a.scope, *token);
@@ -191,7 +220,6 @@ class MemoryStore final : public Store {
   }
 
   void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.token);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       ConsumeOutcome out{};
@@ -201,7 +229,6 @@ class MemoryStore final : public Store {
   }
 
   void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto id = composite(a.scope, a.token);
     cb(locked(id, [&](Shard& sh, TimePoint now) {
       RestoreOutcome out{};
@@ -211,7 +238,6 @@ class MemoryStore final : public Store {
   }
 
   void do_lock(LockArgs a, Callback<LockOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     cb(locked(a.name, [&](Shard& sh, TimePoint now) {
       LockOutcome out{};
       sh.locks.with(a.name, [&](auto& slot) { core::apply_lock(slot, a, now, sh.fences, out); });
@@ -221,7 +247,6 @@ class MemoryStore final : public Store {
   }
 
   void do_unlock(UnlockArgs a, Callback<UnlockOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     cb(locked(a.name, [&](Shard& sh, TimePoint now) {
       UnlockOutcome out{};
       sh.locks.with(a.name, [&](auto& slot) { core::apply_unlock(slot, a, now, out); });
@@ -230,7 +255,6 @@ class MemoryStore final : public Store {
   }
 
   void do_extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     cb(locked(a.name, [&](Shard& sh, TimePoint now) {
       LockExtendOutcome out{};
       sh.locks.with(a.name, [&](auto& slot) { core::apply_extend_lock(slot, a, now, out); });

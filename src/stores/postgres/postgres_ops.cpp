@@ -100,7 +100,9 @@ bool read_begin(const PGresult* r, BeginOutcome& out) {
 }
 
 bool read_commit(const PGresult* r, CommitOutcome& out) {
-  return changed(r, out, CommitOutcome::committed, CommitOutcome::fenced);
+  const char kind = PQntuples(r) > 0 ? char_at(r, 0, 0) : 'f';
+  out = kind == 'c' ? CommitOutcome::committed : CommitOutcome::fenced;
+  return kind != 'x';
 }
 bool read_release(const PGresult* r, ReleaseOutcome& out) {
   return changed(r, out, ReleaseOutcome::released, ReleaseOutcome::fenced);
@@ -120,6 +122,7 @@ bool read_get(const PGresult* r, std::optional<Record>& out) {
   if (!PQgetisnull(r, 0, 5)) rec.lease_until = from_micros(int8_at(r, 0, 5));
   rec.expires_at = from_micros(int8_at(r, 0, 6));
   rec.result = bytes_at(r, 0, 7);
+  rec.owner = bytes_at(r, 0, 8);
   return true;
 }
 

@@ -45,6 +45,9 @@ class Op {
   Stmt stmt;
   std::vector<std::string> params;  // binary values
   std::string lock_order;           // batches run their statements sorted by this
+  // Locks a record's row and then a token's: runs in a batch of its own, so that every
+  // other transaction still takes all its record rows before any token row (no deadlock).
+  bool alone = false;
   SteadyClock::time_point deadline{};
   int runs = 0;
   bool again = false;  // set by the last read()

@@ -39,20 +39,23 @@ std::string expand(std::string_view sql, const std::string& prefix) {
 // statement again. EXCLUDED.fence is NOW (a fresh row's fence).
 constexpr std::string_view kBegin = R"sql(
 WITH up AS (
-  INSERT INTO {p}records AS r (scope, key, state, fence, fingerprint, lease_until, expires_at, result, recovered)
-  VALUES ($1, $2, 'pending', {now}, $3, {now} + $4, {now} + $4 + $5, '', false)
+  INSERT INTO {p}records AS r (scope, key, state, fence, fingerprint, lease_until, expires_at, result, recovered,
+                               owner)
+  VALUES ($1, $2, 'pending', {now}, $3, {now} + $4, {now} + $4 + $5, '', false, $6)
   ON CONFLICT (scope, key) DO UPDATE SET
     fence = greatest(r.fence + 1, EXCLUDED.fence),
-    recovered = r.expires_at > EXCLUDED.fence,
-    fingerprint = CASE WHEN r.expires_at > EXCLUDED.fence AND $3 = '' THEN r.fingerprint ELSE $3 END,
-    state = 'pending', lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at, result = ''
-  WHERE r.expires_at <= EXCLUDED.fence
+    recovered = r.state <> 'free' AND r.expires_at > EXCLUDED.fence,
+    fingerprint = CASE WHEN r.state <> 'free' AND r.expires_at > EXCLUDED.fence AND $3 = '' THEN r.fingerprint
+                       ELSE $3 END,
+    state = 'pending', lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at, result = '',
+    owner = $6
+  WHERE r.state = 'free' OR r.expires_at <= EXCLUDED.fence
      OR (r.state = 'pending' AND r.lease_until <= EXCLUDED.fence
          AND (r.fingerprint = '' OR $3 = '' OR r.fingerprint = $3))
   RETURNING fence, recovered)
 SELECT CASE WHEN recovered THEN 'r' ELSE 'a' END, fence, NULL::bytea, NULL::int8 FROM up
 UNION ALL
-SELECT CASE WHEN s.expires_at <= n.us THEN 'x'
+SELECT CASE WHEN s.state = 'free' OR s.expires_at <= n.us THEN 'x'
             WHEN s.fingerprint <> '' AND $3 <> '' AND s.fingerprint <> $3 THEN 'm'
             WHEN s.state = 'done' THEN 'd'
             WHEN s.lease_until > n.us THEN 'i'
@@ -64,12 +67,39 @@ WHERE s.scope = $1 AND s.key = $2 AND NOT EXISTS (SELECT FROM up))sql";
 // A live pending record with this fence.
 #define IDEM_HELD "scope = $1 AND key = $2 AND fence = $3 AND state = 'pending' AND expires_at > {now}"
 
-constexpr std::string_view kCommit =
-    "UPDATE {p}records SET state = 'done', lease_until = NULL, expires_at = {now} + $4, result = $5, "
-    "recovered = false WHERE " IDEM_HELD " RETURNING 1";
+// commit: 'c' committed (now, or before with this fence: a retried commit changes nothing),
+// 'f' or no row fenced, 'x' the update met a row newer than the snapshot: run again.
+constexpr std::string_view kCommit = R"sql(
+WITH up AS (
+  UPDATE {p}records SET state = 'done', lease_until = NULL, expires_at = {now} + $4, result = $5,
+         recovered = false
+  WHERE )sql" IDEM_HELD R"sql( RETURNING 1)
+SELECT 'c' FROM up
+UNION ALL
+SELECT CASE WHEN s.fence <> $3 OR s.expires_at <= {now} THEN 'f'
+            WHEN s.state = 'done' THEN 'c'
+            WHEN s.state = 'pending' THEN 'x'
+            ELSE 'f' END
+FROM {p}records s WHERE s.scope = $1 AND s.key = $2 AND NOT EXISTS (SELECT FROM up))sql";
 constexpr std::string_view kRelease =
     "UPDATE {p}records SET state = 'free', lease_until = NULL, expires_at = {now}, fingerprint = '', "
-    "result = '' WHERE " IDEM_HELD " RETURNING 1";
+    "result = '', owner = '' WHERE " IDEM_HELD " RETURNING 1";
+// release with restore_token: the token ($4, for $5 µs) is re-armed in the same statement,
+// only when the claim went. Locks the record's row, then the token's.
+constexpr std::string_view kReleaseRestore = R"sql(
+WITH rel AS (
+  UPDATE {p}records SET state = 'free', lease_until = NULL, expires_at = {now}, fingerprint = '',
+         result = '', owner = ''
+  WHERE )sql" IDEM_HELD R"sql( RETURNING 1),
+tok AS (
+  UPDATE {p}tokens SET consumed = false, expires_at = {now} + $5
+  WHERE scope = $1 AND token = $4 AND expires_at > {now} AND EXISTS (SELECT FROM rel) RETURNING 1)
+SELECT 1 FROM rel)sql";
+// abandon: as release, but the claim is named by its (non-empty) owner instead of its fence.
+constexpr std::string_view kAbandon =
+    "UPDATE {p}records SET state = 'free', lease_until = NULL, expires_at = {now}, fingerprint = '', "
+    "result = '', owner = '' WHERE scope = $1 AND key = $2 AND state = 'pending' AND owner = $3 "
+    "AND $3 <> '' AND expires_at > {now} RETURNING 1";
 // expires_at keeps its distance to lease_until (the retention).
 constexpr std::string_view kExtend =
     "UPDATE {p}records SET lease_until = {now} + $4, expires_at = {now} + $4 + (expires_at - lease_until) "
@@ -77,12 +107,13 @@ constexpr std::string_view kExtend =
 #undef IDEM_HELD
 
 constexpr std::string_view kGet =
-    "SELECT scope, key, state, fence, fingerprint, lease_until, expires_at, result FROM {p}records "
-    "WHERE scope = $1 AND key = $2 AND expires_at > {now}";
+    "SELECT scope, key, state, fence, fingerprint, lease_until, expires_at, result, owner FROM {p}records "
+    "WHERE scope = $1 AND key = $2 AND state <> 'free' AND expires_at > {now}";
 // An expired record is already absent and keeps its fence as it is.
 constexpr std::string_view kRemove =
     "UPDATE {p}records SET state = 'free', lease_until = NULL, expires_at = {now}, fingerprint = '', "
-    "result = '' WHERE scope = $1 AND key = $2 AND expires_at > {now} RETURNING 1";
+    "result = '', owner = '' WHERE scope = $1 AND key = $2 AND state <> 'free' AND expires_at > {now} "
+    "RETURNING 1";
 
 constexpr std::string_view kIssueToken =
     "INSERT INTO {p}tokens (scope, token, consumed, ttl_us, expires_at) VALUES ($1, $2, false, $3, {now} + "
@@ -96,28 +127,31 @@ constexpr std::string_view kRestoreToken =
     "UPDATE {p}tokens SET consumed = false, expires_at = {now} + $3 "
     "WHERE scope = $1 AND token = $2 AND expires_at > {now} RETURNING 1";
 
-// lock: 'l' with the fence (free or expired: a new fence; the owner again: the same one),
-// 'b' busy with retry_after µs, 'x' or no row: run again (as for begin).
+// lock: 'l' with the fence (free, unlocked or expired: a new fence; the owner again: the
+// same one), 'b' busy with retry_after µs, 'x' or no row: run again (as for begin).
 constexpr std::string_view kLock = R"sql(
 WITH up AS (
-  INSERT INTO {p}locks AS l (name, owner, fence, expires_at) VALUES ($1, $2, {now}, {now} + $3)
+  INSERT INTO {p}locks AS l (name, owner, fence, expires_at, unlocked) VALUES ($1, $2, {now}, {now} + $3, false)
   ON CONFLICT (name) DO UPDATE SET
-    fence = CASE WHEN l.expires_at > EXCLUDED.fence THEN l.fence ELSE greatest(l.fence + 1, EXCLUDED.fence) END,
-    owner = $2, expires_at = EXCLUDED.expires_at
-  WHERE l.expires_at <= EXCLUDED.fence OR l.owner = $2
+    fence = CASE WHEN NOT l.unlocked AND l.expires_at > EXCLUDED.fence THEN l.fence
+                 ELSE greatest(l.fence + 1, EXCLUDED.fence) END,
+    owner = $2, expires_at = EXCLUDED.expires_at, unlocked = false
+  WHERE l.unlocked OR l.expires_at <= EXCLUDED.fence OR l.owner = $2
   RETURNING fence)
 SELECT 'l', fence, NULL::int8 FROM up
 UNION ALL
-SELECT CASE WHEN s.expires_at > n.us AND s.owner <> $2 THEN 'b' ELSE 'x' END, NULL::int8, s.expires_at - n.us
+SELECT CASE WHEN NOT s.unlocked AND s.expires_at > n.us AND s.owner <> $2 THEN 'b' ELSE 'x' END, NULL::int8,
+       s.expires_at - n.us
 FROM {p}locks s, (SELECT {now} AS us) n
 WHERE s.name = $1 AND NOT EXISTS (SELECT FROM up))sql";
-// Unlocking expires the lock now; the row keeps the fence.
+// Unlocking marks the row unlocked (not held, whatever the clock says later) and keeps the
+// fence; expires_at = NOW dates it for sweep.
 constexpr std::string_view kUnlock =
-    "UPDATE {p}locks SET expires_at = {now} WHERE name = $1 AND owner = $2 AND expires_at > {now} RETURNING "
-    "1";
+    "UPDATE {p}locks SET expires_at = {now}, unlocked = true WHERE name = $1 AND owner = $2 AND NOT unlocked "
+    "AND expires_at > {now} RETURNING 1";
 constexpr std::string_view kExtendLock =
-    "UPDATE {p}locks SET expires_at = {now} + $3 WHERE name = $1 AND owner = $2 AND expires_at > {now} "
-    "RETURNING 1";
+    "UPDATE {p}locks SET expires_at = {now} + $3 WHERE name = $1 AND owner = $2 AND NOT unlocked "
+    "AND expires_at > {now} RETURNING 1";
 
 constexpr std::string_view kPing = "SELECT 1";
 
@@ -159,8 +193,11 @@ CREATE TABLE IF NOT EXISTS {p}records (
   expires_at  int8 NOT NULL,     -- µs since the Unix epoch
   result      bytea NOT NULL,    -- done records only
   recovered   boolean NOT NULL,  -- the holder took over an expired lease
+  owner       bytea NOT NULL DEFAULT '',  -- who claimed it (BeginArgs::owner)
   PRIMARY KEY (scope, key)
 );
+-- Tables created before records had an owner get the column in place.
+ALTER TABLE {p}records ADD COLUMN IF NOT EXISTS owner bytea NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS {p}records_expires_at ON {p}records (expires_at);
 CREATE TABLE IF NOT EXISTS {p}tokens (
   scope      bytea NOT NULL,
@@ -175,8 +212,10 @@ CREATE TABLE IF NOT EXISTS {p}locks (
   name       bytea NOT NULL PRIMARY KEY,
   owner      bytea NOT NULL,
   fence      int8 NOT NULL,
-  expires_at int8 NOT NULL       -- unlocked: the instant of the unlock
+  expires_at int8 NOT NULL,      -- unlocked: the instant of the unlock
+  unlocked   boolean NOT NULL DEFAULT false  -- released by its owner: never held again
 );
+ALTER TABLE {p}locks ADD COLUMN IF NOT EXISTS unlocked boolean NOT NULL DEFAULT false;
 CREATE INDEX IF NOT EXISTS {p}locks_expires_at ON {p}locks (expires_at);
 COMMIT;
 )sql";
@@ -189,9 +228,11 @@ std::array<Statement, kStatementCount> statements(const std::string& prefix) {
     return Statement{std::string("idem_") + name, expand(sql, prefix), std::move(types)};
   };
   return {
-      make("begin", kBegin, {kBytea, kBytea, kBytea, kInt8, kInt8}),
+      make("begin", kBegin, {kBytea, kBytea, kBytea, kInt8, kInt8, kBytea}),
       make("commit", kCommit, {kBytea, kBytea, kInt8, kInt8, kBytea}),
       make("release", kRelease, fenced),
+      make("release_restore", kReleaseRestore, {kBytea, kBytea, kInt8, kBytea, kInt8}),
+      make("abandon", kAbandon, {kBytea, kBytea, kBytea}),
       make("extend", kExtend, {kBytea, kBytea, kInt8, kInt8}),
       make("get", kGet, key2),
       make("remove", kRemove, key2),

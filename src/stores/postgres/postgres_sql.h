@@ -6,12 +6,14 @@
 // stable within a statement. Times are int8 µs, as in the SQLite store.
 //
 // Fences never repeat for a key: a new fence is greatest(previous + 1, NOW), and the
-// previous fence outlives the record. release and remove leave a tombstone (state
-// 'free', expires_at = NOW: absent for every operation) and an unlocked or expired lock
-// keeps its row, so the next acquisition sees the last fence even within one
-// microsecond or one transaction. sweep deletes tombstones and expired locks only
-// kTombstoneGrace after they stopped mattering; from then on the server's clock, which has
-// moved past the old fence by at least the grace, keeps new fences above it (the one
+// previous fence outlives the record. release, abandon and remove leave a tombstone
+// (state 'free': absent for every operation) and an unlocked or expired lock keeps its
+// row (unlock sets `unlocked`: never held again), so the next acquisition sees the last
+// fence even within one microsecond or one transaction. Tombstones and unlocked locks are
+// marked by state, not judged by time, so the server's clock stepping back cannot bring
+// them back to life; their expires_at (the instant they went) only dates them for sweep. sweep deletes
+// tombstones and expired locks only kTombstoneGrace after they stopped mattering; from then on the server's
+// clock, which has moved past the old fence by at least the grace, keeps new fences above it (the one
 // exception SPEC I2 allows: the clock stepping back by more than the grace).
 #pragma once
 
@@ -28,6 +30,8 @@ enum class Stmt {
   begin,
   commit,
   release,
+  release_restore,
+  abandon,
   extend,
   get,
   remove,

@@ -115,15 +115,13 @@ class PostgresStore final : public Store {
 
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto order = lock_order('r', a.scope, a.key);
     submit<BeginOutcome>(Stmt::begin,
                          {std::move(a.scope), std::move(a.key), std::move(a.fingerprint),
-                          int8_param(micros(a.lease)), int8_param(micros(a.retention))},
+                          int8_param(micros(a.lease)), int8_param(micros(a.retention)), std::move(a.owner)},
                          std::move(order), &read_begin, std::move(cb));
   }
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto order = lock_order('r', a.scope, a.key);
     submit<CommitOutcome>(Stmt::commit,
                           {std::move(a.scope), std::move(a.key), fence_param(a.fence),
@@ -131,13 +129,23 @@ class PostgresStore final : public Store {
                           std::move(order), &read_commit, std::move(cb));
   }
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto order = lock_order('r', a.scope, a.key);
-    submit<ReleaseOutcome>(Stmt::release, {std::move(a.scope), std::move(a.key), fence_param(a.fence)},
+    if (!a.restore_token) {
+      return submit<ReleaseOutcome>(Stmt::release,
+                                    {std::move(a.scope), std::move(a.key), fence_param(a.fence)},
+                                    std::move(order), &read_release, std::move(cb));
+    }
+    submit<ReleaseOutcome>(Stmt::release_restore,
+                           {std::move(a.scope), std::move(a.key), fence_param(a.fence),
+                            std::move(a.restore_token->token), int8_param(micros(a.restore_token->ttl))},
+                           std::move(order), &read_release, std::move(cb), /*alone=*/true);
+  }
+  void do_abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) override {
+    auto order = lock_order('r', a.scope, a.key);
+    submit<ReleaseOutcome>(Stmt::abandon, {std::move(a.scope), std::move(a.key), std::move(a.owner)},
                            std::move(order), &read_release, std::move(cb));
   }
   void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto order = lock_order('r', a.scope, a.key);
     submit<ExtendOutcome>(
         Stmt::extend,
@@ -145,13 +153,11 @@ class PostgresStore final : public Store {
         std::move(order), &read_extend, std::move(cb));
   }
   void do_get(RecordId a, Callback<std::optional<Record>> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     // A plain read locks nothing.
     submit<std::optional<Record>>(Stmt::get, {std::move(a.scope), std::move(a.key)}, std::string(), &read_get,
                                   std::move(cb));
   }
   void do_remove(RecordId a, Callback<bool> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto order = lock_order('r', a.scope, a.key);
     submit<bool>(Stmt::remove, {std::move(a.scope), std::move(a.key)}, std::move(order), &read_remove,
                  std::move(cb));
@@ -159,7 +165,6 @@ class PostgresStore final : public Store {
   void do_sweep(Callback<std::uint64_t> cb) override { enqueue(std::make_unique<SweepOp>(std::move(cb))); }
 
   void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto token = core::random_token();
     if (!token) return cb(token.status());
     auto order = lock_order('t', a.scope, *token);
@@ -167,13 +172,11 @@ class PostgresStore final : public Store {
                         std::move(order), &read_issue_token, std::move(cb));
   }
   void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto order = lock_order('t', a.scope, a.token);
     submit<ConsumeOutcome>(Stmt::consume_token, {std::move(a.scope), std::move(a.token)}, std::move(order),
                            &read_consume, std::move(cb));
   }
   void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto order = lock_order('t', a.scope, a.token);
     submit<RestoreOutcome>(Stmt::restore_token,
                            {std::move(a.scope), std::move(a.token), int8_param(micros(a.ttl))},
@@ -181,19 +184,16 @@ class PostgresStore final : public Store {
   }
 
   void do_lock(LockArgs a, Callback<LockOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto order = lock_order('l', a.name);
     submit<LockOutcome>(Stmt::lock, {std::move(a.name), std::move(a.owner), int8_param(micros(a.ttl))},
                         std::move(order), &read_lock, std::move(cb));
   }
   void do_unlock(UnlockArgs a, Callback<UnlockOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto order = lock_order('l', a.name);
     submit<UnlockOutcome>(Stmt::unlock, {std::move(a.name), std::move(a.owner)}, std::move(order),
                           &read_unlock, std::move(cb));
   }
   void do_extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto order = lock_order('l', a.name);
     submit<LockExtendOutcome>(Stmt::extend_lock,
                               {std::move(a.name), std::move(a.owner), int8_param(micros(a.ttl))},
@@ -213,9 +213,11 @@ class PostgresStore final : public Store {
   // ---- callers' side -------------------------------------------------------------------
 
   template <class T>
-  void submit(Stmt stmt, std::vector<std::string> params, std::string order, Reader<T> reader,
-              Callback<T> cb) {
-    enqueue(std::make_unique<TypedOp<T>>(stmt, std::move(params), std::move(order), reader, std::move(cb)));
+  void submit(Stmt stmt, std::vector<std::string> params, std::string order, Reader<T> reader, Callback<T> cb,
+              bool alone = false) {
+    auto op = std::make_unique<TypedOp<T>>(stmt, std::move(params), std::move(order), reader, std::move(cb));
+    op->alone = alone;
+    enqueue(std::move(op));
   }
 
   void enqueue(OpPtr op) {
@@ -257,13 +259,16 @@ class PostgresStore final : public Store {
       Batch batch;
       const auto now = SteadyClock::now();
       while (!queue_.empty() && batch.ops.size() < kMaxBatch) {
+        if (queue_.front()->alone && !batch.ops.empty()) break;
         OpPtr op = std::move(queue_.front());
         queue_.pop_front();
         if (op->deadline <= now) {
           op->fail(not_run());
           continue;
         }
+        const bool alone = op->alone;
         batch.ops.push_back(std::move(op));
+        if (alone) break;
       }
       if (batch.ops.empty()) continue;
       std::stable_sort(batch.ops.begin(), batch.ops.end(),

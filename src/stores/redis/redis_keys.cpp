@@ -5,8 +5,10 @@
 namespace idem::redis {
 namespace {
 
-std::string tagged(std::string_view prefix, std::string_view name, std::string_view kind) {
-  const std::uint64_t h = XXH3_64bits(name.data(), name.size());
+// <prefix>{hash of tag_source}<kind>:<name>
+std::string tagged(std::string_view prefix, std::string_view tag_source, std::string_view name,
+                   std::string_view kind) {
+  const std::uint64_t h = XXH3_64bits(tag_source.data(), tag_source.size());
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(prefix.size() + 20 + kind.size() + name.size());
@@ -25,19 +27,29 @@ std::string scoped(std::string_view scope, std::string_view name) {
   return out;
 }
 
+// What places a record or token: its scope and the part of its key after the last ':'.
+std::string slot_source(std::string_view scope, std::string_view key) {
+  const auto colon = key.rfind(':');
+  return scoped(scope, colon == std::string_view::npos ? key : key.substr(colon + 1));
+}
+
 }  // namespace
 
 KeyPair record_keys(std::string_view prefix, std::string_view scope, std::string_view key) {
-  const std::string name = scoped(scope, key);
-  return {tagged(prefix, name, "r"), tagged(prefix, name, "rf")};
+  const std::string name = scoped(scope, key), source = slot_source(scope, key);
+  return {tagged(prefix, source, name, "r"), tagged(prefix, source, name, "rf")};
 }
 
 std::string token_key(std::string_view prefix, std::string_view scope, std::string_view token) {
-  return tagged(prefix, scoped(scope, token), "t");
+  return tagged(prefix, slot_source(scope, token), scoped(scope, token), "t");
 }
 
 KeyPair lock_keys(std::string_view prefix, std::string_view name) {
-  return {tagged(prefix, name, "l"), tagged(prefix, name, "lf")};
+  return {tagged(prefix, name, name, "l"), tagged(prefix, name, name, "lf")};
+}
+
+bool same_slot(std::string_view scope, std::string_view key, std::string_view token) {
+  return key_slot(record_keys("", scope, key).main) == key_slot(token_key("", scope, token));
 }
 
 int key_slot(std::string_view key) noexcept {

@@ -1,10 +1,15 @@
 // Where the store keeps things in Redis. Every key is
 //   <prefix>{<tag>}<kind>:<name>
-// where <tag> is 16 hex digits of a hash of the name: Redis Cluster places a key by its
-// {hash tag}, so the keys one script touches (a record and its fence key, a lock and its
-// fence key) always share a slot, while different names spread over the cluster. The name
-// after the tag keeps keys distinct even when two tags collide. A scope may hold any byte,
-// so it is written with its length in front: <scope length>:<scope><key>.
+// where <tag> is 16 hex digits of a hash: Redis Cluster places a key by its {hash tag}, so
+// the keys one script touches (a record and its fence key, a lock and its fence key)
+// always share a slot, while different names spread over the cluster. The name after the
+// tag keeps keys distinct even when two tags collide. A scope may hold any byte, so it is
+// written with its length in front: <scope length>:<scope><key>.
+//
+// A lock's tag hashes its name. A record's or token's tag hashes its scope and the part of
+// its key after the last ':' only, so that a record keyed "<space>:<token>" (the gateway's
+// token mode) shares the slot of the token (scope, "<token>"), and a release can restore
+// that token in the same script (ReleaseArgs::restore_token).
 #pragma once
 
 #include <cstdint>
@@ -25,5 +30,7 @@ KeyPair lock_keys(std::string_view prefix, std::string_view name);
 inline constexpr int kSlots = 16384;
 // Redis Cluster's slot for a key: CRC16 (XMODEM) of its hash tag, or of the whole key.
 int key_slot(std::string_view key) noexcept;
+// True when the record (scope, key) and the token (scope, token) share a slot.
+bool same_slot(std::string_view scope, std::string_view key, std::string_view token);
 
 }  // namespace idem::redis

@@ -27,7 +27,7 @@ local function next_fence(fence_key, stored)
 end
 )lua";
 
-// KEYS record, fence. ARGV fingerprint, lease µs, retention µs.
+// KEYS record, fence. ARGV fingerprint, lease µs, retention µs, owner.
 // {0, fence, recovered} acquired · {1, fence, result} replay · {2, retry µs} in_progress · {3} mismatch
 constexpr const char* kBegin = R"lua(
 local r = redis.call('HMGET', KEYS[1], 'st', 'f', 'fp', 'lu', 'ea')
@@ -46,15 +46,17 @@ if not fence then return redis.error_reply('idem: fence space exhausted') end
 local lu = now + tonumber(ARGV[2])
 local ea = lu + tonumber(ARGV[3])
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'st', 'p', 'f', s(fence), 'fp', fp, 'lu', s(lu), 'ea', s(ea))
+redis.call('HSET', KEYS[1], 'st', 'p', 'f', s(fence), 'fp', fp, 'lu', s(lu), 'ea', s(ea), 'o', ARGV[4])
 redis.call('PEXPIREAT', KEYS[1], ms(ea))
 redis.call('SET', KEYS[2], s(fence), 'PXAT', fence_ttl(ea))
 return {0, fence, recovered}
 )lua";
 
-// KEYS record, fence. ARGV fence, result, retention µs. 1 committed · 0 fenced
+// KEYS record, fence. ARGV fence, result, retention µs. 1 committed · 0 fenced. Done with
+// this fence: a retried commit, committed without a change.
 constexpr const char* kCommit = R"lua(
 local r = redis.call('HMGET', KEYS[1], 'st', 'f', 'ea')
+if r[1] == 'd' and r[2] == ARGV[1] and tonumber(r[3]) > now then return 1 end
 if r[1] ~= 'p' or r[2] ~= ARGV[1] or tonumber(r[3]) <= now then return 0 end
 local ea = now + tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], 'st', 'd', 'res', ARGV[2], 'ea', s(ea))
@@ -64,9 +66,26 @@ redis.call('PEXPIREAT', KEYS[2], fence_ttl(ea))
 return 1
 )lua";
 
-// KEYS record. ARGV fence. 1 released · 0 fenced
+// KEYS record[, token]. ARGV fence[, ttl µs]. 1 released · 0 fenced. With a token: when
+// released, the token (if live) is re-armed for ttl, as by restore_token.
 constexpr const char* kRelease = R"lua(
 local r = redis.call('HMGET', KEYS[1], 'st', 'f', 'ea')
+if r[1] ~= 'p' or r[2] ~= ARGV[1] or tonumber(r[3]) <= now then return 0 end
+redis.call('DEL', KEYS[1])
+if KEYS[2] then
+  local ea = redis.call('HGET', KEYS[2], 'ea')
+  if ea and tonumber(ea) > now then
+    ea = now + tonumber(ARGV[2])
+    redis.call('HSET', KEYS[2], 'c', '0', 'ea', s(ea))
+    redis.call('PEXPIREAT', KEYS[2], ms(ea))
+  end
+end
+return 1
+)lua";
+
+// KEYS record. ARGV owner (not empty). 1 released · 0 fenced
+constexpr const char* kAbandon = R"lua(
+local r = redis.call('HMGET', KEYS[1], 'st', 'o', 'ea')
 if r[1] ~= 'p' or r[2] ~= ARGV[1] or tonumber(r[3]) <= now then return 0 end
 redis.call('DEL', KEYS[1])
 return 1
@@ -84,11 +103,11 @@ redis.call('PEXPIREAT', KEYS[2], fence_ttl(ea))
 return 1
 )lua";
 
-// KEYS record. nil when absent or expired, else {st, fence, fp, lu or '', ea, res or ''}
+// KEYS record. nil when absent or expired, else {st, fence, fp, lu or '', ea, res or '', owner or ''}
 constexpr const char* kGet = R"lua(
-local r = redis.call('HMGET', KEYS[1], 'st', 'f', 'fp', 'lu', 'ea', 'res')
+local r = redis.call('HMGET', KEYS[1], 'st', 'f', 'fp', 'lu', 'ea', 'res', 'o')
 if not r[1] or tonumber(r[5]) <= now then return false end
-return {r[1], r[2], r[3], r[4] or '', r[5], r[6] or ''}
+return {r[1], r[2], r[3], r[4] or '', r[5], r[6] or '', r[7] or ''}
 )lua";
 
 // KEYS record. 1 when a live record went · 0
@@ -185,6 +204,7 @@ const Scripts& scripts() {
       make("begin", kBegin),
       make("commit", kCommit),
       make("release", kRelease),
+      make("abandon", kAbandon),
       make("extend", kExtend),
       make("get", kGet),
       make("remove", kRemove),

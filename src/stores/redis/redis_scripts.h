@@ -5,7 +5,8 @@
 // nothing needs sweeping.
 //
 // Keys (redis_keys.h) and what each holds:
-//   record  hash {st = p|d, f = fence, fp, lu = lease_until µs (pending), ea = expires_at µs, res}
+//   record  hash {st = p|d, f = fence, fp, lu = lease_until µs (pending), ea = expires_at µs, res,
+//                 o = owner (absent in records written before owners existed: none)}
 //   fence   string: the last fence handed out for the key (also for a lock name)
 //   token   hash {c = 0|1 (consumed), ttl µs as issued, ea µs}
 //   lock    hash {o = owner, f = fence, ea µs}
@@ -23,7 +24,7 @@ struct Script {
 };
 
 struct Scripts {
-  Script begin, commit, release, extend, get, remove;
+  Script begin, commit, release, abandon, extend, get, remove;
   Script issue_token, consume_token, restore_token;
   Script lock, unlock, extend_lock;
 };

@@ -58,13 +58,13 @@ Result<BeginOutcome> parse_begin(const redisReply& r) {
   return unexpected("begin");
 }
 
-// {st, fence, fp, lu or '', ea, res or ''}
+// {st, fence, fp, lu or '', ea, res or '', owner or ''}
 Result<std::optional<Record>> parse_record(const redisReply& r, const RecordId& id) {
   if (r.type == REDIS_REPLY_NIL) return std::optional<Record>();
   std::int64_t fence = 0, lease_until = 0, expires_at = 0;
   const redisReply* state = at(r, 0);
   if (!is_string(state) || !parse_int(at(r, 1), fence) || !is_string(at(r, 2)) ||
-      !parse_int(at(r, 4), expires_at) || !is_string(at(r, 5))) {
+      !parse_int(at(r, 4), expires_at) || !is_string(at(r, 5)) || !is_string(at(r, 6))) {
     return unexpected("get");
   }
   Record rec;
@@ -79,6 +79,7 @@ Result<std::optional<Record>> parse_record(const redisReply& r, const RecordId& 
   }
   rec.expires_at = from_micros(expires_at);
   rec.result = text(at(r, 5));
+  rec.owner = text(at(r, 6));
   return std::optional<Record>(std::move(rec));
 }
 
@@ -127,14 +128,13 @@ class RedisStore final : public Store {
 
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = record_keys(prefix_, a.scope, a.key);
     const std::string lease = micros(a.lease), retention = micros(a.retention);
-    eval(scripts().begin, {k.main, k.fence}, {a.fingerprint, lease, retention}, std::move(cb), parse_begin);
+    eval(scripts().begin, {k.main, k.fence}, {a.fingerprint, lease, retention, a.owner}, std::move(cb),
+         parse_begin);
   }
 
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = record_keys(prefix_, a.scope, a.key);
     const std::string fence = std::to_string(a.fence), retention = micros(a.retention);
     eval(scripts().commit, {k.main, k.fence}, {fence, a.result, retention}, std::move(cb),
@@ -142,15 +142,28 @@ class RedisStore final : public Store {
   }
 
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = record_keys(prefix_, a.scope, a.key);
     const std::string fence = std::to_string(a.fence);
-    eval(scripts().release, {k.main}, {fence}, std::move(cb),
-         flag(ReleaseOutcome::released, ReleaseOutcome::fenced, "release"));
+    auto answer = flag(ReleaseOutcome::released, ReleaseOutcome::fenced, "release");
+    if (!a.restore_token) return eval(scripts().release, {k.main}, {fence}, std::move(cb), std::move(answer));
+    const TokenRestore& t = *a.restore_token;
+    if (cluster_ && !same_slot(a.scope, a.key, t.token)) {
+      // One script cannot touch two slots, and two scripts would not be one atomic step.
+      return cb(invalid_argument(
+          "redis-cluster: a release can restore a token only when the record's key is the token or ends "
+          "in ':' and the token (they then share a slot)"));
+    }
+    eval(scripts().release, {k.main, token_key(prefix_, a.scope, t.token)}, {fence, micros(t.ttl)},
+         std::move(cb), std::move(answer));
+  }
+
+  void do_abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) override {
+    const auto k = record_keys(prefix_, a.scope, a.key);
+    eval(scripts().abandon, {k.main}, {a.owner}, std::move(cb),
+         flag(ReleaseOutcome::released, ReleaseOutcome::fenced, "abandon"));
   }
 
   void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = record_keys(prefix_, a.scope, a.key);
     const std::string fence = std::to_string(a.fence), lease = micros(a.lease);
     eval(scripts().extend, {k.main, k.fence}, {fence, lease}, std::move(cb),
@@ -158,14 +171,12 @@ class RedisStore final : public Store {
   }
 
   void do_get(RecordId a, Callback<std::optional<Record>> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = record_keys(prefix_, a.scope, a.key);
     eval(scripts().get, {k.main}, {}, std::move(cb),
          [id = std::move(a)](const redisReply& r) { return parse_record(r, id); });
   }
 
   void do_remove(RecordId a, Callback<bool> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = record_keys(prefix_, a.scope, a.key);
     eval(scripts().remove, {k.main}, {}, std::move(cb), flag(true, false, "remove"));
   }
@@ -174,7 +185,6 @@ class RedisStore final : public Store {
   void do_sweep(Callback<std::uint64_t> cb) override { cb(std::uint64_t{0}); }
 
   void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto token = core::random_token();
     if (!token) return cb(token.status());
     const std::string key = token_key(prefix_, a.scope, *token), ttl = micros(a.ttl);
@@ -186,35 +196,30 @@ class RedisStore final : public Store {
   }
 
   void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const std::string key = token_key(prefix_, a.scope, a.token);
     eval(scripts().consume_token, {key}, {}, std::move(cb),
          flag(ConsumeOutcome::consumed, ConsumeOutcome::invalid, "consume_token"));
   }
 
   void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const std::string key = token_key(prefix_, a.scope, a.token), ttl = micros(a.ttl);
     eval(scripts().restore_token, {key}, {ttl}, std::move(cb),
          flag(RestoreOutcome::restored, RestoreOutcome::invalid, "restore_token"));
   }
 
   void do_lock(LockArgs a, Callback<LockOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = lock_keys(prefix_, a.name);
     const std::string ttl = micros(a.ttl);
     eval(scripts().lock, {k.main, k.fence}, {a.owner, ttl}, std::move(cb), parse_lock);
   }
 
   void do_unlock(UnlockArgs a, Callback<UnlockOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = lock_keys(prefix_, a.name);
     eval(scripts().unlock, {k.main}, {a.owner}, std::move(cb),
          flag(UnlockOutcome::released, UnlockOutcome::not_owner, "unlock"));
   }
 
   void do_extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     const auto k = lock_keys(prefix_, a.name);
     const std::string ttl = micros(a.ttl);
     eval(scripts().extend_lock, {k.main, k.fence}, {a.owner, ttl}, std::move(cb),

@@ -74,14 +74,14 @@ Status Database::prepare_all() {
        "           coalesce((SELECT max(fence) FROM idem_locks), 0),"
        "           coalesce((SELECT value FROM idem_meta WHERE name = 'fence_high_water'), 0))"},
       {&record_get_,
-       "SELECT rowid, state, fence, fingerprint, lease_until, expires_at, result FROM idem_records "
+       "SELECT rowid, state, fence, fingerprint, lease_until, expires_at, result, owner FROM idem_records "
        "WHERE scope = ?1 AND key = ?2"},
       {&record_insert_,
-       "INSERT INTO idem_records (scope, key, state, fence, fingerprint, lease_until, expires_at, result) "
-       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+       "INSERT INTO idem_records (scope, key, state, fence, fingerprint, lease_until, expires_at, result, "
+       "owner) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10)"},
       {&record_update_,
        "UPDATE idem_records SET state = ?3, fence = ?4, fingerprint = ?5, lease_until = ?6, expires_at = ?7, "
-       "result = ?8 WHERE rowid = ?9"},
+       "result = ?8, owner = ?10 WHERE rowid = ?9"},
       {&record_delete_, "DELETE FROM idem_records WHERE rowid = ?1"},
       {&token_get_, "SELECT consumed, ttl_us, expires_at FROM idem_tokens WHERE scope = ?1 AND token = ?2"},
       {&token_insert_,
@@ -203,6 +203,7 @@ Status Database::load_record(std::string_view scope, std::string_view key, std::
   }
   r.expires_at = column_time(s, 5);
   column_into(s, 6, r.result);
+  column_into(s, 7, r.owner);
   return Status::ok();
 }
 
@@ -213,7 +214,7 @@ Status Database::save_record(const Record& r, std::int64_t rowid) {
   rc = first_error(rc, bind_text(s, 3, to_string(r.state)),
                    bind_int(s, 4, static_cast<std::int64_t>(r.fence)), bind_blob(s, 5, r.fingerprint),
                    r.lease_until ? bind_time(s, 6, *r.lease_until) : sqlite3_bind_null(s, 6),
-                   bind_time(s, 7, r.expires_at), bind_blob(s, 8, r.result));
+                   bind_time(s, 7, r.expires_at), bind_blob(s, 8, r.result), bind_blob(s, 10, r.owner));
   if (rc != SQLITE_OK) return error(rc, "write record");
   return run(s, "write record");
 }

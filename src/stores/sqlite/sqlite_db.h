@@ -122,6 +122,7 @@ class Database {
 
   Status configure(Sync sync, Duration busy_timeout);
   Status check_or_create_schema();
+  Status add_missing_columns();
   Result<std::int64_t> create_schema_locked();  // inside BEGIN IMMEDIATE; returns the version
   Result<std::int64_t> scalar(const char* sql, std::string_view what);  // one integer
   Status prepare_all();

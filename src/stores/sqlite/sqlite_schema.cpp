@@ -30,6 +30,7 @@ CREATE TABLE idem_records (
   lease_until INTEGER,           -- µs since the Unix epoch; pending records only
   expires_at  INTEGER NOT NULL,  -- µs since the Unix epoch
   result      BLOB NOT NULL,     -- done records only
+  owner       BLOB NOT NULL DEFAULT x'',  -- who claimed it (BeginArgs::owner); added in place
   PRIMARY KEY (scope, key)
 );
 CREATE INDEX idem_records_expires_at ON idem_records (expires_at);
@@ -250,7 +251,28 @@ Status Database::check_or_create_schema() {
   if (*version != kSchemaVersion) {
     return failed_precondition("sqlite '" + path_ + "': unknown schema version " + std::to_string(*version));
   }
-  return Status::ok();
+  return add_missing_columns();
+}
+
+// Files created before records had an owner lack the column; it is added in place (an
+// older idem still reads and writes such a file: its statements name their columns).
+Status Database::add_missing_columns() {
+  static constexpr const char* kHasOwner =
+      "SELECT count(*) FROM pragma_table_info('idem_records') WHERE name = 'owner'";
+  auto has = scalar(kHasOwner, "cannot read the schema");
+  if (!has) return has.status();
+  if (*has != 0) return Status::ok();
+  // Another process may be adding it right now: decide under the write lock.
+  if (auto s = exec("BEGIN IMMEDIATE", "cannot add the owner column"); !s) return s;
+  has = scalar(kHasOwner, "cannot read the schema");
+  Status s = has.status();
+  if (s && *has == 0) {
+    s = exec("ALTER TABLE idem_records ADD COLUMN owner BLOB NOT NULL DEFAULT x''",
+             "cannot add the owner column");
+  }
+  if (s) s = exec("COMMIT", "cannot add the owner column");
+  if (!s) rollback();
+  return s;
 }
 
 Result<std::int64_t> Database::create_schema_locked() {

@@ -55,6 +55,7 @@ struct NoArgs {};
 using BeginOp = Op<BeginArgs, BeginOutcome>;
 using CommitOp = Op<CommitArgs, CommitOutcome>;
 using ReleaseOp = Op<ReleaseArgs, ReleaseOutcome>;
+using AbandonOp = Op<AbandonArgs, ReleaseOutcome>;
 using ExtendOp = Op<ExtendArgs, ExtendOutcome>;
 using GetOp = Op<RecordId, std::optional<Record>>;
 using RemoveOp = Op<RecordId, bool>;
@@ -71,8 +72,8 @@ struct Queued {
   template <class O>
   Queued(O&& o, SteadyClock::time_point t) : op(std::forward<O>(o)), enqueued(t) {}
 
-  std::variant<BeginOp, CommitOp, ReleaseOp, ExtendOp, GetOp, RemoveOp, SweepOp, IssueTokenOp, ConsumeOp,
-               RestoreOp, LockOp, UnlockOp, ExtendLockOp, PingOp>
+  std::variant<BeginOp, CommitOp, ReleaseOp, AbandonOp, ExtendOp, GetOp, RemoveOp, SweepOp, IssueTokenOp,
+               ConsumeOp, RestoreOp, LockOp, UnlockOp, ExtendLockOp, PingOp>
       op;
   SteadyClock::time_point enqueued;
   bool timed_out = false;  // waited longer than op_timeout: not run
@@ -119,57 +120,51 @@ class SqliteStore final : public Store {
 
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
-    checked(BeginOp{std::move(a), std::move(cb)});
+    submit(BeginOp{std::move(a), std::move(cb)});
   }
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
     if (a.result.size() > max_result_bytes_) {
       return cb(invalid_argument("sqlite: a result of " + std::to_string(a.result.size()) +
                                  " bytes is larger than this store holds"));
     }
-    checked(CommitOp{std::move(a), std::move(cb)});
+    submit(CommitOp{std::move(a), std::move(cb)});
   }
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
-    checked(ReleaseOp{std::move(a), std::move(cb)});
+    submit(ReleaseOp{std::move(a), std::move(cb)});
+  }
+  void do_abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) override {
+    submit(AbandonOp{std::move(a), std::move(cb)});
   }
   void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
-    checked(ExtendOp{std::move(a), std::move(cb)});
+    submit(ExtendOp{std::move(a), std::move(cb)});
   }
   void do_get(RecordId a, Callback<std::optional<Record>> cb) override {
-    checked(GetOp{std::move(a), std::move(cb)});
+    submit(GetOp{std::move(a), std::move(cb)});
   }
-  void do_remove(RecordId a, Callback<bool> cb) override { checked(RemoveOp{std::move(a), std::move(cb)}); }
+  void do_remove(RecordId a, Callback<bool> cb) override { submit(RemoveOp{std::move(a), std::move(cb)}); }
   void do_sweep(Callback<std::uint64_t> cb) override { submit(SweepOp{{}, std::move(cb)}); }
   void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
-    if (auto s = core::validate(a); !s) return cb(s);
     auto token = core::random_token();
     if (!token) return cb(token.status());
     submit(IssueTokenOp{std::move(a), std::move(cb), std::move(*token)});
   }
   void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override {
-    checked(ConsumeOp{std::move(a), std::move(cb)});
+    submit(ConsumeOp{std::move(a), std::move(cb)});
   }
   void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override {
-    checked(RestoreOp{std::move(a), std::move(cb)});
+    submit(RestoreOp{std::move(a), std::move(cb)});
   }
-  void do_lock(LockArgs a, Callback<LockOutcome> cb) override {
-    checked(LockOp{std::move(a), std::move(cb)});
-  }
+  void do_lock(LockArgs a, Callback<LockOutcome> cb) override { submit(LockOp{std::move(a), std::move(cb)}); }
   void do_unlock(UnlockArgs a, Callback<UnlockOutcome> cb) override {
-    checked(UnlockOp{std::move(a), std::move(cb)});
+    submit(UnlockOp{std::move(a), std::move(cb)});
   }
   void do_extend_lock(LockArgs a, Callback<LockExtendOutcome> cb) override {
-    checked(ExtendLockOp{std::move(a), std::move(cb)});
+    submit(ExtendLockOp{std::move(a), std::move(cb)});
   }
   void do_ping(Callback<Done> cb) override { submit(PingOp{{}, std::move(cb)}); }
 
  private:
   // ---- callers' side -------------------------------------------------------------------
-
-  template <class O>
-  void checked(O&& op) {
-    if (auto s = core::validate(op.args); !s) return op.cb(s);
-    submit(std::move(op));
-  }
 
   template <class O>
   void submit(O&& op) {
@@ -301,7 +296,16 @@ class SqliteStore final : public Store {
   }
   Status execute(ReleaseOp& op, TimePoint now) {
     if (auto s = load_record(op.args.scope, op.args.key); !s) return s;
-    return persist_record(core::apply_release(record_, op.args, now, op.out));
+    if (auto s = persist_record(core::apply_release(record_, op.args, now, op.out)); !s) return s;
+    if (!op.args.restore_token || op.out != ReleaseOutcome::released) return Status::ok();
+    // In the same transaction: the token is re-armed exactly when the claim went.
+    const std::string& token = op.args.restore_token->token;
+    if (auto s = load_token(op.args.scope, token); !s) return s;
+    return persist_token(core::apply_restore_after_release(token_, op.args, now), op.args.scope, token);
+  }
+  Status execute(AbandonOp& op, TimePoint now) {
+    if (auto s = load_record(op.args.scope, op.args.key); !s) return s;
+    return persist_record(core::apply_abandon(record_, op.args, now, op.out));
   }
   Status execute(ExtendOp& op, TimePoint now) {
     if (auto s = load_record(op.args.scope, op.args.key); !s) return s;
