@@ -60,11 +60,16 @@ void report(const Status& s, const std::string& uri) {
   std::cerr << "idem: " << redact_secrets(s.to_string(), uri) << "\n";
 }
 
-std::unique_ptr<Store> open_or_die(const std::string& uri) {
+// nullptr when the store cannot be opened (said on standard error); `exit_code` then tells
+// a configuration error (2: the store refused what it was asked to be, failed_precondition,
+// e.g. a Redis that may evict keys, or wrong credentials) from a runtime failure (1: e.g.
+// unreachable).
+std::unique_ptr<Store> open_or_die(const std::string& uri, int* exit_code = nullptr) {
   auto store = open_store(uri);
   if (!store) {
     std::cerr << "idem: cannot open store " << redact_uri(uri) << ": "
               << redact_secrets(store.status().to_string(), uri) << "\n";
+    if (exit_code) *exit_code = store.status().code() == StatusCode::failed_precondition ? kUsage : kRuntime;
     return nullptr;
   }
   return std::move(*store);
@@ -135,8 +140,9 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     std::cerr << "idem: " << e.what() << "\n";
     return kUsage;
   }
-  auto store = open_or_die(config.store);
-  if (!store) return kRuntime;
+  int open_failure = kRuntime;
+  auto store = open_or_die(config.store, &open_failure);
+  if (!store) return open_failure;
 
   IoPool pool(std::max(1u, std::thread::hardware_concurrency()));
   UpstreamClient upstream(*config.upstream, config.upstream_idle);

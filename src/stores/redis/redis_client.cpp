@@ -183,7 +183,8 @@ void Client::wait_for_replicas(Connection& on, CallPtr call, Reply reply) {
   const auto left =
       std::chrono::duration_cast<std::chrono::milliseconds>(call->deadline - SteadyClock::now());
   const std::string replicas = std::to_string(call->wait_replicas);
-  const std::string timeout = std::to_string(std::max<long long>(1, left.count()));  // 0 would block
+  // A quarter of the time left is kept for WAIT's answer to come back; 0 would block.
+  const std::string timeout = std::to_string(std::max<long long>(1, left.count() - left.count() / 4));
   auto wait = std::make_shared<Call>();
   wait->wire = format_command({"WAIT", replicas, timeout});
   wait->deadline = call->deadline;
