@@ -15,6 +15,7 @@
 
 #include "idem/open.h"
 #include "stores/redis/redis_uri.h"
+#include "testutil/eventually.h"
 #include "testutil/redis_server.h"
 
 namespace idem::testutil {
@@ -31,16 +32,6 @@ Result<std::unique_ptr<Store>> open(const std::string& uri, Duration op_timeout 
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
-}
-
-// Polls `done` every 20 ms until it holds or `limit` passes.
-bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit = 20s) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return done();
 }
 
 #define REQUIRE_STARTED(server) \

@@ -20,6 +20,7 @@
 #include "idem/open.h"
 #include "stores/redis/redis_uri.h"
 #include "testutil/backends.h"
+#include "testutil/eventually.h"
 #include "testutil/fault_proxy.h"
 #include "testutil/redis_server.h"
 
@@ -101,16 +102,6 @@ Rig postgres_setup() {
           (rest.find('?') == std::string::npos ? "?" : "&") + "table_prefix=idem_f" +
           std::to_string(::getpid()) + "_" + std::to_string(n++) + "_";
   return s;
-}
-
-// Polls `done` every 20 ms until it holds or `limit` passes.
-bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit = 20s) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return done();
 }
 
 // The calls under test, each with the state it needs and a way to tell whether it took
