@@ -203,5 +203,22 @@ TEST(RedisWait, ClaimsAndCommitsWaitForTheirReplicas) {
   EXPECT_TRUE(s.release({"s", "k4", k4->fence}).is_ok());
 }
 
+// On a cluster too: WAIT goes to the master that wrote. A one-node cluster has no replica,
+// so wait=1 is outcome unknown and wait=0 is not waited for.
+TEST(RedisWait, ClusterMastersWaitToo) {
+  RedisServer node({"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"});
+  REQUIRE_STARTED(node);
+  node.command({"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
+  ASSERT_TRUE(eventually([&] { return contains(node.command({"CLUSTER", "INFO"}), "cluster_state:ok"); }));
+  auto waiting = open("redis-cluster://" + node.address() + "?wait=1", 500ms);
+  ASSERT_TRUE(waiting.is_ok()) << waiting.status().to_string();
+  auto unknown = (*waiting)->begin({"s", "k", "fp", 60s, 60s});
+  EXPECT_EQ(unknown.status().code(), StatusCode::deadline_exceeded) << unknown.status().to_string();
+  EXPECT_TRUE(contains(unknown.status().message(), "0 of 1 replicas")) << unknown.status().message();
+  auto plain = open("redis-cluster://" + node.address() + "?wait=0");
+  ASSERT_TRUE(plain.is_ok());
+  EXPECT_EQ((*plain)->begin({"s", "k", "fp", 60s, 60s}).value().kind, Kind::in_progress);  // it was applied
+}
+
 }  // namespace
 }  // namespace idem::testutil
