@@ -1,9 +1,11 @@
 // Errors as values at module boundaries.
 //
 // A Status says what the caller should do next, not which driver call failed:
-//   unavailable        the store could not be reached or was busy; retrying this call is safe.
-//   deadline_exceeded  the call may or may not have taken effect: the outcome is unknown.
-//                      Never treat it as "not done".
+//   unavailable        the call was not applied (never sent, refused, or the store proved
+//                      that it did nothing); retrying this call is safe.
+//   deadline_exceeded  the call was sent and no answer came: it may or may not have taken
+//                      effect, the outcome is unknown. Never treat it as "not done"
+//                      (docs/stores.md says what to read before going on).
 //   failed_precondition the state must be fixed first (e.g. a read-only database file).
 //   invalid_argument   the request itself is wrong (bad URI, empty key, zero lease).
 //   internal           a bug or an unexpected condition; the message says which.

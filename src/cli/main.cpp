@@ -61,6 +61,10 @@ void report(const Status& s, const std::string& uri) {
   std::cerr << "idem: " << redact_secrets(s.to_string(), uri) << "\n";
 }
 
+// nullptr when the store cannot be opened (said on standard error); `exit_code` then tells
+// a configuration error (2: the store refused what it was asked to be, failed_precondition,
+// e.g. a Redis that may evict keys, or wrong credentials) from a runtime failure (1: e.g.
+// unreachable).
 std::unique_ptr<Store> open_or_die(const std::string& uri) {
   auto store = open_store(uri);
   if (!store) {
@@ -139,7 +143,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   // A store that cannot be reached now does not stop the gateway (docs/admin.md, "When
   // the store is down"): it serves, /readyz says 503 and protected requests follow
   // on_store_error, while the store is opened again in the background. A store that
-  // refuses what it was given (a malformed URI, a database file that is not one) does.
+  // refuses what it was given (a malformed URI, a Redis that may evict keys) does.
   std::unique_ptr<Store> store;
   if (auto opened = open_store(config.store)) {
     store = std::move(*opened);
@@ -159,7 +163,9 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   } else {
     std::cerr << "idem: cannot open store " << redact_uri(config.store) << ": "
               << redact_secrets(opened.status().to_string(), config.store) << "\n";
-    return code == StatusCode::invalid_argument ? kUsage : kRuntime;
+    // A malformed URI, or a store that refuses its configuration (wrong credentials, a
+    // Redis that may evict keys: docs/stores.md) is a configuration error.
+    return code == StatusCode::invalid_argument || code == StatusCode::failed_precondition ? kUsage : kRuntime;
   }
 
   IoPool pool(std::max(1u, std::thread::hardware_concurrency()));

@@ -7,11 +7,13 @@
 // wait for the batch's Sync: a `committed` is acknowledged only once the server has
 // committed it (synchronous_commit, I8). Several batches may be in flight per connection.
 //
-// Failures: a statement error rolls its batch back and fails its operations (nothing
-// happened; unavailable for transient causes); a broken connection fails the operations in
-// flight on it (unavailable: the outcome is unknown) and reconnects with backoff; an
-// operation with no answer within op_timeout fails deadline_exceeded and its connection
-// is replaced (the server cancels the stuck statement by statement_timeout). Callbacks run
+// Failures (docs/stores.md): a statement error rolls its batch back and fails its
+// operations (nothing happened; unavailable for transient causes such as a serialization
+// failure); an operation never sent (no connection within op_timeout, a send that failed
+// before its Sync) is unavailable; a connection lost after sending, or no answer within
+// op_timeout, fails the operations in flight on it with deadline_exceeded (the outcome is
+// unknown) and the connection is replaced with backoff (the server cancels a stuck
+// statement by statement_timeout). Callbacks run
 // on the io thread, never under a lock, exactly once.
 #include "stores/postgres/postgres_store.h"
 
@@ -294,8 +296,14 @@ class PostgresStore final : public Store {
                                          formats.data(), /*resultFormat=*/1) == 1;
     }
     sent = sent && PQpipelineSync(c.pg) == 1;
+    if (!sent) {
+      // Without its Sync the batch's transaction cannot have committed: nothing applied.
+      const std::string reason = PQerrorMessage(c.pg);
+      for (auto& op : batch.ops)
+        op->fail(unavailable(target_.message("not sent; nothing was applied", reason)));
+      return broken(c, "connection lost", reason);
+    }
     c.inflight.push_back(std::move(batch));
-    if (!sent) return broken(c, unavailable(target_.message("cannot send", PQerrorMessage(c.pg))));
     flush(c);
   }
 
@@ -390,21 +398,27 @@ class PostgresStore final : public Store {
   void start_reading(Connection& c) {
     if (c.reading) return;
     c.reading = true;
-    c.socket.async_wait(
-        asio::posix::stream_descriptor::wait_read, [this, &c, gen = c.gen](boost::system::error_code ec) {
-          if (ec || gen != c.gen) return;
-          c.reading = false;
-          if (PQconsumeInput(c.pg) != 1 || PQstatus(c.pg) == CONNECTION_BAD) {
-            return broken(c, unavailable(target_.message("connection lost", PQerrorMessage(c.pg))));
-          }
-          process_results(c);
-          if (gen == c.gen) start_reading(c);
-        });
+    c.socket.async_wait(asio::posix::stream_descriptor::wait_read,
+                        [this, &c, gen = c.gen](boost::system::error_code ec) {
+                          if (ec || gen != c.gen) return;
+                          c.reading = false;
+                          if (PQconsumeInput(c.pg) != 1 || PQstatus(c.pg) == CONNECTION_BAD) {
+                            // What arrived before the end still counts: a server that
+                            // terminates the session says so first (57P01), and the batch
+                            // that error aborted applied nothing.
+                            const std::string reason = PQerrorMessage(c.pg);
+                            process_results(c);
+                            if (gen == c.gen) broken(c, "connection lost", reason);
+                            return;
+                          }
+                          process_results(c);
+                          if (gen == c.gen) start_reading(c);
+                        });
   }
 
   void flush(Connection& c) {
     const int r = PQflush(c.pg);
-    if (r < 0) return broken(c, unavailable(target_.message("connection lost", PQerrorMessage(c.pg))));
+    if (r < 0) return broken(c, "connection lost", PQerrorMessage(c.pg));
     if (r == 0 || c.writing) return;
     c.writing = true;
     c.socket.async_wait(asio::posix::stream_descriptor::wait_write,
@@ -441,6 +455,9 @@ class PostgresStore final : public Store {
     if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
       if (at < b.ops.size() && !b.ops[at]->answered()) b.ops[at]->read(res);
     } else if (status != PGRES_PIPELINE_ABORTED && b.error.is_ok()) {
+      // libpq's own report of a lost connection (no SQLSTATE) proves nothing about the
+      // batch: broken() answers it as outcome unknown.
+      if (PQstatus(c.pg) == CONNECTION_BAD && !PQresultErrorField(res, PG_DIAG_SQLSTATE)) return;
       b.error =
           target_.statement_error(res, b.setup > 0 ? "cannot set up the connection" : "statement failed");
       b.error_at = at;
@@ -489,8 +506,8 @@ class PostgresStore final : public Store {
 
   // Fails the operations in flight (their outcome is unknown), closes the connection and
   // reconnects after a short pause.
-  void broken(Connection& c, Status why) {
-    fail_inflight(c, why);
+  void broken(Connection& c, std::string_view what, std::string_view reason) {
+    fail_inflight(c, what, reason);
     close(c);
     reconnect_later(c, false);
     maybe_stop();
@@ -498,18 +515,31 @@ class PostgresStore final : public Store {
 
   void connect_failed(Connection& c, Status why) {
     last_error_ = why;
-    fail_inflight(c, why);
+    fail_inflight(c, "cannot connect", why.message());
     close(c);
     reconnect_later(c, true);
     fail_queue_if_unreachable();
     maybe_stop();
   }
 
-  void fail_inflight(Connection& c, const Status& why) {
+  // The connection ended with these batches sent and not answered. A batch whose
+  // transaction had already failed rolled back: nothing of it was applied. Any other may
+  // have committed just before the answer was lost: its outcome is unknown
+  // (docs/stores.md, "When a store call fails").
+  void fail_inflight(Connection& c, std::string_view what, std::string_view reason) {
     auto batches = std::move(c.inflight);
     c.inflight.clear();
     for (auto& b : batches) {
-      for (auto& op : b.ops) op->fail(why);
+      for (std::size_t i = 0; i < b.ops.size(); ++i) {
+        if (!b.error.is_ok()) {
+          b.ops[i]->fail(i == b.error_at ? b.error
+                                         : unavailable(target_.message(
+                                               "rolled back with its batch; nothing was applied", reason)));
+        } else {
+          b.ops[i]->fail(deadline_exceeded(
+              target_.message(std::string(what) + " after sending; the outcome is unknown", reason)));
+        }
+      }
     }
   }
 
@@ -561,8 +591,7 @@ class PostgresStore final : public Store {
         continue;
       }
       if (!overdue(*c, now)) continue;
-      fail_inflight(*c, deadline_exceeded(target_.message("no answer within op_timeout",
-                                                          "the outcome of the call is unknown")));
+      fail_inflight(*c, "no answer within op_timeout", "the server may still run it");
       close(*c);
       reconnect_later(*c, false);
     }

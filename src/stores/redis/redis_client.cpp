@@ -85,6 +85,23 @@ void Client::start(CallPtr call) {
   dispatch(std::move(call));
 }
 
+void Client::start_pinned(Connection& to, CallPtr call) {
+  call->pinned = true;
+  ++outstanding_;
+  deadlines_.push_back(call);
+  arm_deadline();
+  to.send(std::move(call));
+}
+
+std::vector<Connection*> Client::masters() {
+  if (!config_.cluster) return {pool_.front().get()};
+  std::vector<Connection*> out;
+  for (Connection* c : slots_) {
+    if (c && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  return out;
+}
+
 void Client::shutdown(std::function<void()> stopped) {
   closing_ = true;
   on_stopped_ = std::move(stopped);
@@ -152,7 +169,45 @@ void Client::on_reply(Connection& from, CallPtr call, Reply reply) {
     }
   }
   retry_delay_ = kMinRetryDelay;
+  if (call->wait_replicas > 0 && reply->type != REDIS_REPLY_ERROR && call->needs_wait &&
+      call->needs_wait(*reply)) {
+    return wait_for_replicas(from, std::move(call), std::move(reply));
+  }
   finish(*call, std::move(reply));
+}
+
+// WAIT N ms on the connection that ran the write: WAIT counts the replicas that have every
+// write of this connection so far. Fewer than N by the deadline: the write is on the
+// master but a failover may lose it, so the outcome is unknown (docs/stores.md).
+void Client::wait_for_replicas(Connection& on, CallPtr call, Reply reply) {
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(call->deadline - SteadyClock::now());
+  const std::string replicas = std::to_string(call->wait_replicas);
+  // A quarter of the time left is kept for WAIT's answer to come back; 0 would block.
+  const std::string timeout = std::to_string(std::max<long long>(1, left.count() - left.count() / 4));
+  auto wait = std::make_shared<Call>();
+  wait->wire = format_command({"WAIT", replicas, timeout});
+  wait->deadline = call->deadline;
+  call->awaiting_replicas = true;
+  wait->complete = [this, call, reply = std::move(reply), node = on.name()](Result<Reply> r) mutable {
+    if (r && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer >= call->wait_replicas) {
+      return finish(*call, std::move(reply));
+    }
+    std::string why;
+    if (!r) {
+      why = r.status().message();
+    } else if ((*r)->type == REDIS_REPLY_INTEGER) {
+      why = "only " + std::to_string((*r)->integer) + " of " + std::to_string(call->wait_replicas) +
+            " replicas acknowledged it within op_timeout (" + millis(op_timeout_) + ")";
+    } else {
+      why = "WAIT failed: " + ((*r)->type == REDIS_REPLY_ERROR ? std::string((*r)->str, (*r)->len)
+                                                               : std::string("unexpected reply"));
+    }
+    finish(*call, deadline_exceeded(description_ + ": the write was applied on " + node +
+                                    " but may be lost in a failover, so the outcome is unknown (wait=" +
+                                    std::to_string(call->wait_replicas) + ": " + why + ")"));
+  };
+  start_pinned(on, std::move(wait));
 }
 
 // "MOVED 3999 127.0.0.1:6381" (the slot lives there now) or "ASK 3999 127.0.0.1:6381"
@@ -193,9 +248,11 @@ void Client::redirect(Connection& from, CallPtr call, std::string_view error) {
 void Client::on_down(Connection& from, std::vector<CallPtr> unsent, std::vector<CallPtr> written,
                      Status why) {
   last_error_ = why.message();
+  // Written and not answered: the server may have run it (docs/stores.md).
   for (CallPtr& c : written) {
-    finish(*c, unavailable(description_ + ": lost the connection to " + from.name() +
-                           " after sending the command, so its outcome is unknown (" + why.message() + ")"));
+    finish(*c,
+           deadline_exceeded(description_ + ": lost the connection to " + from.name() +
+                             " after sending the command; the outcome is unknown (" + why.message() + ")"));
   }
   slots_stale_ = true;
   for (CallPtr& c : unsent) {
@@ -253,13 +310,9 @@ void Client::refresh_slots() {
   Connection& to = connection_for(candidates[refresh_turn_++ % candidates.size()]);
   auto call = std::make_shared<Call>();
   call->wire = format_command({"CLUSTER", "SLOTS"});
-  call->pinned = true;
   call->deadline = SteadyClock::now() + op_timeout_;
   call->complete = [this, &to](Result<Reply> r) { on_slots(to, std::move(r)); };
-  ++outstanding_;
-  deadlines_.push_back(call);
-  arm_deadline();
-  to.send(std::move(call));
+  start_pinned(to, std::move(call));
 }
 
 // CLUSTER SLOTS: [[start, end, [host, port, id...], replicas...], ...]
@@ -328,7 +381,10 @@ void Client::expire() {
   const auto now = SteadyClock::now();
   std::vector<CallPtr> expired;
   while (!deadlines_.empty() && (deadlines_.front()->done || deadlines_.front()->deadline <= now)) {
-    if (!deadlines_.front()->done) expired.push_back(std::move(deadlines_.front()));
+    // A call waiting for its replicas is answered by its WAIT, whose deadline is the same.
+    if (!deadlines_.front()->done && !deadlines_.front()->awaiting_replicas) {
+      expired.push_back(std::move(deadlines_.front()));
+    }
     deadlines_.pop_front();
   }
   for (CallPtr& c : expired) {
@@ -336,8 +392,8 @@ void Client::expire() {
       finish(*c, deadline_exceeded(description_ + ": no answer within op_timeout (" + millis(op_timeout_) +
                                    "); the outcome is unknown"));
     } else {
-      finish(*c, unavailable(description_ + ": not sent within op_timeout (" + millis(op_timeout_) + ")" +
-                             (last_error_.empty() ? "" : ": " + last_error_)));
+      finish(*c, unavailable(description_ + ": not sent within op_timeout (" + millis(op_timeout_) +
+                             "); nothing was applied" + (last_error_.empty() ? "" : ": " + last_error_)));
     }
   }
   arm_deadline();

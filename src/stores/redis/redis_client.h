@@ -4,13 +4,14 @@
 // redis-cluster:// (the map from CLUSTER SLOTS; MOVED and ASK followed; the map refreshed
 // after a redirect, a lost connection or CLUSTERDOWN, so a failover is survived).
 //
-// Every call is answered exactly once: by its reply; by `unavailable` when it could not
-// be sent before its deadline, or when the connection broke after it was sent (then the
-// message says that the outcome is unknown); by `deadline_exceeded` when it was sent but
-// not answered in time (outcome unknown). Calls that cannot go anywhere yet wait and are
-// retried with backoff until their deadline. Replies proving that a command did not run
-// (NOSCRIPT, MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING...) lead to a retry, never to an
-// answer.
+// Every call is answered exactly once (docs/stores.md, "When a store call fails"): by its
+// reply; by `unavailable` when it was not applied — it could not be written before its
+// deadline (no connection, refused, or every try answered by an error proving that it did
+// not run); by `deadline_exceeded` when its bytes were written and no answer came — the
+// deadline passed or the connection broke — so it may have run. Calls that cannot go
+// anywhere yet wait and are retried with backoff until their deadline. Replies proving
+// that a command did not run (NOSCRIPT, MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING,
+// READONLY...) lead to a retry, never to an answer.
 //
 // Thread safety: none; it lives on one io_context thread, and completes calls there.
 #pragma once
@@ -34,6 +35,10 @@ class Client final : public ConnectionEvents {
 
   // Sends the call (its deadline set) and answers it through call->complete.
   void start(CallPtr call);
+  // The same, on this connection only (never rerouted): CLUSTER SLOTS, WAIT, INFO.
+  void start_pinned(Connection& to, CallPtr call);
+  // The connection to the one node of redis://, or to each master of the current slot map.
+  std::vector<Connection*> masters();
   // Refuses new calls; once every call is answered, closes the connections and runs
   // `stopped`.
   void shutdown(std::function<void()> stopped);
@@ -50,6 +55,7 @@ class Client final : public ConnectionEvents {
   Connection* route(const Call& call);
   Connection& connection_for(const Endpoint& e);
   void redirect(Connection& from, CallPtr call, std::string_view error);
+  void wait_for_replicas(Connection& on, CallPtr call, Reply reply);
   void finish(Call& call, Result<Reply> result);
 
   void park(CallPtr call);

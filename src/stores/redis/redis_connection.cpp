@@ -233,17 +233,41 @@ void Connection::write_some() {
   // The batch rides along so that the bytes stay alive until the write is over.
   asio::async_write(
       socket_, buffers,
-      [this, gen = generation_, batch = std::move(batch)](boost::system::error_code ec, std::size_t) {
+      [this, gen = generation_, batch = std::move(batch)](boost::system::error_code ec, std::size_t written) {
         if (gen != generation_) return;
         writing_ = false;
         if (ec) {
           write_error_ = "write: " + ec.message();
+          take_back_unwritten(batch, written);
           boost::system::error_code ignored;
           socket_.close(ignored);
           return;
         }
         write_some();
       });
+}
+
+// After a failed write: the calls of `batch` none of whose bytes went out (past `written`)
+// were never sent, so they go back to the queue (unavailable if they find no other way,
+// never outcome unknown).
+void Connection::take_back_unwritten(const std::vector<CallPtr>& batch, std::size_t written) {
+  std::size_t offset = 0, first_unwritten = batch.size();
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (offset >= written) {
+      first_unwritten = i;
+      break;
+    }
+    offset += (batch[i]->asked ? kAsking.size() : 0) + batch[i]->bytes().size();
+  }
+  // They are the last of inflight_, each after its ASKING (nullptr) if it had one.
+  for (std::size_t i = batch.size(); i-- > first_unwritten;) {
+    const CallPtr& c = batch[i];
+    if (!inflight_.empty() && inflight_.back() == c) inflight_.pop_back();
+    if (c->asked && !inflight_.empty() && !inflight_.back()) inflight_.pop_back();
+    c->sent = false;
+    c->asking = std::exchange(c->asked, false);
+    unsent_.push_front(c);
+  }
 }
 
 }  // namespace idem::redis

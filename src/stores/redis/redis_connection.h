@@ -2,7 +2,8 @@
 // (one gather write), and replies are matched to them in order (FIFO), parsed by hiredis's
 // reader. The connection connects on demand, authenticates and selects the database
 // before anything else, and on any failure hands its calls back to its owner
-// (ConnectionEvents): those never written may go elsewhere; those written are in doubt.
+// (ConnectionEvents): those none of whose bytes were written may go elsewhere; those
+// written, wholly or in part, are in doubt (their outcome is unknown).
 // It retries nothing by itself: the owner (redis_client.h) decides about backoff and
 // redirection.
 //
@@ -53,6 +54,11 @@ struct Call {
   bool sent = false;               // written, and no answer proved that it did not run
   bool done = false;               // answered: later replies and deadlines are ignored
   int redirects = 0;               // MOVED/ASK followed so far
+  // wait=N: after a reply for which needs_wait() holds (a claim, a commit), WAIT for N
+  // replicas on the connection that ran it before answering.
+  int wait_replicas = 0;
+  bool (*needs_wait)(const redisReply&) = nullptr;
+  bool awaiting_replicas = false;  // its WAIT is out: that call answers it
   SteadyClock::time_point deadline;
   detail::UniqueFunction<void(Result<Reply>)> complete;
 
@@ -105,6 +111,7 @@ class Connection {
   asio::awaitable<Status> serve();
   Status drain_replies();
   void write_some();
+  void take_back_unwritten(const std::vector<CallPtr>& batch, std::size_t written);
   Status error(const std::string& what) const;
 
   struct ReaderDeleter {

@@ -6,6 +6,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <charconv>
+#include <future>
 #include <thread>
 
 #include "core/state_machine.h"
@@ -102,11 +103,30 @@ Result<LockOutcome> parse_lock(const redisReply& r) {
 
 std::string micros(Duration d) { return std::to_string(d.count()); }
 
+// The replies that wrote what a failover must not lose (wait=N): a claim, a commit.
+bool acquired(const redisReply& r) {
+  const redisReply* kind = at(r, 0);
+  return is_int(kind) && kind->integer == 0;
+}
+bool committed(const redisReply& r) { return is_int(&r) && r.integer == 1; }
+
+// "maxmemory_policy:allkeys-lru\r\n" in INFO memory; empty when absent.
+std::string maxmemory_policy(const redisReply& info) {
+  if (info.type != REDIS_REPLY_STRING) return {};
+  const std::string_view text(info.str, info.len);
+  constexpr std::string_view kField = "maxmemory_policy:";
+  const auto at = text.find(kField);
+  if (at == std::string_view::npos) return {};
+  const auto from = at + kField.size();
+  return std::string(text.substr(from, text.find_first_of("\r\n", from) - from));
+}
+
 class RedisStore final : public Store {
  public:
   RedisStore(Config config, const StoreOptions& options)
       : cluster_(config.cluster),
         prefix_(config.prefix),
+        wait_replicas_(config.wait_replicas),
         op_timeout_(options.op_timeout),
         work_(asio::make_work_guard(io_)),
         client_(io_, std::move(config), options.op_timeout) {
@@ -126,19 +146,53 @@ class RedisStore final : public Store {
     return cluster_ ? kCluster : kRedis;
   }
 
+  // Refuses a server that may evict keys (maxmemory-policy other than noeviction): an
+  // evicted record is a duplicate execution. Every master of a cluster is asked. INFO, not
+  // CONFIG GET: managed Redis services allow the first where they disable the second.
+  Status refuse_eviction() {
+    struct Gather {
+      std::vector<std::string> names;
+      std::vector<Result<Reply>> replies;
+      std::size_t left = 0;
+      std::promise<Status> done;
+    };
+    auto g = std::make_shared<Gather>();
+    auto answer = g->done.get_future();
+    asio::post(io_, [this, g] {
+      const auto masters = client_.masters();
+      g->left = masters.size();
+      if (masters.empty()) return g->done.set_value(unavailable(client_.describe() + ": no master is known"));
+      for (Connection* m : masters) {
+        g->names.push_back(m->name());
+        g->replies.emplace_back(unavailable("no answer"));
+      }
+      for (std::size_t i = 0; i < masters.size(); ++i) {
+        auto call = std::make_shared<Call>();
+        call->wire = format_command({"INFO", "memory"});
+        call->deadline = SteadyClock::now() + op_timeout_;
+        call->complete = [this, g, i](Result<Reply> r) {
+          g->replies[i] = std::move(r);
+          if (--g->left == 0) g->done.set_value(judge_eviction(g->names, g->replies));
+        };
+        client_.start_pinned(*masters[i], std::move(call));
+      }
+    });
+    return answer.get();
+  }
+
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
     const auto k = record_keys(prefix_, a.scope, a.key);
     const std::string lease = micros(a.lease), retention = micros(a.retention);
     eval(scripts().begin, {k.main, k.fence}, {a.fingerprint, lease, retention, a.owner}, std::move(cb),
-         parse_begin);
+         parse_begin, &acquired);
   }
 
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
     const auto k = record_keys(prefix_, a.scope, a.key);
     const std::string fence = std::to_string(a.fence), retention = micros(a.retention);
     eval(scripts().commit, {k.main, k.fence}, {fence, a.result, retention}, std::move(cb),
-         flag(CommitOutcome::committed, CommitOutcome::fenced, "commit"));
+         flag(CommitOutcome::committed, CommitOutcome::fenced, "commit"), &committed);
   }
 
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
@@ -235,22 +289,29 @@ class RedisStore final : public Store {
   // EVALSHA script numkeys keys... args...: all keys share one slot (redis_keys.h).
   template <class T, class Parse>
   void eval(const Script& script, std::initializer_list<std::string_view> keys,
-            std::initializer_list<std::string_view> args, Callback<T> cb, Parse parse) {
+            std::initializer_list<std::string_view> args, Callback<T> cb, Parse parse,
+            bool (*needs_wait)(const redisReply&) = nullptr) {
     std::vector<std::string_view> argv;
     argv.reserve(3 + keys.size() + args.size());
     const std::string numkeys = std::to_string(keys.size());
     argv.insert(argv.end(), {"EVALSHA", script.sha1, numkeys});
     argv.insert(argv.end(), keys);
     argv.insert(argv.end(), args);
-    submit(format_command(argv), &script, key_slot(*keys.begin()), std::move(cb), std::move(parse));
+    submit(format_command(argv), &script, key_slot(*keys.begin()), std::move(cb), std::move(parse),
+           needs_wait);
   }
 
   template <class T, class Parse>
-  void submit(std::string wire, const Script* script, int slot, Callback<T> cb, Parse parse) {
+  void submit(std::string wire, const Script* script, int slot, Callback<T> cb, Parse parse,
+              bool (*needs_wait)(const redisReply&) = nullptr) {
     auto call = std::make_shared<Call>();
     call->wire = std::move(wire);
     call->script = script;
     call->slot = slot;
+    if (needs_wait) {
+      call->wait_replicas = wait_replicas_;
+      call->needs_wait = needs_wait;
+    }
     call->deadline = SteadyClock::now() + op_timeout_;
     call->complete = [this, cb = std::move(cb), parse = std::move(parse), script](Result<Reply> r) mutable {
       if (!r) return cb(r.status());
@@ -259,6 +320,29 @@ class RedisStore final : public Store {
       cb(parse(reply));
     };
     asio::post(io_, [this, call = std::move(call)]() mutable { client_.start(std::move(call)); });
+  }
+
+  Status judge_eviction(const std::vector<std::string>& names,
+                        const std::vector<Result<Reply>>& replies) const {
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      if (!replies[i]) return replies[i].status();
+      const redisReply& r = **replies[i];
+      const std::string where = (cluster_ ? "redis-cluster master " : "redis ") + names[i];
+      const std::string policy = maxmemory_policy(r);
+      if (policy == "noeviction") continue;
+      const std::string found =
+          r.type == REDIS_REPLY_ERROR
+              ? "cannot read maxmemory-policy (INFO memory failed: " + std::string(r.str, r.len) + ")"
+          : policy.empty() ? "cannot read maxmemory-policy (INFO memory does not show maxmemory_policy)"
+                           : "maxmemory-policy is " + policy;
+      return failed_precondition(
+          where + ": " + found +
+          ", so Redis may evict idempotency records under memory pressure, and an evicted record "
+          "is a duplicate execution. Set maxmemory-policy to noeviction (CONFIG SET maxmemory-policy "
+          "noeviction, or maxmemory-policy noeviction in redis.conf), or accept the risk with "
+          "?allow_eviction=true in the store URI");
+    }
+    return Status::ok();
   }
 
   // A server's error reply: authentication and permissions are the configuration's to fix;
@@ -274,6 +358,7 @@ class RedisStore final : public Store {
 
   const bool cluster_;
   const std::string prefix_;
+  const int wait_replicas_;
   const Duration op_timeout_;
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
@@ -287,8 +372,12 @@ Result<std::unique_ptr<Store>> open(std::string_view uri, const StoreOptions& op
   auto config = parse_uri(uri);
   if (!config) return config.status();
   if (options.op_timeout.count() <= 0) return invalid_argument("redis: op_timeout must be greater than 0");
+  const bool allow_eviction = config->allow_eviction;
   auto store = std::make_unique<RedisStore>(std::move(*config), options);
   if (auto ping = store->ping(); !ping) return ping.status();
+  if (!allow_eviction) {
+    if (auto s = store->refuse_eviction(); !s) return s;
+  }
   return std::unique_ptr<Store>(std::move(store));
 }
 

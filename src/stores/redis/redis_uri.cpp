@@ -11,7 +11,8 @@ namespace {
 Status bad(std::string_view uri, const std::string& what) {
   return invalid_argument("redis: " + redact_secrets(what, uri) + " in store URI '" + redact_uri(uri) +
                           "' (expected redis://[user:pass@]host:port[/db][?prefix=P] or "
-                          "redis-cluster://host:port[,host:port...][?prefix=P])");
+                          "redis-cluster://host:port[,host:port...][?prefix=P]; more parameters: "
+                          "allow_eviction=true, wait=N)");
 }
 
 int hex_value(char c) {
@@ -76,10 +77,29 @@ Status parse_query(std::string_view uri, std::string_view query, Config& c) {
     const std::string_view param = query.substr(0, amp);
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     const auto eq = param.find('=');
-    if (param.substr(0, eq) != "prefix" || eq == std::string_view::npos) {
-      return bad(uri, "unknown parameter '" + std::string(param) + "' (the one parameter is prefix=...)");
+    const std::string_view name = param.substr(0, eq);
+    const std::string_view value = eq == std::string_view::npos ? std::string_view() : param.substr(eq + 1);
+    if (eq == std::string_view::npos || (name != "prefix" && name != "allow_eviction" && name != "wait")) {
+      return bad(uri, "unknown parameter '" + std::string(param) +
+                          "' (the parameters are prefix=..., allow_eviction=true|false and wait=N)");
     }
-    if (!percent_decode(param.substr(eq + 1), c.prefix)) return bad(uri, "bad %-escape in the prefix");
+    if (name == "allow_eviction") {
+      if (value != "true" && value != "false") {
+        return bad(uri, "allow_eviction='" + std::string(value) + "' is not true or false");
+      }
+      c.allow_eviction = value == "true";
+      continue;
+    }
+    if (name == "wait") {
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), c.wait_replicas);
+      if (value.empty() || ec != std::errc() || end != value.data() + value.size() || c.wait_replicas < 0 ||
+          c.wait_replicas > kMaxWaitReplicas) {
+        return bad(uri, "wait='" + std::string(value) + "' is not a number of replicas from 0 to " +
+                            std::to_string(kMaxWaitReplicas));
+      }
+      continue;
+    }
+    if (!percent_decode(value, c.prefix)) return bad(uri, "bad %-escape in the prefix");
     if (c.prefix.find_first_of("{}") != std::string::npos) {
       return bad(uri, "the prefix '" + c.prefix + "' contains '{' or '}' (they would break hash tags)");
     }

@@ -122,7 +122,14 @@ Status Database::begin_transaction() {
 
 Status Database::commit() {
   Use q(commit_);
-  return run(q.get(), "commit");
+  const int rc = sqlite3_step(q.get());
+  if (rc == SQLITE_DONE) return Status::ok();
+  Status s = error(rc, "commit");
+  // An I/O error while COMMIT writes or syncs the WAL: the commit frame may be on disk, and
+  // the next opening of the file may recover the transaction. Unlike every other failure,
+  // this one leaves the outcome unknown (docs/stores.md).
+  if ((rc & 0xff) == SQLITE_IOERR) return deadline_exceeded(s.message() + "; the outcome is unknown");
+  return s;
 }
 
 void Database::rollback() noexcept {

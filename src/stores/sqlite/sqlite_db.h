@@ -76,6 +76,7 @@ class Database {
   Result<bool> changed_by_others();
 
   Status begin_transaction();  // BEGIN IMMEDIATE
+  // deadline_exceeded for an I/O error: the WAL may hold the commit (the outcome is unknown).
   Status commit();
   // Rolls back the open transaction, if any; never fails.
   void rollback() noexcept;
@@ -151,7 +152,9 @@ class Database {
 
 // The one translation of SQLite result codes into Statuses (STYLE: errors are values,
 // translated once per backend):
-//   BUSY, LOCKED, IOERR, FULL, NOMEM, PROTOCOL      → unavailable (nothing happened; retry)
+//   BUSY, LOCKED, IOERR, FULL, NOMEM, PROTOCOL      → unavailable (nothing happened; retry),
+//                                                     but IOERR from COMMIT → deadline_exceeded
+//                                                     (Database::commit: the outcome is unknown)
 //   CANTOPEN, READONLY, NOTADB, CORRUPT, PERM, AUTH → failed_precondition (fix the file)
 //   TOOBIG                                          → invalid_argument
 //   anything else                                   → internal
