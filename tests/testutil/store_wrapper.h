@@ -34,6 +34,7 @@ class StoreWrapper : public Store {
   }
   void do_remove(RecordId id, Callback<bool> cb) override { inner_->remove(std::move(id), std::move(cb)); }
   void do_sweep(Callback<std::uint64_t> cb) override { inner_->sweep(std::move(cb)); }
+  void do_list(ListArgs a, Callback<ListPage> cb) override { inner_->list(std::move(a), std::move(cb)); }
   void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
     inner_->issue_token(std::move(a), std::move(cb));
   }
