@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/listing.h"
 #include "core/state_machine.h"
 
 namespace idem {
@@ -51,6 +52,7 @@ IDEM_OPERATION(ReleaseOutcome, abandon, AbandonArgs)
 IDEM_OPERATION(ExtendOutcome, extend, ExtendArgs)
 IDEM_OPERATION(std::optional<Record>, get, RecordId)
 IDEM_OPERATION(bool, remove, RecordId)
+IDEM_OPERATION(ListPage, list, ListArgs)
 IDEM_OPERATION(std::string, issue_token, IssueTokenArgs)
 IDEM_OPERATION(ConsumeOutcome, consume_token, TokenArgs)
 IDEM_OPERATION(RestoreOutcome, restore_token, RestoreTokenArgs)

@@ -27,6 +27,7 @@
 
 #include "idem/clock.h"
 #include "idem/detail/unique_function.h"
+#include "idem/listing.h"
 #include "idem/operations.h"
 #include "idem/record.h"
 #include "idem/status.h"
@@ -42,6 +43,7 @@ struct StoreTraits {
   bool native_expiry = false;       // expired records vanish without sweep()
   bool durable = false;             // a committed result survives a crash of the process
   bool controllable_clock = false;  // uses the Clock given at open (tests may inject one)
+  bool ordered_list = false;        // list() pages newest first by a keyset cursor
 };
 
 class Store {
@@ -73,6 +75,14 @@ class Store {
   void remove(RecordId id, Callback<bool> cb);
   // sweep: delete expired records, tokens and locks; returns how many records went.
   void sweep(Callback<std::uint64_t> cb) { do_sweep(std::move(cb)); }
+  // list: one page of live records matching the filters (listing.h). SQLite, PostgreSQL and
+  // memory order newest first (latest expires_at, then scope and key) and page by a keyset
+  // cursor, so records written while an operator pages never shift a page; Redis pages in
+  // SCAN order (unordered; a record changed or written while paging may be missed or shown
+  // twice). A page may hold fewer than `limit` records while more follow: only an empty
+  // next_cursor ends the listing. Each call does bounded work. invalid_argument: a limit
+  // outside 1..kMaxListLimit, a cursor this store did not hand out.
+  void list(ListArgs a, Callback<ListPage> cb);
 
   // ---- one-time tokens --------------------------------------------------------------
   // issue_token: ≥128 random bits as URL-safe text, valid for ttl, bound to scope.
@@ -106,6 +116,7 @@ class Store {
   Result<std::optional<Record>> get(RecordId id);
   Result<bool> remove(RecordId id);
   Result<std::uint64_t> sweep();
+  Result<ListPage> list(ListArgs a);
   Result<std::string> issue_token(IssueTokenArgs a);
   Result<ConsumeOutcome> consume_token(TokenArgs a);
   Result<RestoreOutcome> restore_token(RestoreTokenArgs a);
@@ -123,6 +134,7 @@ class Store {
   virtual void do_get(RecordId, Callback<std::optional<Record>>) = 0;
   virtual void do_remove(RecordId, Callback<bool>) = 0;
   virtual void do_sweep(Callback<std::uint64_t>) = 0;
+  virtual void do_list(ListArgs, Callback<ListPage>) = 0;
   virtual void do_issue_token(IssueTokenArgs, Callback<std::string>) = 0;
   virtual void do_consume_token(TokenArgs, Callback<ConsumeOutcome>) = 0;
   virtual void do_restore_token(RestoreTokenArgs, Callback<RestoreOutcome>) = 0;

@@ -48,6 +48,7 @@ class StoreWrapper : public Store {
   }
   void do_remove(RecordId id, Callback<bool> cb) override { target_->remove(std::move(id), std::move(cb)); }
   void do_sweep(Callback<std::uint64_t> cb) override { target_->sweep(std::move(cb)); }
+  void do_list(ListArgs a, Callback<ListPage> cb) override { target_->list(std::move(a), std::move(cb)); }
   void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
     target_->issue_token(std::move(a), std::move(cb));
   }

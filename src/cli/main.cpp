@@ -1,4 +1,4 @@
-// The `idem` command (SPEC §4): serve, check, record get|delete, sweep, version.
+// The `idem` command (README.md, docs/admin.md): serve, check, record get|delete|list, sweep, version.
 // Exit codes: 0 ok, 2 usage or config error, 1 runtime failure. Diagnostics go to standard
 // error; `idem serve` writes one JSON line per protected request to standard output.
 #include <signal.h>
@@ -25,6 +25,7 @@
 #include "gateway/gateway.h"
 #include "gateway/metrics.h"
 #include "gateway/record_json.h"
+#include "gateway/record_list.h"
 #include "gateway/route.h"
 #include "gateway/server.h"
 #include "gateway/upstream.h"
@@ -88,6 +89,29 @@ bool found(const Result<T>& r, const std::string& uri) {
     return false;
   }
   return true;
+}
+
+// `record list`: the same JSON document as GET /v1/records.
+int list_records(const std::string& uri, std::string_view key_space, std::string_view state, bool uncertain,
+                 std::optional<std::size_t> limit, std::string cursor) {
+  Result<ListRequest> request = make_list_request(key_space, state, uncertain, limit, std::move(cursor));
+  if (!request) {
+    std::cerr << "idem: " << request.status().message() << "\n";
+    return kUsage;
+  }
+  auto store = open_or_die(uri);
+  if (!store) return kRuntime;
+  ListCollector list(std::move(*request));
+  while (std::optional<ListArgs> args = list.next()) {
+    Result<ListPage> page = store->list(std::move(*args));
+    if (!page) {
+      report(page.status(), uri);
+      return page.status().code() == StatusCode::invalid_argument ? kUsage : kRuntime;
+    }
+    list.add(std::move(*page));
+  }
+  std::cout << list.json() << "\n";
+  return kOk;
 }
 
 // Raises the open-files limit to what the system allows, and keeps the client connections
@@ -236,6 +260,17 @@ int main(int argc, char** argv) {
     sub->add_option("KEY", record_key, "The idempotency key")->required();
   }
 
+  std::string list_store, list_key_space, list_state, list_cursor;
+  bool list_uncertain = false;
+  std::optional<std::size_t> list_limit;
+  auto* list_cmd = record_cmd->add_subcommand("list", "list records, newest first where the store can order");
+  list_cmd->add_option("--store", list_store, "Store URI")->required();
+  list_cmd->add_option("--key-space", list_key_space, "Only the records of this key space");
+  list_cmd->add_option("--state", list_state, "Only pending or done records");
+  list_cmd->add_flag("--uncertain", list_uncertain, "Only records whose outcome is uncertain");
+  list_cmd->add_option("--limit", list_limit, "Records at most (1-1000, default 100)");
+  list_cmd->add_option("--cursor", list_cursor, "Go on where a listing ended (its next_cursor)");
+
   std::string sweep_store;
   auto* sweep_cmd = app.add_subcommand("sweep", "Remove expired records");
   sweep_cmd->add_option("--store", sweep_store, "Store URI")->required();
@@ -268,6 +303,9 @@ int main(int argc, char** argv) {
       return kUsage;
     }
   }
+  if (*list_cmd)
+    return list_records(list_store, list_key_space, list_state, list_uncertain, list_limit,
+                        std::move(list_cursor));
   if (*record_cmd) {
     if (!record_key_space.empty() && !is_key_space(record_key_space)) {
       std::cerr << "idem: --key-space is 1-64 letters, digits, '-', '_' and '.'\n";

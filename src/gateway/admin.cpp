@@ -7,6 +7,7 @@
 
 #include "gateway/gateway.h"
 #include "gateway/record_json.h"
+#include "gateway/record_list.h"
 #include "gateway/request.h"
 #include "gateway/route.h"
 #include "gateway/stored_result.h"
@@ -149,6 +150,7 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
   if (token_.configured() && !token_.accepts(find_header(fields, "Authorization").value_or("")))
     co_return problem_response(Problem::unauthorized, "a valid Authorization: Bearer token is required", v,
                                ka);
+  if (path == "/v1/records") co_return co_await list_records(req);
   if (records_path) co_return co_await records(req, path.substr(kRecords.size()));
   if (req.method() != http::verb::post)
     co_return problem_response(405, "method-not-allowed", "Method not allowed", "the control API takes POST",
@@ -195,6 +197,29 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
   }
   co_return problem_response(405, "method-not-allowed", "Method not allowed", "records take GET or DELETE", v,
                              ka);
+}
+
+// GET /v1/records?...: one answer gathered from as many store pages as it takes
+// (record_list.h).
+awaitable<HttpResponse> Admin::list_records(const HttpRequest& req) {
+  const unsigned v = req.version();
+  const bool ka = req.keep_alive();
+  if (req.method() != http::verb::get)
+    co_return problem_response(405, "method-not-allowed", "Method not allowed", "listing records takes GET",
+                               v, ka);
+  Result<ListRequest> parsed = parse_list_query(target_query(req.target()));
+  if (!parsed) co_return problem_response(Problem::request_invalid, parsed.status().message(), v, ka);
+  ListCollector list(std::move(*parsed));
+  while (std::optional<ListArgs> args = list.next()) {
+    auto call = async_list(store_, std::move(*args), use_awaitable);
+    Result<ListPage> page = co_await std::move(call);
+    if (!page && page.status().code() == StatusCode::invalid_argument)  // a cursor from elsewhere
+      co_return problem_response(Problem::request_invalid, "cursor: not a cursor this store handed out", v,
+                                 ka);
+    if (!page) co_return store_failed(req, "GET /v1/records", page.status());
+    list.add(std::move(*page));
+  }
+  co_return json_response(http::status::ok, list.json(), v, ka);
 }
 
 awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view op) {

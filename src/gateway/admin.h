@@ -28,6 +28,7 @@ class Admin {
 
  private:
   boost::asio::awaitable<HttpResponse> records(const HttpRequest& req, std::string_view rest);
+  boost::asio::awaitable<HttpResponse> list_records(const HttpRequest& req);
   boost::asio::awaitable<HttpResponse> control(const HttpRequest& req, std::string_view op);
   // 503 store-unavailable, saying nothing of the store; `op` and `s` go to standard error.
   HttpResponse store_failed(const HttpRequest& req, std::string_view op, const Status& s) const;

@@ -52,6 +52,8 @@ const StoreTraits& DeferredStore::traits() const noexcept {
 IDEM_FORWARD(begin, BeginArgs, BeginOutcome)
 IDEM_FORWARD(commit, CommitArgs, CommitOutcome)
 IDEM_FORWARD(release, ReleaseArgs, ReleaseOutcome)
+IDEM_FORWARD(abandon, AbandonArgs, ReleaseOutcome)
+IDEM_FORWARD(list, ListArgs, ListPage)
 IDEM_FORWARD(extend, ExtendArgs, ExtendOutcome)
 IDEM_FORWARD(get, RecordId, std::optional<Record>)
 IDEM_FORWARD(remove, RecordId, bool)

@@ -49,10 +49,12 @@ class DeferredStore final : public Store {
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override;
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override;
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override;
+  void do_abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) override;
   void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override;
   void do_get(RecordId id, Callback<std::optional<Record>> cb) override;
   void do_remove(RecordId id, Callback<bool> cb) override;
   void do_sweep(Callback<std::uint64_t> cb) override;
+  void do_list(ListArgs a, Callback<ListPage> cb) override;
   void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override;
   void do_consume_token(TokenArgs a, Callback<ConsumeOutcome> cb) override;
   void do_restore_token(RestoreTokenArgs a, Callback<RestoreOutcome> cb) override;

@@ -26,7 +26,9 @@ std::string rfc3339(TimePoint t) {
   return buf;
 }
 
-std::string record_json(const Record& record) {
+std::string record_json(const Record& record) { return boost::json::serialize(record_object(record)); }
+
+boost::json::object record_object(const Record& record) {
   boost::json::object o;
   o["scope"] = record.scope;
   o["key"] = record.key;
@@ -62,7 +64,7 @@ std::string record_json(const Record& record) {
       }
     }
   }
-  return boost::json::serialize(o);
+  return o;
 }
 
 }  // namespace idem::gateway

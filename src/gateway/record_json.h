@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include <boost/json/object.hpp>
+
 #include "idem/record.h"
 
 namespace idem::gateway {
@@ -13,7 +15,8 @@ namespace idem::gateway {
 // "2026-11-29T21:07:59.123456Z".
 std::string rfc3339(TimePoint t);
 
-// The record as a JSON text.
+// The record as a JSON object, and as its text.
+boost::json::object record_object(const Record& record);
 std::string record_json(const Record& record);
 
 }  // namespace idem::gateway

@@ -81,6 +81,9 @@ TEST(GatewayProcess, AdminTokenAndNonLoopbackRefusal) {
   ::setenv("IDEM_E2E_TOKEN", "s3cret", 1);
   Process idem({IDEM_BIN, "serve", "--config", dir + "/token.yaml"}, dir + "/idem.log");
   ASSERT_TRUE(wait_healthy(admin, 5000));
+  EXPECT_EQ(request(admin, verb::get, "/v1/records").result_int(), 401u);
+  EXPECT_EQ(request(admin, verb::get, "/v1/records", {{"Authorization", "Bearer s3cret"}}).result_int(),
+            200u);
   Response denied = request(admin, verb::get, "/v1/records/_/k");
   EXPECT_EQ(denied.result_int(), 401u);
   EXPECT_EQ(problem_type(denied), "urn:idem:problem:unauthorized");
@@ -365,6 +368,78 @@ TEST_P(KilledGateway, AClaimOfAKilledGatewayIsDecidedByOnUncertainAfterARestart)
     const std::string fence(boost::json::parse(r.body()).at("fence").as_string());
     EXPECT_GT(std::stoll(fence), claimed_fence);
   }
+}
+
+// `idem record list` prints what GET /v1/records answers (docs/admin.md, "Listing
+// records"), from the store directly, while the gateway runs.
+TEST(GatewayProcess, RecordListPrintsTheAdminListing) {
+  TempDir tmp;
+  const std::string& dir = tmp.path;
+  Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
+  const unsigned short port = free_port(), admin = free_port();
+  const std::string store = "sqlite:" + dir + "/idem.db";
+  write_file(dir + "/idem.yaml", config_head(port, upstream.port(), admin, store) +
+                                     "routes:\n  - name: orders\n    match: { method: POST, path: /orders }\n"
+                                     "    upstream_timeout: 300ms\n");
+  Process idem({IDEM_BIN, "serve", "--config", dir + "/idem.yaml"}, dir + "/idem.log");
+  ASSERT_TRUE(wait_healthy(admin, 5000));
+  auto post = [&](const char* key, Headers extra) {
+    extra.emplace_back("Idempotency-Key", key);
+    extra.emplace_back("Content-Type", "application/json");
+    return request(port, verb::post, "/orders", extra, "{}").result_int();
+  };
+  ASSERT_EQ(post("first", {}), 201u);
+  ASSERT_EQ(post("lost", {{"X-Test-Delay-Ms", "1000"}}), 504u);  // held as uncertain
+  ASSERT_EQ(post("last", {}), 201u);
+
+  // The same document, byte for byte, as the admin API's.
+  auto cli = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv{IDEM_BIN, "record", "list", "--store", store};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    std::string out;
+    EXPECT_EQ(run(argv, &out), 0) << out;
+    return out;
+  };
+  const std::string all = cli({"--key-space", "orders"});
+  EXPECT_EQ(all, request(admin, verb::get, "/v1/records?key_space=orders").body() + "\n");
+  auto doc = json::parse(all).as_object();
+  ASSERT_EQ(doc.at("records").as_array().size(), 3u) << all;
+  EXPECT_EQ(doc.at("next_cursor").as_string(), "");
+  // The command docs/admin.md shows.
+  const std::string uncertain = cli({"--key-space", "orders", "--uncertain"});
+  EXPECT_EQ(uncertain,
+            request(admin, verb::get, "/v1/records?key_space=orders&uncertain=true").body() + "\n");
+  doc = json::parse(uncertain).as_object();
+  ASSERT_EQ(doc.at("records").as_array().size(), 1u) << uncertain;
+  EXPECT_EQ(doc.at("records").as_array()[0].as_object().at("key").as_string(), "orders:lost");
+  EXPECT_EQ(doc.at("records").as_array()[0].as_object().at("result").as_string(), "uncertain");
+  EXPECT_EQ(json::parse(cli({"--state", "pending"})).as_object().at("records").as_array().size(), 0u);
+  EXPECT_EQ(json::parse(cli({"--key-space", "other"})).as_object().at("records").as_array().size(), 0u);
+
+  // Two pages: --limit, then --cursor with the first page's next_cursor.
+  auto first = json::parse(cli({"--key-space", "orders", "--limit", "2"})).as_object();
+  ASSERT_EQ(first.at("records").as_array().size(), 2u);
+  const std::string cursor(first.at("next_cursor").as_string());
+  ASSERT_FALSE(cursor.empty());
+  auto second = json::parse(cli({"--key-space", "orders", "--limit", "2", "--cursor", cursor})).as_object();
+  ASSERT_EQ(second.at("records").as_array().size(), 1u);
+  EXPECT_EQ(second.at("next_cursor").as_string(), "");
+  // Newest first: "last" was written last.
+  EXPECT_EQ(first.at("records").as_array()[0].as_object().at("key").as_string(), "orders:last");
+
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--state", "gone"},
+                                       {"--limit", "0"},
+                                       {"--limit", "1001"},
+                                       {"--limit", "x"},
+                                       {"--key-space", "a:b"},
+                                       {"--cursor", "garbage"},
+                                       {"--state", "pending", "--uncertain"}}) {
+    std::vector<std::string> argv{IDEM_BIN, "record", "list", "--store", store};
+    argv.insert(argv.end(), bad.begin(), bad.end());
+    std::string out;
+    EXPECT_EQ(run(argv, &out), 2) << bad[0] << ": " << out;
+  }
+  EXPECT_EQ(run({IDEM_BIN, "record", "list"}), 2);  // --store is required
 }
 
 INSTANTIATE_TEST_SUITE_P(OnUncertain, KilledGateway, ::testing::Values("hold", "retry"),

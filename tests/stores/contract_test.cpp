@@ -402,6 +402,142 @@ TEST_P(StoreContract, InvalidArgumentsAreRejected) {
 
 TEST_P(StoreContract, PingAnswers) { EXPECT_TRUE(store().ping().is_ok()); }
 
+// ---- listing --------------------------------------------------------------------------------
+
+// Every page of a listing from the start, checking each page's size.
+std::vector<Record> list_all(Store& store, ListArgs a) {
+  std::vector<Record> out;
+  for (int pages = 0; pages < 10000; ++pages) {
+    auto page = store.list(a);
+    EXPECT_TRUE(page.is_ok()) << page.status().to_string();
+    if (!page) break;
+    EXPECT_LE(page->records.size(), a.limit);
+    out.insert(out.end(), page->records.begin(), page->records.end());
+    if (page->next_cursor.empty()) return out;
+    a.cursor = page->next_cursor;
+  }
+  ADD_FAILURE() << "the listing did not end";
+  return out;
+}
+
+std::multiset<std::string> keys_of(const std::vector<Record>& records) {
+  std::multiset<std::string> out;
+  for (const Record& r : records) out.insert(r.scope + "/" + r.key);
+  return out;
+}
+
+ListArgs list_args(std::string key_prefix = "", std::optional<std::string> scope = std::nullopt,
+                   std::optional<RecordState> state = std::nullopt, std::size_t limit = kDefaultListLimit) {
+  return {std::move(key_prefix), std::move(scope), state, limit, ""};
+}
+
+TEST_P(StoreContract, ListFiltersByKeyPrefixScopeAndState) {
+  must_commit("a:1", must_acquire(begin_args("a:1")), "r1");
+  must_acquire(begin_args("a:2"));
+  must_commit("b:1", must_acquire(begin_args("b:1")), "r3");
+  must_commit("a:3", must_acquire(begin_args("a:3", "", kLong, kLong, "t")), "r4", kLong, "t");
+
+  EXPECT_EQ(keys_of(list_all(store(), list_args())),
+            (std::multiset<std::string>{"s/a:1", "s/a:2", "s/b:1", "t/a:3"}));
+  EXPECT_EQ(keys_of(list_all(store(), list_args("a:"))),
+            (std::multiset<std::string>{"s/a:1", "s/a:2", "t/a:3"}));
+  EXPECT_EQ(keys_of(list_all(store(), list_args("a:", "s"))), (std::multiset<std::string>{"s/a:1", "s/a:2"}));
+  EXPECT_EQ(keys_of(list_all(store(), list_args("a:", std::nullopt, RecordState::done))),
+            (std::multiset<std::string>{"s/a:1", "t/a:3"}));
+  EXPECT_EQ(keys_of(list_all(store(), list_args("", "s", RecordState::pending))),
+            (std::multiset<std::string>{"s/a:2"}));
+  EXPECT_TRUE(list_all(store(), list_args("c:")).empty());
+  EXPECT_TRUE(list_all(store(), list_args("", "")).empty());
+
+  // Records come back as get() shows them.
+  auto listed = list_all(store(), list_args("a:1"));
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0], store().get({"s", "a:1"}).value().value());
+}
+
+TEST_P(StoreContract, ListPagesVisitEveryRecordExactlyOnce) {
+  constexpr int kRecords = 7;
+  std::multiset<std::string> all;
+  for (int i = 0; i < kRecords; ++i) {
+    const std::string key = "ks:" + std::to_string(i);
+    const Fence f = must_acquire(begin_args(key));
+    if (i % 2) must_commit(key, f, "r");
+    all.insert("s/" + key);
+  }
+  must_acquire(begin_args("other:1"));
+  for (std::size_t limit = 1; limit <= kRecords + 1; ++limit) {
+    EXPECT_EQ(keys_of(list_all(store(), list_args("ks:", std::nullopt, std::nullopt, limit))), all)
+        << "pages of " << limit;
+  }
+}
+
+TEST_P(StoreContract, OrderedListIsNewestFirstAndStableUnderInserts) {
+  if (!store().traits().ordered_list) GTEST_SKIP() << GetParam().name << " lists in SCAN order";
+  // Later expiry is newer: retention kLong + i seconds.
+  for (int i = 0; i < 4; ++i) {
+    const std::string key = "o:" + std::to_string(i);
+    must_commit(key, must_acquire(begin_args(key)), "r", kLong + std::chrono::seconds(i));
+  }
+  auto first = store().list(list_args("o:", std::nullopt, std::nullopt, 2));
+  ASSERT_TRUE(first.is_ok()) << first.status().to_string();
+  ASSERT_EQ(first->records.size(), 2u);
+  EXPECT_EQ(first->records[0].key, "o:3");
+  EXPECT_EQ(first->records[1].key, "o:2");
+  ASSERT_FALSE(first->next_cursor.empty());
+  // A record written while the operator pages is newer: it shifts nothing.
+  must_commit("o:new", must_acquire(begin_args("o:new")), "r", kLong + std::chrono::seconds(10));
+  auto rest = list_args("o:", std::nullopt, std::nullopt, 2);
+  rest.cursor = first->next_cursor;
+  std::vector<std::string> keys;
+  for (const Record& r : list_all(store(), rest)) keys.push_back(r.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"o:1", "o:0"}));
+}
+
+TEST_P(StoreContract, ListTakesKeyPrefixesAndScopesLiterally) {
+  const std::string space = "sp%_*?[]\\:";
+  must_acquire(begin_args(space + "k"));
+  must_acquire(begin_args(space + "k", "", kLong, kLong, "sc*?[%_"));
+  // Each decoy differs from the prefix in one special character.
+  for (std::string decoy : {"spx_*?[]\\:k", "sp%x*?[]\\:k", "sp%_x?[]\\:k", "sp%_*x[]\\:k", "sp%_*?x]\\:k",
+                            "sp%_*?[x\\:k", "sp%_*?[]x:k"}) {
+    must_acquire(begin_args(decoy));
+    must_acquire(begin_args(decoy, "", kLong, kLong, "scx?[%_"));
+  }
+  EXPECT_EQ(keys_of(list_all(store(), list_args(space))),
+            (std::multiset<std::string>{"s/" + space + "k", "sc*?[%_/" + space + "k"}));
+  EXPECT_EQ(keys_of(list_all(store(), list_args(space, "sc*?[%_"))),
+            (std::multiset<std::string>{"sc*?[%_/" + space + "k"}));
+  EXPECT_EQ(list_all(store(), list_args("", "sc*?[%_")).size(), 1u);
+  // A prefix ending in the greatest byte has no upper bound but itself.
+  const std::string high = "hi\xff";
+  must_acquire(begin_args(high + "\xff" + "k"));
+  must_acquire(begin_args("hj"));
+  EXPECT_EQ(keys_of(list_all(store(), list_args(high))),
+            (std::multiset<std::string>{"s/" + high + "\xff" + "k"}));
+}
+
+TEST_P(StoreContract, ExpiredRecordsAreNotListed) {
+  must_commit("e:short", must_acquire(begin_args("e:short", "", kShort, kShort)), "r", kShort);
+  must_acquire(begin_args("e:pending", "", kShort, kShort));
+  must_commit("e:long", must_acquire(begin_args("e:long")), "r");
+  advance(3 * kShort);
+  EXPECT_EQ(keys_of(list_all(store(), list_args("e:"))), (std::multiset<std::string>{"s/e:long"}));
+}
+
+TEST_P(StoreContract, ListRejectsBadLimitsAndCursors) {
+  for (std::size_t limit : {std::size_t{0}, kMaxListLimit + 1}) {
+    EXPECT_EQ(store().list(list_args("", std::nullopt, std::nullopt, limit)).status().code(),
+              StatusCode::invalid_argument)
+        << limit;
+  }
+  EXPECT_TRUE(store().list(list_args("", std::nullopt, std::nullopt, kMaxListLimit)).is_ok());
+  for (std::string cursor : {"garbage", "k12", "kzz", "s1.x.0", "s99999.0.0", "k00000000000000000000000a"}) {
+    auto a = list_args();
+    a.cursor = cursor;
+    EXPECT_EQ(store().list(a).status().code(), StatusCode::invalid_argument) << cursor;
+  }
+}
+
 // ---- concurrency ----------------------------------------------------------------------------
 
 TEST_P(StoreContract, SixtyFourRacingBeginsAcquireExactlyOnce) {

@@ -236,6 +236,51 @@ TEST(RedisKeys, SlotsAgreeWithTheServer) {
   }
 }
 
+// Listing's MATCH patterns take prefixes, scopes and key prefixes literally, whatever glob
+// characters they hold; parse_record_key accepts record keys only.
+TEST(RedisKeys, ListPatternsAreLiteralAndOnlyRecordKeysParse) {
+  EXPECT_EQ(redis::glob_escape("a*?[]\\b"), "a\\*\\?\\[\\]\\\\b");
+  REQUIRE_SERVER(IDEM_TEST_REDIS_URL);
+  Raw raw(first_node(IDEM_TEST_REDIS_URL));
+  const std::string prefix = "glob-" + std::to_string(::getpid()) + "*?[]\\:";
+  const std::string scope = "sc*?[]\\", key = "sp*?[]\\:k";
+  const auto real = redis::record_keys(prefix, scope, key);
+  std::vector<std::string> same_prefix{real.main}, others{real.fence};
+  for (std::size_t i = 2; i < scope.size(); ++i) {
+    std::string s = scope, k = key;
+    s[i] = 'x';
+    k[i] = 'x';
+    same_prefix.push_back(redis::record_keys(prefix, s, key).main);
+    same_prefix.push_back(redis::record_keys(prefix, scope, k).main);
+  }
+  for (std::size_t i = 6; i + 1 < prefix.size(); ++i) {
+    std::string p = prefix;
+    p[i] = 'x';
+    others.push_back(redis::record_keys(p, scope, key).main);
+  }
+  for (const auto& k : same_prefix) raw({"SET", k, "1", "PX", "60000"});
+  for (const auto& k : others) raw({"SET", k, "1", "PX", "60000"});
+  auto keys = [&](const std::string& pattern) {
+    std::multiset<std::string> out;
+    std::istringstream lines(raw({"KEYS", pattern}));
+    for (std::string line; std::getline(lines, line);) out.insert(line);
+    return out;
+  };
+  EXPECT_EQ(keys(redis::record_pattern(prefix, scope, "sp*?[]\\:")), std::multiset<std::string>{real.main});
+  EXPECT_EQ(keys(redis::record_pattern(prefix, std::nullopt, "")),
+            std::multiset<std::string>(same_prefix.begin(), same_prefix.end()));
+
+  std::string s, k;
+  ASSERT_TRUE(redis::parse_record_key(prefix, real.main, s, k));
+  EXPECT_EQ(s, scope);
+  EXPECT_EQ(k, key);
+  for (const std::string& not_a_record :
+       {real.fence, redis::token_key(prefix, scope, key), redis::lock_keys(prefix, key).main, real.main + "x",
+        real.main.substr(0, real.main.size() - 1), std::string("other:") + real.main}) {
+    EXPECT_FALSE(redis::parse_record_key(prefix, not_a_record, s, k)) << not_a_record;
+  }
+}
+
 // ---- one Redis ----------------------------------------------------------------------------
 
 // Two stores sharing a prefix are two gateways sharing a Redis: of 128 racing begins on

@@ -4,11 +4,14 @@
 // has doubled since its last sweep, so memory stays bounded without a sweeper thread.
 #include "stores/memory/memory_store.h"
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
+#include "core/listing.h"
 #include "core/state_machine.h"
 
 namespace idem::memory {
@@ -46,6 +49,12 @@ class Table {
       erase_if_empty();
       return out;
     }
+  }
+
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    for (const auto& [id, entry] : map_)
+      if (entry) fn(*entry);
   }
 
   // Removes entries expired at `now`; returns how many.
@@ -87,7 +96,7 @@ class MemoryStore final : public Store {
 
   const StoreTraits& traits() const noexcept override {
     static constexpr StoreTraits kTraits{"memory", /*native_expiry=*/true, /*durable=*/false,
-                                         /*controllable_clock=*/true};
+                                         /*controllable_clock=*/true, /*ordered_list=*/true};
     return kTraits;
   }
 
@@ -205,6 +214,31 @@ class MemoryStore final : public Store {
       sh.locks.sweep(now);
     }
     cb(records);
+  }
+
+  // Every shard in turn (one lock at a time, so a listing never holds up the store for
+  // long), keeping the first limit + 1 matching records in newest-first order.
+  void do_list(ListArgs a, Callback<ListPage> cb) override {
+    auto position = core::decode_position(a.cursor);
+    if (!position) return cb(position.status());
+    const std::size_t keep = a.limit + 1;
+    std::vector<Record> rows;
+    auto trim = [&] {
+      std::sort(rows.begin(), rows.end(), core::shown_before);
+      if (rows.size() > keep) rows.resize(keep);
+    };
+    for (auto& sh : shards_) {
+      std::lock_guard lock(sh.mu);
+      const TimePoint now = clock_->now();
+      sh.records.for_each([&](const Record& r) {
+        if (core::expired(r, now) || !core::matches(r, a) || (*position && !core::after(r, **position)))
+          return;
+        rows.push_back(r);
+        if (rows.size() >= 2 * keep) trim();
+      });
+    }
+    trim();
+    cb(core::make_page(std::move(rows), a.limit));
   }
 
   void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {

@@ -111,18 +111,35 @@ bool read_extend(const PGresult* r, ExtendOutcome& out) {
   return changed(r, out, ExtendOutcome::extended, ExtendOutcome::fenced);
 }
 
+namespace {
+
+// scope, key, state, fence, fingerprint, lease_until, expires_at, result, owner
+Record record_at(const PGresult* r, int row) {
+  Record rec;
+  rec.scope = bytes_at(r, row, 0);
+  rec.key = bytes_at(r, row, 1);
+  rec.state = bytes_at(r, row, 2) == "done" ? RecordState::done : RecordState::pending;
+  rec.fence = static_cast<Fence>(int8_at(r, row, 3));
+  rec.fingerprint = bytes_at(r, row, 4);
+  if (!PQgetisnull(r, row, 5)) rec.lease_until = from_micros(int8_at(r, row, 5));
+  rec.expires_at = from_micros(int8_at(r, row, 6));
+  rec.result = bytes_at(r, row, 7);
+  rec.owner = bytes_at(r, row, 8);
+  return rec;
+}
+
+}  // namespace
+
 bool read_get(const PGresult* r, std::optional<Record>& out) {
   if (PQntuples(r) == 0) return true;
-  Record& rec = out.emplace();
-  rec.scope = bytes_at(r, 0, 0);
-  rec.key = bytes_at(r, 0, 1);
-  rec.state = bytes_at(r, 0, 2) == "done" ? RecordState::done : RecordState::pending;
-  rec.fence = static_cast<Fence>(int8_at(r, 0, 3));
-  rec.fingerprint = bytes_at(r, 0, 4);
-  if (!PQgetisnull(r, 0, 5)) rec.lease_until = from_micros(int8_at(r, 0, 5));
-  rec.expires_at = from_micros(int8_at(r, 0, 6));
-  rec.result = bytes_at(r, 0, 7);
-  rec.owner = bytes_at(r, 0, 8);
+  out = record_at(r, 0);
+  return true;
+}
+
+bool read_list(const PGresult* r, ListPage& out) {
+  const int rows = PQntuples(r);
+  out.records.reserve(static_cast<std::size_t>(rows));
+  for (int i = 0; i < rows; ++i) out.records.push_back(record_at(r, i));
   return true;
 }
 

@@ -125,5 +125,7 @@ bool read_lock(const PGresult*, LockOutcome& out);
 bool read_unlock(const PGresult*, UnlockOutcome& out);
 bool read_extend_lock(const PGresult*, LockExtendOutcome& out);
 bool read_ping(const PGresult*, Done& out);
+// Every row into out.records, in order (the caller cuts the page: core::make_page).
+bool read_list(const PGresult*, ListPage& out);
 
 }  // namespace idem::postgres

@@ -6,7 +6,7 @@ namespace idem::postgres {
 namespace {
 
 // Type OIDs of the parameters (pg_type.h).
-constexpr Oid kBytea = 17, kInt8 = 20;
+constexpr Oid kBytea = 17, kInt8 = 20, kText = 25;
 
 // {p}: the table prefix; {now}: the server's clock in µs; {grace}: kTombstoneGraceMicros.
 std::string expand(std::string_view sql, const std::string& prefix) {
@@ -179,6 +179,17 @@ WITH d AS (
 SELECT 0::int8, count(*) FROM d)sql";
 static_assert(kSweepBatch == 1000, "the sweep statements say LIMIT 1000");
 
+// list: live records newest first (core/listing.h); bytea compares bytewise, so a key
+// prefix is the range [$4, $5). $1 holds ListFlags.
+constexpr std::string_view kList = R"sql(
+SELECT scope, key, state, fence, fingerprint, lease_until, expires_at, result, owner FROM {p}records
+WHERE expires_at > {now} AND state <> 'free'
+  AND (($1 & 1) = 0 OR scope = $2)
+  AND (($1 & 2) = 0 OR state = $3)
+  AND key >= $4 AND (($1 & 4) = 0 OR key < $5)
+  AND (($1 & 8) = 0 OR expires_at < $6 OR (expires_at = $6 AND (scope, key) > ($7, $8)))
+ORDER BY expires_at DESC, scope, key LIMIT $9)sql";
+
 constexpr std::string_view kSchema = R"sql(
 BEGIN;
 SET LOCAL client_min_messages = warning;  -- no "already exists, skipping" notices
@@ -246,6 +257,7 @@ std::array<Statement, kStatementCount> statements(const std::string& prefix) {
       make("sweep_records", kSweepRecords, {}),
       make("sweep_tokens", kSweepTokens, {}),
       make("sweep_locks", kSweepLocks, {}),
+      make("list", kList, {kInt8, kBytea, kText, kBytea, kBytea, kInt8, kBytea, kBytea, kInt8}),
   };
 }
 

@@ -45,8 +45,12 @@ enum class Stmt {
   sweep_records,
   sweep_tokens,
   sweep_locks,
+  list,
 };
-inline constexpr std::size_t kStatementCount = static_cast<std::size_t>(Stmt::sweep_locks) + 1;
+inline constexpr std::size_t kStatementCount = static_cast<std::size_t>(Stmt::list) + 1;
+
+// The list statement's $1: which of the optional conditions apply.
+enum ListFlags : std::int64_t { kListScope = 1, kListState = 2, kListKeyEnd = 4, kListAfter = 8 };
 
 // Rows one sweep statement deletes at most: each step is a short transaction of its own.
 inline constexpr int kSweepBatch = 1000;

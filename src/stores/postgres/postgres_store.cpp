@@ -27,6 +27,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/listing.h"
 #include "core/state_machine.h"
 #include "stores/postgres/postgres_ops.h"
 #include "stores/postgres/postgres_target.h"
@@ -111,7 +112,7 @@ class PostgresStore final : public Store {
 
   const StoreTraits& traits() const noexcept override {
     static constexpr StoreTraits kTraits{"postgres", /*native_expiry=*/false, /*durable=*/true,
-                                         /*controllable_clock=*/false};
+                                         /*controllable_clock=*/false, /*ordered_list=*/true};
     return kTraits;
   }
 
@@ -163,6 +164,31 @@ class PostgresStore final : public Store {
     auto order = lock_order('r', a.scope, a.key);
     submit<bool>(Stmt::remove, {std::move(a.scope), std::move(a.key)}, std::move(order), &read_remove,
                  std::move(cb));
+  }
+  // One statement of at most limit + 1 rows; a plain read locks nothing.
+  void do_list(ListArgs a, Callback<ListPage> cb) override {
+    auto after = core::decode_position(a.cursor);
+    if (!after) return cb(after.status());
+    const std::optional<std::string> end = core::prefix_end(a.key_prefix);
+    std::int64_t flags = 0;
+    if (a.scope) flags |= kListScope;
+    if (a.state) flags |= kListState;
+    if (end) flags |= kListKeyEnd;
+    if (*after) flags |= kListAfter;
+    std::vector<std::string> params{int8_param(flags),
+                                    a.scope.value_or(""),
+                                    a.state ? to_string(*a.state) : "",
+                                    a.key_prefix,
+                                    end.value_or(""),
+                                    int8_param(*after ? micros((*after)->expires_at.time_since_epoch()) : 0),
+                                    *after ? (*after)->scope : "",
+                                    *after ? (*after)->key : "",
+                                    int8_param(static_cast<std::int64_t>(a.limit + 1))};
+    submit<ListPage>(Stmt::list, std::move(params), std::string(), &read_list,
+                     [limit = a.limit, cb = std::move(cb)](Result<ListPage> r) mutable {
+                       if (!r) return cb(r.status());
+                       cb(core::make_page(std::move(r->records), limit));
+                     });
   }
   void do_sweep(Callback<std::uint64_t> cb) override { enqueue(std::make_unique<SweepOp>(std::move(cb))); }
 

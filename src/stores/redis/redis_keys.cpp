@@ -52,6 +52,45 @@ bool same_slot(std::string_view scope, std::string_view key, std::string_view to
   return key_slot(record_keys("", scope, key).main) == key_slot(token_key("", scope, token));
 }
 
+std::string glob_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string record_pattern(std::string_view prefix, const std::optional<std::string>& scope,
+                           std::string_view key_prefix) {
+  std::string out = glob_escape(prefix);
+  out += "{????????????????}r:";
+  if (scope) out += std::to_string(scope->size()) + ":" + glob_escape(*scope) + glob_escape(key_prefix);
+  out.push_back('*');
+  return out;
+}
+
+bool parse_record_key(std::string_view prefix, std::string_view redis_key, std::string& scope,
+                      std::string& key) {
+  constexpr std::size_t kTagged = 1 + 16 + 1 + 2;  // {<16 hex>}r:
+  if (!redis_key.starts_with(prefix) || redis_key.size() < prefix.size() + kTagged) return false;
+  std::string_view name = redis_key.substr(prefix.size() + kTagged);
+  const auto colon = name.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon > 10) return false;
+  std::size_t scope_size = 0;
+  for (char c : name.substr(0, colon)) {
+    if (c < '0' || c > '9') return false;
+    scope_size = scope_size * 10 + static_cast<std::size_t>(c - '0');
+  }
+  name.remove_prefix(colon + 1);
+  if (scope_size >= name.size()) return false;  // the key is never empty
+  scope.assign(name.substr(0, scope_size));
+  key.assign(name.substr(scope_size));
+  // The whole key, tag included, as record_keys writes it: nothing else passes.
+  return record_keys(prefix, scope, key).main == redis_key;
+}
+
 int key_slot(std::string_view key) noexcept {
   // The tag: between the first '{' and the next '}', when not empty.
   if (const auto open = key.find('{'); open != std::string_view::npos) {

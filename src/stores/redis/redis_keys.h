@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,16 @@ struct KeyPair {
 KeyPair record_keys(std::string_view prefix, std::string_view scope, std::string_view key);
 std::string token_key(std::string_view prefix, std::string_view scope, std::string_view token);
 KeyPair lock_keys(std::string_view prefix, std::string_view name);
+
+// Listing (SCAN): a MATCH pattern that every record key of `scope` (any scope when nullopt)
+// whose key starts with `key_prefix` matches (and few others: callers parse what comes
+// back); and the scope and key of a record key, false for any other key.
+std::string record_pattern(std::string_view prefix, const std::optional<std::string>& scope,
+                           std::string_view key_prefix);
+bool parse_record_key(std::string_view prefix, std::string_view redis_key, std::string& scope,
+                      std::string& key);
+// `text` matched literally by a MATCH pattern: each of * ? [ ] \ escaped by a backslash.
+std::string glob_escape(std::string_view text);
 
 inline constexpr int kSlots = 16384;
 // Redis Cluster's slot for a key: CRC16 (XMODEM) of its hash tag, or of the whole key.

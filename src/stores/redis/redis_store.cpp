@@ -3,12 +3,17 @@
 // outside any lock.
 #include "stores/redis/redis_store.h"
 
+#include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <charconv>
 #include <future>
+#include <map>
+#include <memory>
 #include <thread>
+#include <vector>
 
+#include "core/listing.h"
 #include "core/state_machine.h"
 #include "stores/redis/redis_client.h"
 #include "stores/redis/redis_keys.h"
@@ -119,6 +124,83 @@ std::string maxmemory_policy(const redisReply& info) {
   if (at == std::string_view::npos) return {};
   const auto from = at + kField.size();
   return std::string(text.substr(from, text.find_first_of("\r\n", from) - from));
+}
+
+// ---- listing -----------------------------------------------------------------------------
+
+// Keys one SCAN step looks at (COUNT), and the steps one list call takes at most: a call's
+// work stays bounded however few records match.
+constexpr std::string_view kScanCount = "1000";
+constexpr int kMaxScanSteps = 8;
+
+// Where a listing goes on: the node (cluster: the master serving `slot`; the slot of its
+// first range, so masters are visited in the order of their slots), the SCAN cursor of the
+// step to run, and how many of that step's keys were already shown.
+struct ScanPosition {
+  int slot = 0;
+  std::string scan = "0";
+  std::uint64_t skip = 0;
+};
+
+// "s<slot>.<scan cursor>.<skip>"
+std::string encode(const ScanPosition& p) {
+  return "s" + std::to_string(p.slot) + "." + p.scan + "." + std::to_string(p.skip);
+}
+
+bool parse_number(std::string_view text, std::uint64_t& out) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return !text.empty() && ec == std::errc() && end == text.data() + text.size();
+}
+
+Result<ScanPosition> decode_scan(std::string_view cursor) {
+  const auto dot1 = cursor.find('.');
+  const auto dot2 = dot1 == std::string_view::npos ? dot1 : cursor.find('.', dot1 + 1);
+  std::uint64_t slot = 0, scan = 0, skip = 0;
+  if (!cursor.starts_with('s') || dot2 == std::string_view::npos ||
+      !parse_number(cursor.substr(1, dot1 - 1), slot) || slot >= kSlots ||
+      !parse_number(cursor.substr(dot1 + 1, dot2 - dot1 - 1), scan) ||
+      !parse_number(cursor.substr(dot2 + 1), skip)) {
+    return invalid_argument("cursor: not a cursor this store handed out");
+  }
+  return ScanPosition{static_cast<int>(slot), std::to_string(scan), skip};
+}
+
+// CLUSTER SLOTS: the first slot of each master, ascending.
+Result<std::vector<int>> parse_masters(const redisReply& r) {
+  if (r.type != REDIS_REPLY_ARRAY) return unexpected("CLUSTER SLOTS");
+  std::map<std::string, long long> first;
+  for (std::size_t i = 0; i < r.elements; ++i) {
+    const redisReply* range = r.element[i];
+    const redisReply* start = at(*range, 0);
+    const redisReply* master = at(*range, 2);
+    const redisReply* host = master ? at(*master, 0) : nullptr;
+    const redisReply* port = master ? at(*master, 1) : nullptr;
+    if (!is_int(start) || !is_string(host) || !is_int(port)) return unexpected("CLUSTER SLOTS");
+    const std::string name = text(host) + ":" + std::to_string(port->integer);
+    auto [it, fresh] = first.try_emplace(name, start->integer);
+    if (!fresh) it->second = std::min(it->second, start->integer);
+  }
+  std::vector<int> out;
+  for (const auto& [name, slot] : first) out.push_back(static_cast<int>(slot));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct ScanStep {
+  std::string next;
+  std::vector<std::string> keys;
+};
+
+Result<ScanStep> parse_scan(const redisReply& r) {
+  const redisReply* next = at(r, 0);
+  const redisReply* keys = at(r, 1);
+  if (!is_string(next) || !keys || keys->type != REDIS_REPLY_ARRAY) return unexpected("SCAN");
+  ScanStep out{text(next), {}};
+  for (std::size_t i = 0; i < keys->elements; ++i) {
+    if (!is_string(keys->element[i])) return unexpected("SCAN");
+    out.keys.push_back(text(keys->element[i]));
+  }
+  return out;
 }
 
 class RedisStore final : public Store {
@@ -235,6 +317,32 @@ class RedisStore final : public Store {
     eval(scripts().remove, {k.main}, {}, std::move(cb), flag(true, false, "remove"));
   }
 
+  // SCAN with MATCH over record keys, unordered (docs/admin.md); the records are read with
+  // the get script (expired ones are absent) and filtered here. redis-cluster:// scans
+  // every master in turn.
+  void do_list(ListArgs a, Callback<ListPage> cb) override {
+    auto run = std::make_shared<ListRun>();
+    if (!a.cursor.empty()) {
+      auto p = decode_scan(a.cursor);
+      if (!p) return cb(p.status());
+      run->at = std::move(*p);
+      run->resumed = true;
+    }
+    run->pattern = record_pattern(prefix_, a.scope, a.key_prefix);
+    run->args = std::move(a);
+    run->cb = std::move(cb);
+    if (!cluster_) return scan_step(std::move(run));
+    submit(format_command({"CLUSTER", "SLOTS"}), nullptr, -1,
+           Callback<std::vector<int>>([this, run](Result<std::vector<int>> masters) mutable {
+             if (!masters) return run->cb(masters.status());
+             if (masters->empty()) return run->cb(ListPage{});
+             run->masters = std::move(*masters);
+             if (!run->resumed) run->at.slot = run->masters.front();
+             scan_step(std::move(run));
+           }),
+           parse_masters, "CLUSTER SLOTS");
+  }
+
   // Redis expires keys by itself (native_expiry): nothing to sweep.
   void do_sweep(Callback<std::uint64_t> cb) override { cb(std::uint64_t{0}); }
 
@@ -286,6 +394,103 @@ class RedisStore final : public Store {
   }
 
  private:
+  struct ListRun {
+    ListArgs args;
+    std::string pattern;
+    Callback<ListPage> cb;
+    ScanPosition at;
+    bool resumed = false;
+    std::vector<int> masters;  // cluster: each master's first slot, ascending
+    ScanStep step;             // the keys of the SCAN step at `at`
+    std::vector<std::optional<Record>> fetched;
+    ListPage page;
+    int steps = 0;
+  };
+  using ListRunPtr = std::shared_ptr<ListRun>;
+
+  void scan_step(ListRunPtr run) {
+    const int slot = run->at.slot;
+    const std::string scan = run->at.scan;
+    submit(format_command({"SCAN", scan, "MATCH", run->pattern, "COUNT", kScanCount}), nullptr,
+           cluster_ ? slot : -1, Callback<ScanStep>([this, run](Result<ScanStep> step) mutable {
+             if (!step) return run->cb(step.status());
+             run->step = std::move(*step);
+             ++run->steps;
+             fetch_keys(std::move(run));
+           }),
+           parse_scan, "SCAN");
+  }
+
+  // Reads the step's records after `skip`, as many at once as the page still needs.
+  void fetch_keys(ListRunPtr run) {
+    const auto& keys = run->step.keys;
+    const std::size_t from = std::min<std::size_t>(run->at.skip, keys.size());
+    const std::size_t n = std::min(keys.size() - from, run->args.limit - run->page.records.size());
+    if (n == 0) return after_step(std::move(run));
+    run->fetched.assign(n, std::nullopt);
+    auto pending = std::make_shared<std::size_t>(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      RecordId id;
+      if (!parse_record_key(prefix_, keys[from + i], id.scope, id.key) ||
+          !id.key.starts_with(run->args.key_prefix) || (run->args.scope && id.scope != *run->args.scope)) {
+        if (--*pending == 0) take_fetched(run);
+        continue;
+      }
+      const std::string key = keys[from + i];
+      eval(scripts().get, {key}, {},
+           Callback<std::optional<Record>>([this, run, pending, i](Result<std::optional<Record>> r) mutable {
+             if (!r) {
+               run->fetched.clear();
+               if (std::exchange(*pending, 0) != 0) run->cb(r.status());
+               return;
+             }
+             if (*pending == 0) return;  // the listing already failed
+             run->fetched[i] = std::move(*r);
+             if (--*pending == 0) take_fetched(std::move(run));
+           }),
+           [id = std::move(id)](const redisReply& r) { return parse_record(r, id); });
+    }
+  }
+
+  void take_fetched(ListRunPtr run) {
+    for (auto& r : run->fetched) {
+      if (r && core::matches(*r, run->args)) run->page.records.push_back(std::move(*r));
+    }
+    run->at.skip += run->fetched.size();
+    run->fetched.clear();
+    if (run->page.records.size() < run->args.limit && run->at.skip < run->step.keys.size()) {
+      return fetch_keys(std::move(run));
+    }
+    after_step(std::move(run));
+  }
+
+  // The step's keys are read (or the page is full): where the next step starts, and
+  // whether this call takes it.
+  void after_step(ListRunPtr run) {
+    ScanPosition& at = run->at;
+    const bool step_done = at.skip >= run->step.keys.size();
+    bool finished = false;
+    if (step_done) {
+      at.skip = 0;
+      if (run->step.next != "0") {
+        at.scan = run->step.next;
+      } else {
+        at.scan = "0";
+        const auto next = std::upper_bound(run->masters.begin(), run->masters.end(), at.slot);
+        if (next == run->masters.end()) {
+          finished = true;
+        } else {
+          at.slot = *next;
+        }
+      }
+    }
+    if (!finished && run->page.records.size() < run->args.limit && run->steps < kMaxScanSteps) {
+      return scan_step(std::move(run));
+    }
+    if (!finished) run->page.next_cursor = encode(at);
+    run->cb(std::move(run->page));
+  }
+
   // EVALSHA script numkeys keys... args...: all keys share one slot (redis_keys.h).
   template <class T, class Parse>
   void eval(const Script& script, std::initializer_list<std::string_view> keys,
@@ -297,13 +502,14 @@ class RedisStore final : public Store {
     argv.insert(argv.end(), {"EVALSHA", script.sha1, numkeys});
     argv.insert(argv.end(), keys);
     argv.insert(argv.end(), args);
-    submit(format_command(argv), &script, key_slot(*keys.begin()), std::move(cb), std::move(parse),
+    submit(format_command(argv), &script, key_slot(*keys.begin()), std::move(cb), std::move(parse), "EVALSHA",
            needs_wait);
   }
 
+  // `command` names a call without a script in error messages.
   template <class T, class Parse>
   void submit(std::string wire, const Script* script, int slot, Callback<T> cb, Parse parse,
-              bool (*needs_wait)(const redisReply&) = nullptr) {
+              const char* command = "PING", bool (*needs_wait)(const redisReply&) = nullptr) {
     auto call = std::make_shared<Call>();
     call->wire = std::move(wire);
     call->script = script;
@@ -313,10 +519,11 @@ class RedisStore final : public Store {
       call->needs_wait = needs_wait;
     }
     call->deadline = SteadyClock::now() + op_timeout_;
-    call->complete = [this, cb = std::move(cb), parse = std::move(parse), script](Result<Reply> r) mutable {
+    call->complete = [this, cb = std::move(cb), parse = std::move(parse), script,
+                      command](Result<Reply> r) mutable {
       if (!r) return cb(r.status());
       const redisReply& reply = **r;
-      if (reply.type == REDIS_REPLY_ERROR) return cb(error_status(reply, script ? script->name : "PING"));
+      if (reply.type == REDIS_REPLY_ERROR) return cb(error_status(reply, script ? script->name : command));
       cb(parse(reply));
     };
     asio::post(io_, [this, call = std::move(call)]() mutable { client_.start(std::move(call)); });

@@ -73,6 +73,13 @@ Status Database::prepare_all() {
        "SELECT max(coalesce((SELECT max(fence) FROM idem_records), 0),"
        "           coalesce((SELECT max(fence) FROM idem_locks), 0),"
        "           coalesce((SELECT value FROM idem_meta WHERE name = 'fence_high_water'), 0))"},
+      // Keys and scopes compare bytewise (BINARY): a key prefix is the range [?4, ?5).
+      {&record_list_,
+       "SELECT scope, key, state, fence, fingerprint, lease_until, expires_at, result, owner FROM idem_records "
+       "WHERE expires_at > ?1 AND (?2 IS NULL OR scope = ?2) AND (?3 IS NULL OR state = ?3) "
+       "AND key >= ?4 AND (?5 IS NULL OR key < ?5) "
+       "AND (?6 IS NULL OR expires_at < ?6 OR (expires_at = ?6 AND (scope, key) > (?7, ?8))) "
+       "ORDER BY expires_at DESC, scope, key LIMIT ?9"},
       {&record_get_,
        "SELECT rowid, state, fence, fingerprint, lease_until, expires_at, result, owner FROM idem_records "
        "WHERE scope = ?1 AND key = ?2"},
@@ -211,6 +218,40 @@ Status Database::load_record(std::string_view scope, std::string_view key, std::
   r.expires_at = column_time(s, 5);
   column_into(s, 6, r.result);
   column_into(s, 7, r.owner);
+  return Status::ok();
+}
+
+Status Database::list_records(const ListArgs& a, const std::optional<core::ListPosition>& after,
+                              TimePoint now, std::size_t rows, std::vector<Record>& out) {
+  Use q(record_list_);
+  sqlite3_stmt* s = q.get();
+  sqlite3_clear_bindings(s);  // a reset keeps them: an unused filter must be NULL
+  const std::optional<std::string> end = core::prefix_end(a.key_prefix);
+  int rc =
+      first_error(bind_time(s, 1, now), a.scope ? bind_text(s, 2, *a.scope) : SQLITE_OK,
+                  a.state ? bind_text(s, 3, to_string(*a.state)) : SQLITE_OK, bind_text(s, 4, a.key_prefix),
+                  end ? bind_text(s, 5, *end) : SQLITE_OK, bind_int(s, 9, static_cast<std::int64_t>(rows)));
+  if (after) {
+    rc = first_error(rc, bind_time(s, 6, after->expires_at), bind_text(s, 7, after->scope),
+                     bind_text(s, 8, after->key));
+  }
+  if (rc != SQLITE_OK) return error(rc, "list records");
+  for (;;) {
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) return error(rc, "list records");
+    Record& r = out.emplace_back();
+    column_into(s, 0, r.scope);
+    column_into(s, 1, r.key);
+    const auto* state = sqlite3_column_text(s, 2);
+    r.state = state != nullptr && state[0] == 'd' ? RecordState::done : RecordState::pending;
+    r.fence = static_cast<Fence>(sqlite3_column_int64(s, 3));
+    column_into(s, 4, r.fingerprint);
+    if (sqlite3_column_type(s, 5) != SQLITE_NULL) r.lease_until = column_time(s, 5);
+    r.expires_at = column_time(s, 6);
+    column_into(s, 7, r.result);
+    column_into(s, 8, r.owner);
+  }
   return Status::ok();
 }
 

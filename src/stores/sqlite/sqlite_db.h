@@ -15,7 +15,9 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
+#include "core/listing.h"
 #include "core/state_machine.h"
 #include "idem/clock.h"
 #include "idem/record.h"
@@ -90,6 +92,10 @@ class Database {
                      std::int64_t& rowid);
   Status save_record(const Record& r, std::int64_t rowid);
   Status erase_record(std::int64_t rowid);
+  // Up to `rows` records live at `now` that pass a's filters and follow `after`, newest
+  // first (core/listing.h), appended to `out`.
+  Status list_records(const ListArgs& a, const std::optional<core::ListPosition>& after, TimePoint now,
+                      std::size_t rows, std::vector<Record>& out);
 
   Status load_token(std::string_view scope, std::string_view token, std::optional<core::TokenEntry>& slot);
   Status save_token(std::string_view scope, std::string_view token, const core::TokenEntry& t, bool exists);
@@ -143,7 +149,7 @@ class Database {
 
   Statement begin_, commit_, rollback_, data_version_;
   Statement meta_get_, meta_update_, meta_put_, high_water_;
-  Statement record_get_, record_insert_, record_update_, record_delete_;
+  Statement record_get_, record_insert_, record_update_, record_delete_, record_list_;
   Statement token_get_, token_insert_, token_update_, token_delete_;
   Statement lock_get_, lock_insert_, lock_update_, lock_delete_;
   Statement sweep_records_, sweep_tokens_, sweep_locks_;

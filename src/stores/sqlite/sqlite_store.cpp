@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/listing.h"
 #include "core/state_machine.h"
 #include "stores/sqlite/sqlite_db.h"
 
@@ -60,6 +61,11 @@ using ExtendOp = Op<ExtendArgs, ExtendOutcome>;
 using GetOp = Op<RecordId, std::optional<Record>>;
 using RemoveOp = Op<RecordId, bool>;
 using SweepOp = Op<NoArgs, std::uint64_t>;
+struct ListQuery {
+  ListArgs args;
+  std::optional<core::ListPosition> after;
+};
+using ListOp = Op<ListQuery, ListPage>;
 using IssueTokenOp = Op<IssueTokenArgs, std::string>;  // `out` holds the token from the start
 using ConsumeOp = Op<TokenArgs, ConsumeOutcome>;
 using RestoreOp = Op<RestoreTokenArgs, RestoreOutcome>;
@@ -73,7 +79,7 @@ struct Queued {
   Queued(O&& o, SteadyClock::time_point t) : op(std::forward<O>(o)), enqueued(t) {}
 
   std::variant<BeginOp, CommitOp, ReleaseOp, AbandonOp, ExtendOp, GetOp, RemoveOp, SweepOp, IssueTokenOp,
-               ConsumeOp, RestoreOp, LockOp, UnlockOp, ExtendLockOp, PingOp>
+               ConsumeOp, RestoreOp, LockOp, UnlockOp, ExtendLockOp, PingOp, ListOp>
       op;
   SteadyClock::time_point enqueued;
   bool timed_out = false;  // waited longer than op_timeout: not run
@@ -114,7 +120,7 @@ class SqliteStore final : public Store {
 
   const StoreTraits& traits() const noexcept override {
     static constexpr StoreTraits kTraits{"sqlite", /*native_expiry=*/false, /*durable=*/true,
-                                         /*controllable_clock=*/true};
+                                         /*controllable_clock=*/true, /*ordered_list=*/true};
     return kTraits;
   }
 
@@ -143,6 +149,11 @@ class SqliteStore final : public Store {
   }
   void do_remove(RecordId a, Callback<bool> cb) override { submit(RemoveOp{std::move(a), std::move(cb)}); }
   void do_sweep(Callback<std::uint64_t> cb) override { submit(SweepOp{{}, std::move(cb)}); }
+  void do_list(ListArgs a, Callback<ListPage> cb) override {
+    auto after = core::decode_position(a.cursor);
+    if (!after) return cb(after.status());
+    submit(ListOp{{std::move(a), std::move(*after)}, std::move(cb)});
+  }
   void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
     auto token = core::random_token();
     if (!token) return cb(token.status());
@@ -321,6 +332,14 @@ class SqliteStore final : public Store {
     return persist_record(core::apply_remove(record_, now, op.out));
   }
   Status execute(SweepOp&, TimePoint) { return Status::ok(); }
+  // One statement of at most limit + 1 rows, read in the writer's transaction.
+  Status execute(ListOp& op, TimePoint now) {
+    std::vector<Record> rows;
+    const ListArgs& a = op.args.args;
+    if (auto s = db_->list_records(a, op.args.after, now, a.limit + 1, rows); !s) return s;
+    op.out = core::make_page(std::move(rows), a.limit);
+    return Status::ok();
+  }
   Status execute(IssueTokenOp& op, TimePoint now) {
     return db_->save_token(op.args.scope, op.out, core::issue_token_entry(op.args, now), /*exists=*/false);
   }
