@@ -131,10 +131,11 @@ ServerLimits server_limits() {
   return limits;
 }
 
-asio::awaitable<void> drain(Server& server, UpstreamClient& upstream, IoPool& pool, Duration bound) {
+asio::awaitable<void> drain(Server& server, Gateway& gateway, UpstreamClient& upstream, IoPool& pool,
+                            Duration bound) {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (!server.drained() && std::chrono::steady_clock::now() < deadline) {
+  while ((!server.drained() || gateway.settling()) && std::chrono::steady_clock::now() < deadline) {
     timer.expires_after(std::chrono::milliseconds(20));
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
   }
@@ -181,15 +182,16 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
       if (ok)
         std::cerr << "idem: store " << redact_uri(uri) << " reached" << std::endl;
       else
-        std::cerr << "idem: store " << redact_uri(uri) << " still not reachable: "
-                  << redact_secrets(s.to_string(), uri) << std::endl;
+        std::cerr << "idem: store " << redact_uri(uri)
+                  << " still not reachable: " << redact_secrets(s.to_string(), uri) << std::endl;
     });
   } else {
     std::cerr << "idem: cannot open store " << redact_uri(config.store) << ": "
               << redact_secrets(opened.status().to_string(), config.store) << "\n";
     // A malformed URI, or a store that refuses its configuration (wrong credentials, a
     // Redis that may evict keys: docs/stores.md) is a configuration error.
-    return code == StatusCode::invalid_argument || code == StatusCode::failed_precondition ? kUsage : kRuntime;
+    return code == StatusCode::invalid_argument || code == StatusCode::failed_precondition ? kUsage
+                                                                                           : kRuntime;
   }
 
   IoPool pool(std::max(1u, std::thread::hardware_concurrency()));
@@ -213,9 +215,10 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     if (ec) return;
     std::cerr << "idem: shutting down" << std::endl;
     server.shutdown();
-    asio::co_spawn(pool.main(),
-                   drain(server, upstream, pool, longest_upstream_timeout(config) + std::chrono::seconds(5)),
-                   asio::detached);
+    asio::co_spawn(
+        pool.main(),
+        drain(server, gateway, upstream, pool, longest_upstream_timeout(config) + std::chrono::seconds(5)),
+        asio::detached);
   });
 
   asio::co_spawn(pool.main(), flush_log_periodically(gateway), asio::detached);

@@ -45,9 +45,9 @@ const StoreTraits& DeferredStore::traits() const noexcept {
   return s ? s->traits() : unopened;
 }
 
-#define IDEM_FORWARD(name, Arg, Out)                                           \
-  void DeferredStore::do_##name(Arg a, Callback<Out> cb) {                     \
-    forward(cb, [&](Store& s) { s.name(std::move(a), std::move(cb)); });       \
+#define IDEM_FORWARD(name, Arg, Out)                                     \
+  void DeferredStore::do_##name(Arg a, Callback<Out> cb) {               \
+    forward(cb, [&](Store& s) { s.name(std::move(a), std::move(cb)); }); \
   }
 IDEM_FORWARD(begin, BeginArgs, BeginOutcome)
 IDEM_FORWARD(commit, CommitArgs, CommitOutcome)

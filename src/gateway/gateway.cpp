@@ -4,6 +4,8 @@
 #include <random>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -156,11 +158,19 @@ awaitable<Gateway::Reply> Gateway::replay_mode(const Route& route, const Identit
   // commit between the store's answer and the registration is not missed.
   std::unique_ptr<Waiters::Registration> reg;
   bool waited = false;
+  const std::string owner = next_owner();
   for (;;) {
-    BeginArgs args{id.scope, id.record_key, id.fingerprint, p.lease, p.retention};
+    BeginArgs args{id.scope, id.record_key, id.fingerprint, p.lease, p.retention, owner};
     auto call = async_begin(store_, std::move(args), use_awaitable);
     Result<BeginOutcome> r = co_await observe("begin", std::move(call));
-    if (!r) co_return co_await store_failed(route, req, r.status());
+    if (!r) {
+      // The begin may have claimed the key although its answer was lost: nothing will be
+      // forwarded under that claim, so it is given back rather than left to expire into an
+      // uncertain key (docs/gateway.md, "When the store fails").
+      if (r.status().code() == StatusCode::deadline_exceeded)
+        abandon_later(route, id, owner, co_await asio::this_coro::executor);
+      co_return co_await store_failed(route, req, r.status());
+    }
     switch (r->kind) {
       case BeginOutcome::Kind::mismatch:
         co_return problem(req, Problem::key_reused, "this key was used with a different request");
@@ -168,7 +178,7 @@ awaitable<Gateway::Reply> Gateway::replay_mode(const Route& route, const Identit
         co_return answer_replay(route, req, r->result, waited);
       case BeginOutcome::Kind::acquired:
         reg.reset();
-        co_return co_await run_claimed(route, id, req, r->fence, r->recovered);
+        co_return co_await run_claimed(route, id, req, r->fence, r->recovered, owner);
       case BeginOutcome::Kind::in_progress:
         break;
     }
@@ -214,7 +224,7 @@ Gateway::Reply Gateway::answer_replay(const Route& route, const HttpRequest& req
 }
 
 awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identity& id, const HttpRequest& req,
-                                               Fence fence, bool recovered) {
+                                               Fence fence, bool recovered, const std::string& owner) {
   const Policy& p = route.policy;
   if (recovered && p.on_uncertain == OnUncertain::hold) {
     // The previous holder died mid-request: its outcome is unknown, so nothing runs again.
@@ -233,7 +243,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
       ReleaseArgs rel{id.scope, id.record_key, fence};
       auto rcall = async_release(store_, std::move(rel), use_awaitable);
       Result<ReleaseOutcome> released = co_await observe("release", std::move(rcall));
-      (void)released;
+      if (!released) abandon_later(route, id, owner, co_await asio::this_coro::executor);
       waiters_.notify(id.scope, id.record_key);
       if (!c) co_return co_await store_failed(route, req, c.status());
       co_return problem(req, Problem::token_invalid,
@@ -254,7 +264,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
       std::fprintf(stderr, "idem: route %s: claim lost while the upstream worked; result not stored\n",
                    route.name.c_str());
     } else if (releases_claim(status, p.cache_5xx)) {
-      co_await release_claim(route, id, fence);
+      co_await release_claim(route, id, fence, owner);
     } else if (up.tail || up.response.body().size() > p.max_result) {
       // Too large to replay: the record says so, and the body streams through to this
       // client only.
@@ -268,7 +278,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
     co_return forwarded(req, std::move(up), "forwarded");
   }
   if (up.kind == UpstreamResult::Kind::refused) {
-    co_await release_claim(route, id, fence);
+    co_await release_claim(route, id, fence, owner);
     co_return problem(req, Problem::upstream_unavailable, "the upstream is unavailable: " + up.error);
   }
   // Outcome unknown: hold completes the record as uncertain; retry keeps the claim until
@@ -355,32 +365,47 @@ awaitable<void> Gateway::renew(const Route& route, const Identity& id, Fence fen
   }
 }
 
-awaitable<void> Gateway::release_claim(const Route& route, const Identity& id, Fence fence) {
-  if (route.key.kind == KeyRule::Kind::token) {
-    // The user may submit again with the same token (SPEC §3.3). The token is re-armed
-    // while the claim still stands: a duplicate that was waiting claims the key the moment
-    // it is released and consumes the token at once, so a restore after the release would
-    // race it and answer that duplicate token-invalid.
-    RestoreTokenArgs restore{id.scope, id.key, config_.tokens.ttl};
-    auto rcall = async_restore_token(store_, std::move(restore), use_awaitable);
-    Result<RestoreOutcome> restored = co_await observe("restore_token", std::move(rcall));
-    (void)restored;
-  }
+awaitable<void> Gateway::release_claim(const Route& route, const Identity& id, Fence fence,
+                                       const std::string& owner) {
   ReleaseArgs args{id.scope, id.record_key, fence};
+  // On a token route the user may submit again with the same token (docs/gateway.md,
+  // "One-time tokens"): the store re-arms it in the same step that releases the claim, so
+  // a duplicate waiting for the key finds both, and a claim that was not ours to release
+  // (taken over, removed by an operator) re-arms nothing.
+  if (route.key.kind == KeyRule::Kind::token) args.restore_token = TokenRestore{id.key, config_.tokens.ttl};
   auto call = async_release(store_, std::move(args), use_awaitable);
   Result<ReleaseOutcome> r = co_await observe("release", std::move(call));
-  if (r && *r == ReleaseOutcome::fenced) {
-    metrics_.count_store_conflict();
-    if (route.key.kind == KeyRule::Kind::token) {
-      // The claim was not ours to release (taken over, or removed by an operator, which
-      // must not re-arm the token): take back the restore.
-      TokenArgs again{id.scope, id.key};
-      auto ccall = async_consume_token(store_, std::move(again), use_awaitable);
-      Result<ConsumeOutcome> consumed = co_await observe("consume_token", std::move(ccall));
-      (void)consumed;
-    }
-  }
+  if (r && *r == ReleaseOutcome::fenced) metrics_.count_store_conflict();
+  if (!r) abandon_later(route, id, owner, co_await asio::this_coro::executor);
   waiters_.notify(id.scope, id.record_key);
+}
+
+void Gateway::abandon_later(const Route& route, const Identity& id, std::string owner,
+                            asio::any_io_executor ex) {
+  // Worth trying for as long as the claim can live: past its lease a repeat would take it
+  // over as uncertain, and past lease + retention it is gone by itself.
+  const auto give_up = Steady::now() + route.policy.lease + route.policy.retention;
+  ++abandoning_;
+  asio::co_spawn(
+      ex,
+      [this, scope = id.scope, key = id.record_key, owner = std::move(owner), give_up]() -> awaitable<void> {
+        asio::steady_timer timer(co_await asio::this_coro::executor);
+        Duration pause = std::chrono::milliseconds(100);
+        for (;;) {
+          auto call = async_abandon(store_, AbandonArgs{scope, key, owner}, use_awaitable);
+          Result<ReleaseOutcome> r = co_await observe("abandon", std::move(call));
+          if (r) {
+            if (*r == ReleaseOutcome::released) waiters_.notify(scope, key);
+            break;
+          }
+          if (Steady::now() >= give_up) break;
+          timer.expires_after(pause);
+          co_await timer.async_wait(kTuple);
+          pause = std::min<Duration>(pause * 2, std::chrono::seconds(5));
+        }
+        --abandoning_;
+      },
+      asio::detached);
 }
 
 awaitable<void> Gateway::commit_claim(const Route& route, const Identity& id, Fence fence,

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
 #include "gateway/config.h"
@@ -66,6 +67,10 @@ class Gateway {
   // than per request; a line is at most 100 ms late (and lost if the process is killed).
   void flush_log();
 
+  // True while claims are being given back in the background (abandon_later): the shutdown
+  // drain waits for them too, within its bound.
+  bool settling() const noexcept { return abandoning_.load() > 0; }
+
  private:
   struct Reply {
     HttpResponse response;
@@ -77,7 +82,7 @@ class Gateway {
 
   boost::asio::awaitable<Reply> replay_mode(const Route& route, const Identity& id, const HttpRequest& req);
   boost::asio::awaitable<Reply> run_claimed(const Route& route, const Identity& id, const HttpRequest& req,
-                                            Fence fence, bool recovered);
+                                            Fence fence, bool recovered, const std::string& owner);
   boost::asio::awaitable<Reply> lock_mode(const Route& route, const Identity& id, const HttpRequest& req);
   boost::asio::awaitable<Reply> forward_unprotected(const Route& route, const HttpRequest& req, bool mark);
   boost::asio::awaitable<Reply> store_failed(const Route& route, const HttpRequest& req, const Status& s);
@@ -95,8 +100,15 @@ class Gateway {
                                                            std::size_t max_buffered);
   boost::asio::awaitable<void> renew(const Route& route, const Identity& id, Fence fence, bool lock,
                                      std::string owner, bool& conflict);
-  // Release a claim (and, on a token route, re-arm the token), then wake waiters.
-  boost::asio::awaitable<void> release_claim(const Route& route, const Identity& id, Fence fence);
+  // Release a claim (and, on a token route, re-arm the token in the same store step), then
+  // wake waiters. A release that fails is retried by owner in the background.
+  boost::asio::awaitable<void> release_claim(const Route& route, const Identity& id, Fence fence,
+                                             const std::string& owner);
+  // A claim this gateway made (or may have made: a begin whose answer was lost) and will
+  // never use: given back by its owner in the background, retried until the store answers
+  // or the claim would have expired anyway, so it never turns into an uncertain key.
+  void abandon_later(const Route& route, const Identity& id, std::string owner,
+                     boost::asio::any_io_executor ex);
   boost::asio::awaitable<void> commit_claim(const Route& route, const Identity& id, Fence fence,
                                             std::string result);
 
@@ -115,6 +127,7 @@ class Gateway {
   Waiters waiters_;
   std::string instance_;  // random, names lock owners
   std::atomic<std::uint64_t> requests_{0};
+  std::atomic<std::int64_t> abandoning_{0};  // claims being given back in the background
   std::mutex log_mu_;
   std::string log_buffer_;  // guarded by log_mu_
 };

@@ -157,8 +157,8 @@ std::unique_ptr<Process> start_redis(const std::string& dir, unsigned short port
   for (const char* candidate : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"})
     if (::access(candidate, X_OK) == 0) redis_server = candidate;
   if (!redis_server) return nullptr;
-  std::vector<std::string> argv{redis_server, "--port",       std::to_string(port), "--bind", "127.0.0.1",
-                                "--save",     "",             "--appendonly",       "no",     "--dir",
+  std::vector<std::string> argv{redis_server, "--port", std::to_string(port), "--bind", "127.0.0.1",
+                                "--save",     "",       "--appendonly",       "no",     "--dir",
                                 dir};
   argv.insert(argv.end(), extra.begin(), extra.end());
   auto redis = std::make_unique<Process>(argv, dir + "/redis-" + std::to_string(port) + ".log");
@@ -285,8 +285,8 @@ routes:
     match: { method: POST, path: /passes }
     on_store_error: pass
 )");
-  Process idem({IDEM_BIN, "serve", "--config", dir + "/idem.yaml", "--listen", "127.0.0.1:" + std::to_string(port),
-                "--admin", "127.0.0.1:" + std::to_string(admin)},
+  Process idem({IDEM_BIN, "serve", "--config", dir + "/idem.yaml", "--listen",
+                "127.0.0.1:" + std::to_string(port), "--admin", "127.0.0.1:" + std::to_string(admin)},
                dir + "/idem.log");
   ASSERT_TRUE(wait_healthy(admin, 10000));
   EXPECT_EQ(request(admin, verb::get, "/readyz").result_int(), 503u);

@@ -234,8 +234,9 @@ TEST_F(GatewayRuntime, AControlApiCallWhoseAnswerIsLostIs504StoreTimeout) {
   const auto fence = boost::json::parse(begun.body()).at("fence").as_int64();
 
   store_.lose_replies = true;
-  auto commit = request(admin_port_, verb::post, "/v1/commit", json,
-                        R"({"scope":"s","key":"k","fence":)" + std::to_string(fence) + R"(,"result":{"id":7}})");
+  auto commit =
+      request(admin_port_, verb::post, "/v1/commit", json,
+              R"({"scope":"s","key":"k","fence":)" + std::to_string(fence) + R"(,"result":{"id":7}})");
   EXPECT_EQ(commit.result_int(), 504u) << commit.body();
   EXPECT_EQ(type_of(commit), "urn:idem:problem:store-timeout");
   EXPECT_EQ(commit[http::field::retry_after], "");  // not an invitation to retry as is
@@ -256,6 +257,28 @@ TEST_F(GatewayRuntime, AControlApiCallWhoseAnswerIsLostIs504StoreTimeout) {
   EXPECT_EQ(refused.result_int(), 503u) << refused.body();
   EXPECT_EQ(type_of(refused), "urn:idem:problem:store-unavailable");
   EXPECT_EQ(refused[http::field::retry_after], "1");
+}
+
+// A begin whose answer is lost may have claimed the key (here it did). The gateway gives
+// that claim back by its owner, so the client's retry runs once instead of waiting for the
+// ghost's lease and then finding the key uncertain (docs/gateway.md, "When the store fails").
+TEST_F(GatewayRuntime, ABeginWhoseAnswerIsLostLeavesNoGhostClaim) {
+  store_.lose_replies = true;
+  auto first = post("/reject", "ghost");
+  EXPECT_EQ(first.result_int(), 503u) << first.body();
+  EXPECT_EQ(type_of(first), "urn:idem:problem:store-unavailable");
+  store_.lose_replies = false;
+  bool gone = false;
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       !gone && std::chrono::steady_clock::now() < until;) {
+    gone = request(admin_port_, verb::get, "/v1/records/_/ghost?key_space=reject").result_int() == 404u;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling the admin API
+  }
+  ASSERT_TRUE(gone) << "the claim of the lost begin was never given back";
+  auto retry = post("/reject", "ghost");
+  EXPECT_EQ(retry.result_int(), 201u) << retry.body();
+  EXPECT_EQ(upstream_count("ghost"), "1");
+  EXPECT_NE(metrics_.render().find("idem_store_errors_total 1"), std::string::npos) << metrics_.render();
 }
 
 TEST_F(GatewayRuntime, StoreUnavailableUnderPassForwardsUnprotected) {

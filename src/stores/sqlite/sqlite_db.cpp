@@ -75,7 +75,8 @@ Status Database::prepare_all() {
        "           coalesce((SELECT value FROM idem_meta WHERE name = 'fence_high_water'), 0))"},
       // Keys and scopes compare bytewise (BINARY): a key prefix is the range [?4, ?5).
       {&record_list_,
-       "SELECT scope, key, state, fence, fingerprint, lease_until, expires_at, result, owner FROM idem_records "
+       "SELECT scope, key, state, fence, fingerprint, lease_until, expires_at, result, owner FROM "
+       "idem_records "
        "WHERE expires_at > ?1 AND (?2 IS NULL OR scope = ?2) AND (?3 IS NULL OR state = ?3) "
        "AND key >= ?4 AND (?5 IS NULL OR key < ?5) "
        "AND (?6 IS NULL OR expires_at < ?6 OR (expires_at = ?6 AND (scope, key) > (?7, ?8))) "
