@@ -1,6 +1,6 @@
-// The PostgreSQL store's schema and statements (SPEC §2 as SQL). Each operation is one
-// statement, prepared once per connection, whose every parameter and result column is in
-// binary format (bytea as raw bytes, int8 as 8 big-endian bytes).
+// The PostgreSQL store's schema and statements (docs/design.md, "PostgreSQL in detail"). Each operation is
+// one statement, prepared once per connection, whose every parameter and result column is in binary format
+// (bytea as raw bytes, int8 as 8 big-endian bytes).
 //
 // Time is the server's (I7): NOW is statement_timestamp() in µs since the Unix epoch,
 // stable within a statement. Times are int8 µs, as in the SQLite store.
@@ -14,7 +14,7 @@
 // them back to life; their expires_at (the instant they went) only dates them for sweep. sweep deletes
 // tombstones and expired locks only kTombstoneGrace after they stopped mattering; from then on the server's
 // clock, which has moved past the old fence by at least the grace, keeps new fences above it (the one
-// exception SPEC I2 allows: the clock stepping back by more than the grace).
+// exception docs/design.md, "Why fences", allows: the clock stepping back by more than the grace).
 #pragma once
 
 #include <libpq-fe.h>

@@ -1,9 +1,8 @@
-// The SQLite store (SPEC §3.6). One writer thread owns the connection (sqlite_db.h) and
-// group-commits: callers only enqueue; the writer drains the queue, applies up to
-// kMaxBatch operations in one BEGIN IMMEDIATE ... COMMIT — each reads its row, lets the
-// shared state machine (core/state_machine.h) decide, and writes or deletes the row — and
-// answers them only after COMMIT returned, outside any lock, so a callback may call the
-// store again. With WAL and synchronous=NORMAL a returned COMMIT is in the operating
+// The SQLite store (docs/design.md, "SQLite in detail"). One writer thread owns the connection (sqlite_db.h)
+// and group-commits: callers only enqueue; the writer drains the queue, applies up to kMaxBatch operations in
+// one BEGIN IMMEDIATE ... COMMIT — each reads its row, lets the shared state machine (core/state_machine.h)
+// decide, and writes or deletes the row — and answers them only after COMMIT returned, outside any lock, so a
+// callback may call the store again. With WAL and synchronous=NORMAL a returned COMMIT is in the operating
 // system's hands and survives a kill -9 of this process (I8); synchronous=FULL also
 // survives a power cut.
 //
