@@ -10,6 +10,7 @@
 
 #include "gateway/e2e_fixture.h"
 #include "gateway/request_identity.h"
+#include "testutil/redis_server.h"
 
 namespace idem::e2e {
 namespace {
@@ -149,28 +150,6 @@ std::string serve_output(const std::string& dir, std::vector<std::string> args) 
   return out;
 }
 
-// A redis-server on `port` with its files in `dir`, answering PING once this returns
-// (nullptr when redis-server is not installed: the caller skips).
-std::unique_ptr<Process> start_redis(const std::string& dir, unsigned short port,
-                                     std::vector<std::string> extra = {}, const std::string& auth = "") {
-  const char* redis_server = nullptr;
-  for (const char* candidate : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"})
-    if (::access(candidate, X_OK) == 0) redis_server = candidate;
-  if (!redis_server) return nullptr;
-  std::vector<std::string> argv{redis_server, "--port", std::to_string(port), "--bind", "127.0.0.1",
-                                "--save",     "",       "--appendonly",       "no",     "--dir",
-                                dir};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  auto redis = std::make_unique<Process>(argv, dir + "/redis-" + std::to_string(port) + ".log");
-  const std::string ping = (auth.empty() ? "" : "AUTH " + auth + "\r\n") + "PING\r\nQUIT\r\n";
-  std::string pong;
-  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-       pong.find("PONG") == std::string::npos && std::chrono::steady_clock::now() < until;)
-    pong = raw_exchange(port, ping);
-  EXPECT_NE(pong.find("PONG"), std::string::npos) << "redis-server did not start; see " << dir;
-  return redis;
-}
-
 // A password in a store URI is never printed: not at start, not when the store cannot be
 // opened, not by `record`, `sweep` or `check` (docs/admin.md).
 TEST(GatewayProcess, StorePasswordsAreNeverPrinted) {
@@ -222,9 +201,9 @@ TEST(GatewayProcess, StorePasswordsAreNeverPrinted) {
 TEST(GatewayProcess, AStoreWithAPasswordIsNamedWithoutItAndItsFailuresWithoutItsAddress) {
   TempDir tmp;
   const std::string& dir = tmp.path;
-  const unsigned short redis_port = free_port();
-  auto redis = start_redis(dir, redis_port, {"--requirepass", "s3cret"}, "s3cret");
-  if (!redis) GTEST_SKIP() << "redis-server is not installed";
+  auto redis = std::make_unique<testutil::RedisServer>(std::vector<std::string>{"--requirepass", "s3cret"});
+  if (!redis->started()) GTEST_SKIP() << "redis-server is not installed or did not start";
+  const unsigned short redis_port = redis->port();
 
   Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
   const unsigned short port = free_port(), admin = free_port();
@@ -298,8 +277,8 @@ routes:
   EXPECT_EQ(r.result_int(), 201u) << r.body();
   EXPECT_EQ(r["Idempotency-Status"], "unprotected");
 
-  auto redis = start_redis(dir, redis_port);
-  if (!redis) GTEST_SKIP() << "redis-server is not installed";
+  testutil::RedisServer redis({}, redis_port);
+  if (!redis.started()) GTEST_SKIP() << "redis-server is not installed or did not start";
   bool ready = false;
   for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
        !ready && std::chrono::steady_clock::now() < until;) {

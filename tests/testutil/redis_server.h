@@ -28,15 +28,16 @@ namespace idem::testutil {
 class RedisServer {
  public:
   // Starts redis-server with `args` after its own (port, bind, no persistence, a log file
-  // in a temporary directory). started() is false when redis-server is not installed or
-  // did not answer PING within 10 s.
-  explicit RedisServer(std::vector<std::string> args = {}) {
+  // in a temporary directory), on `port` (0: a free one). started() is false when
+  // redis-server is not installed or did not answer PING within 10 s (a server that asks
+  // for a password counts as answering).
+  explicit RedisServer(std::vector<std::string> args = {}, std::uint16_t port = 0) {
     const char* binary = nullptr;
     for (const char* candidate : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"}) {
       if (::access(candidate, X_OK) == 0) binary = candidate;
     }
     if (!binary) return;
-    port_ = pick_port();
+    port_ = port != 0 ? port : pick_port();
     std::vector<std::string> argv = {
         binary, "--port", std::to_string(port_), "--bind",    "127.0.0.1", "--save",      "",  "--appendonly",
         "no",   "--dir",  dir_.path().string(),  "--logfile", "redis.log", "--daemonize", "no"};
@@ -53,7 +54,7 @@ class RedisServer {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < until) {
       try {
-        if (command({"PING"}) == "PONG") {
+        if (const std::string pong = command({"PING"}); pong == "PONG" || pong.starts_with("NOAUTH")) {
           started_ = true;
           return;
         }
