@@ -28,6 +28,8 @@ constexpr auto kTuple = asio::as_tuple(use_awaitable);
 constexpr std::size_t kStreamedPrefix = 64 * 1024;
 // How often a waiter asks the store again, for holders on other instances.
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
+// Claims given back in the background at once, at most (abandon_later).
+constexpr std::int64_t kMaxAbandoning = 10000;
 
 Duration since(Steady::time_point t0) { return std::chrono::duration_cast<Duration>(Steady::now() - t0); }
 
@@ -385,6 +387,14 @@ void Gateway::abandon_later(const Route& route, const Identity& id, std::string 
   // Worth trying for as long as the claim can live: past its lease a repeat would take it
   // over as uncertain, and past lease + retention it is gone by itself.
   const auto give_up = Steady::now() + route.policy.lease + route.policy.retention;
+  // While the store is down every lost begin would add one; past the cap a claim is left
+  // to expire (on_uncertain then decides), so an outage cannot grow memory without bound.
+  if (abandoning_.load() >= kMaxAbandoning) {
+    std::fprintf(stderr,
+                 "idem: route %s: %lld claims are being given back already; leaving this one to expire\n",
+                 route.name.c_str(), static_cast<long long>(kMaxAbandoning));
+    return;
+  }
   ++abandoning_;
   asio::co_spawn(
       ex,
