@@ -111,11 +111,10 @@ class PointsConsumer {
  public:
   PointsConsumer(const Options& opt, idem::Store& store)
       : opt_(opt),
-        dedup_(store, "points-consumer",
-               {.lease = opt.lease,
-                .retention = 24h,
-                .renew = true,
-                .on_recovered = idem::OnRecovered::run_again}) {}
+        dedup_(
+            store, "points-consumer",
+            {.lease = opt.lease, .retention = 24h, .renew = true, .on_uncertain = idem::OnUncertain::retry}) {
+  }
 
   int run() {
     std::chrono::milliseconds backoff = 100ms;
@@ -255,7 +254,7 @@ class PointsConsumer {
                              std::chrono::milliseconds(500ms)));
         return consumer_->nack(d.delivery_tag, /*requeue=*/true);
       case idem::Delivery::Kind::uncertain:
-        // Only with OnRecovered::fail, which this consumer does not use.
+        // Only with OnUncertain::hold, which this consumer does not use.
         std::cerr << "shop-consumer: " << id << ": uncertain; acked for a person to look at\n";
         return consumer_->ack(d.delivery_tag);
     }

@@ -156,11 +156,9 @@ int main(int argc, char** argv) {
                  e.what());  // no URI: it may hold a password
     return 1;
   }
-  idem::Guard guard(**store, {.lease = 3s,
-                              .retention = 24h,
-                              .wait = 5s,
-                              .renew = true,
-                              .on_recovered = idem::OnRecovered::run_again});
+  idem::Guard guard(
+      **store,
+      {.lease = 3s, .retention = 24h, .wait = 5s, .renew = true, .on_uncertain = idem::OnUncertain::retry});
   shop::OutboxRelay relay(pool, amqp_url, queue);
   shop::Shop service(pool, guard, options, [&relay] { relay.wake(); });
   try {

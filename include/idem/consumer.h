@@ -21,9 +21,9 @@
 // not answer (nothing ran). An exception from fn releases the claim and propagates.
 //
 // A consumer that crashed mid-message leaves a pending claim; once its lease expires the
-// broker's redelivery takes it over. By default (run_again) fn runs again, since the
-// broker only redelivers messages that were never acknowledged; `fail` reports them as
-// `uncertain` instead (at most once: park them for a person).
+// broker's redelivery takes it over. By default (on_uncertain = retry) fn runs again, since
+// the broker only redelivers messages that were never acknowledged; `hold` reports them as
+// `uncertain` instead, until the retention passes (at most once: park them for a person).
 //
 // GCC 12 and coroutines: see the note at the top of guard.h (name lambdas that capture
 // strings by value before `co_await dedup.async_handle(...)`).
@@ -46,7 +46,7 @@ struct DeduplicatorOptions {
   Duration lease = std::chrono::seconds(60);    // > 0: how long one consumer holds a message
   Duration retention = std::chrono::hours(24);  // > 0: at least as long as the broker may redeliver
   bool renew = true;                            // extend the lease every lease/3 while fn runs
-  OnRecovered on_recovered = OnRecovered::run_again;
+  OnUncertain on_uncertain = OnUncertain::retry;
 };
 
 struct Delivery {
@@ -54,7 +54,7 @@ struct Delivery {
     processed,    // fn ran now and succeeded: ack
     duplicate,    // fn already ran for this message id: ack and do nothing
     in_progress,  // another consumer is running fn for it now: requeue, retry later
-    uncertain,    // a consumer died mid-message and on_recovered = fail: park it
+    uncertain,    // a consumer died mid-message and on_uncertain = hold: park it
   };
   Kind kind = Kind::processed;
   Fence fence = 0;         // processed: the fence fn ran under

@@ -21,11 +21,11 @@
 //   mismatch     the key was used with a different fingerprint: `key_reused`; nothing runs.
 //   acquired, recovered
 //                the previous holder's lease expired mid-run: its outcome is unknown.
-//                `on_recovered` decides: run_again runs fn (Attempt::recovered tells it so,
-//                and the fence is greater than the lost holder's); fail answers
-//                `outcome_unknown` and leaves the record pending so every repeat fails
-//                the same way until an operator removes it (store.remove) or its retention
-//                passes. Nothing runs twice under `fail`.
+//                `on_uncertain` decides: retry runs fn (Attempt::recovered tells it so,
+//                and the fence is greater than the lost holder's); hold (the default)
+//                answers `outcome_unknown` and completes the record as uncertain, so every
+//                repeat is answered the same way until an operator removes it
+//                (store.remove) or its retention passes. Nothing runs twice under `hold`.
 //
 // Fencing: fn receives the fence of its claim; a service can make its own writes
 // conditional on it. If the claim was lost while fn ran (a takeover after the lease
@@ -34,9 +34,16 @@
 // With `renew`, the lease is extended every lease/3 while fn runs, so a slow fn keeps it.
 //
 // Errors are values: when the store cannot answer begin, the run answers `failed` with
-// the store's Status and nothing runs. When commit fails after fn ran, the run answers
-// `executed` with stored() == false and store_status() set: the caller has its result,
-// and the claim left pending makes repeats wait, then follow `on_recovered`.
+// the store's Status and nothing runs (a begin whose answer was lost may have claimed the
+// key: that claim is given back by owner in the background). When commit fails after fn
+// ran, the run answers `executed` with stored() == false and store_status() set: the
+// caller has its result, and the commit is retried in the background until the store
+// answers; meanwhile repeats wait.
+//
+// Every run goes through the claim runner (idem/claim.h), as the gateway's requests do.
+// Results are stored as fn returned them, except that one starting with a zero byte gets
+// a second one in front (removed again on replay): so a result can never be mistaken
+// for the record of an uncertain outcome.
 //
 // Thread safety: a Guard is safe for concurrent use from any number of threads and
 // coroutines. The Store must outlive the Guard. run() blocks the calling thread;
@@ -57,6 +64,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include "idem/claim.h"
 #include "idem/clock.h"
 #include "idem/detail/unique_function.h"
 #include "idem/record.h"
@@ -65,19 +73,15 @@
 
 namespace idem {
 
-// What to do when begin takes over a claim whose holder's lease expired (its outcome is
-// unknown: it may or may not have run the side effect).
-enum class OnRecovered {
-  fail,       // at most once: answer outcome_unknown until an operator decides
-  run_again,  // at least once: run fn again under a greater fence
-};
-
 struct GuardOptions {
   Duration lease = std::chrono::seconds(60);    // > 0: how long a claim is held
   Duration retention = std::chrono::hours(24);  // > 0: how long the result is replayed
   Duration wait = std::chrono::seconds(5);      // how long a repeat waits for a running first; 0 = never
   bool renew = true;                            // extend the lease every lease/3 while fn runs
-  OnRecovered on_recovered = OnRecovered::fail;
+  // When begin takes over a claim whose holder's lease expired (it may or may not have run
+  // the side effect): hold answers outcome_unknown until an operator decides; retry runs
+  // fn again under a greater fence.
+  OnUncertain on_uncertain = OnUncertain::hold;
 };
 
 // What fn learns about its claim. Valid for the duration of the call.
@@ -85,7 +89,7 @@ struct Attempt {
   std::string_view scope;
   std::string_view key;
   Fence fence = 0;         // greater than every fence handed out for this key before
-  bool recovered = false;  // an earlier holder's lease expired mid-run (on_recovered = run_again)
+  bool recovered = false;  // an earlier holder's lease expired mid-run (on_uncertain = retry)
 };
 
 // The answer of Guard::run. Reads like Result<std::string>: true when there is a result
@@ -97,7 +101,7 @@ class [[nodiscard]] GuardResult {
     replayed,         // the first run's result, byte for byte; fn did not run
     in_progress,      // another caller holds the key; retry after retry_after()
     key_reused,       // the key was used with a different fingerprint; nothing ran
-    outcome_unknown,  // on_recovered = fail and an earlier run did not finish; nothing ran
+    outcome_unknown,  // on_uncertain = hold and an earlier run did not finish; nothing ran
     failed,           // fn or the store failed (status()); nothing stored, a retry runs again
   };
 
@@ -132,7 +136,7 @@ class [[nodiscard]] GuardResult {
 
   // executed: the fence fn ran under; replayed: the fence of the run that committed.
   Fence fence() const noexcept { return fence_; }
-  // executed: fn ran after taking over an expired claim (on_recovered = run_again).
+  // executed: fn ran after taking over an expired claim (on_uncertain = retry).
   bool recovered() const noexcept { return recovered_; }
   // executed: the result was committed, so repeats replay it. False when commit answered
   // `fenced` (the claim was lost while fn ran; the newer holder is left alone) or failed.
@@ -270,11 +274,10 @@ class Guard {
   boost::asio::awaitable<GuardResult> async_run_body(std::string scope, std::string key,
                                                      std::string fingerprint, AsyncBody body);
 
-  class Renewer;  // the blocking form's lease renewal: one timer thread per Guard, started lazily
-
   Store& store_;
   const GuardOptions options_;
-  std::unique_ptr<Renewer> renewer_;
+  const ClaimPolicy policy_;
+  ClaimRunner runner_;
 };
 
 }  // namespace idem

@@ -8,7 +8,7 @@ namespace {
 GuardOptions guard_options(const DeduplicatorOptions& o) {
   // No waiting: a consumer that finds the message in progress hands it back to the broker
   // rather than holding a delivery slot.
-  return GuardOptions{o.lease, o.retention, Duration{0}, o.renew, o.on_recovered};
+  return GuardOptions{o.lease, o.retention, Duration{0}, o.renew, o.on_uncertain};
 }
 
 }  // namespace

@@ -1,27 +1,21 @@
-// Guard: begin → fn → commit or release, in a blocking and a coroutine form that share
-// every decision (decide(), finish()) and differ only in how they wait.
+// Guard: begin → fn → commit or release, in a blocking and a coroutine form, both on the
+// claim runner (idem/claim.h), which makes every decision; they differ only in how they wait.
 #include "idem/guard.h"
 
-#include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <cstdint>
 #include <exception>
-#include <map>
-#include <mutex>
+#include <future>
 #include <optional>
-#include <system_error>
 #include <thread>
 #include <utility>
-#include <vector>
 
-#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 
 #include "helpers/wait_budget.h"
-#include "idem/async.h"
 
 namespace idem {
 
@@ -94,333 +88,165 @@ using helpers::WaitBudget;
 
 namespace {
 
-// What a run does after one begin.
-struct Decision {
-  enum class Action { answer, wait, execute, hold_uncertain };
-  Action action = Action::answer;
-  std::optional<GuardResult> answer;  // answer
-  SteadyClock::duration sleep{};      // wait
-  Fence fence = 0;                    // execute, hold_uncertain
-  bool recovered = false;             // execute
-};
+// The marker of an uncertain record, and the escape that keeps results from looking like it
+// (guard.h).
+const std::string kUncertainMarker("\0uncertain", 10);
 
-Decision decide(Result<BeginOutcome>& begun, WaitBudget& budget, OnRecovered on_recovered) {
-  using Kind = BeginOutcome::Kind;
-  using Action = Decision::Action;
-  if (!begun) return {Action::answer, GuardResult::make_failed(begun.status())};
-  BeginOutcome& b = *begun;
-  switch (b.kind) {
-    case Kind::replay:
-      return {Action::answer, GuardResult::make_replayed(std::move(b.result), b.fence)};
-    case Kind::mismatch:
-      return {Action::answer, GuardResult::make_key_reused()};
-    case Kind::in_progress:
-      if (auto sleep = budget.next(b.retry_after)) return {Action::wait, std::nullopt, *sleep};
-      return {Action::answer, GuardResult::make_in_progress(b.retry_after)};
-    case Kind::acquired:
-      if (b.recovered && on_recovered == OnRecovered::fail) {
-        return {Action::hold_uncertain, std::nullopt, {}, b.fence};
-      }
-      return {Action::execute, std::nullopt, {}, b.fence, b.recovered};
+std::string encode_result(std::string value) {
+  if (!value.empty() && value.front() == '\0') value.insert(value.begin(), '\0');
+  return value;
+}
+
+std::string decode_result(std::string stored) {
+  if (stored.size() >= 2 && stored[0] == '\0' && stored[1] == '\0') stored.erase(stored.begin());
+  return stored;
+}
+
+ClaimPolicy claim_policy(const GuardOptions& o) {
+  return ClaimPolicy{o.lease, o.retention, o.renew, o.on_uncertain, kUncertainMarker};
+}
+
+// The answer for a begin step that ends the run; nullopt for run (fn runs) and busy (wait).
+std::optional<GuardResult> answer_for(Acquired& a) {
+  switch (a.step) {
+    case BeginStep::replay:
+      return GuardResult::make_replayed(decode_result(std::move(a.begun->result)), a.begun->fence);
+    case BeginStep::uncertain:
+    case BeginStep::hold_uncertain:
+      return GuardResult::make_outcome_unknown();
+    case BeginStep::mismatch:
+      return GuardResult::make_key_reused();
+    case BeginStep::not_applied:
+    case BeginStep::unknown:
+      return GuardResult::make_failed(a.begun.status());
+    case BeginStep::busy:
+    case BeginStep::run:
+      return std::nullopt;
   }
-  return {Action::answer, GuardResult::make_failed(internal_error("guard: unknown begin outcome"))};
+  return GuardResult::make_failed(internal_error("guard: unknown begin step"));
 }
 
-// Under on_recovered = fail the record stays pending, its lease shortened to the least
-// the store accepts: every repeat then takes it over at once and is told `outcome_unknown`
-// (instead of `in_progress` for a whole lease) until an operator removes it or it expires.
-ExtendArgs hold_uncertain_args(const BeginArgs& args, Fence fence) {
-  return ExtendArgs{args.scope, args.key, fence, Duration{1}};
-}
-
-// The guard's answer once fn returned a result and commit answered.
-GuardResult finish(std::string value, Fence fence, bool recovered, const Result<CommitOutcome>& committed) {
-  Status store_status;
-  if (!committed) {
-    store_status = committed.status();
-  } else if (*committed == CommitOutcome::fenced) {
-    store_status =
-        failed_precondition("fenced: the claim was lost while the function ran; result not stored");
-  }
-  return GuardResult::make_executed(std::move(value), fence, recovered, std::move(store_status));
-}
-
-Duration renew_interval(Duration lease) {
-  return std::max<Duration>(lease / 3, std::chrono::milliseconds(1));
+// The guard's answer once fn returned a result and the claim was settled.
+GuardResult finish(std::string value, const Claim& claim, Status settled) {
+  return GuardResult::make_executed(std::move(value), claim.fence(), claim.recovered(), std::move(settled));
 }
 
 }  // namespace
 
-// ---- the blocking form's lease renewal -------------------------------------------------------
-
-// One thread per Guard, started with the first renewal, extends every registered claim at
-// lease/3. Extends are issued in the store's callback form, so a slow store never delays
-// the others; at most one extend per claim is in flight. A claim answered `fenced` is
-// dropped (commit will say so). The thread sleeps on a condition variable: registering
-// wakes it for an earlier deadline, and the Guard's destructor wakes it to exit.
-class Guard::Renewer {
- public:
-  explicit Renewer(Store& store) : store_(store) {}
-
-  ~Renewer() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
-  // Renews the claim until the returned ticket goes.
-  class Ticket {
-   public:
-    Ticket() = default;
-    Ticket(Renewer* r, std::uint64_t id) : renewer_(r), id_(id) {}
-    Ticket(Ticket&& o) noexcept : renewer_(std::exchange(o.renewer_, nullptr)), id_(o.id_) {}
-    Ticket& operator=(Ticket&& o) noexcept {
-      if (this != &o) {
-        reset();
-        renewer_ = std::exchange(o.renewer_, nullptr);
-        id_ = o.id_;
-      }
-      return *this;
-    }
-    ~Ticket() { reset(); }
-    void reset() {
-      if (renewer_) std::exchange(renewer_, nullptr)->remove(id_);
-    }
-
-   private:
-    Renewer* renewer_ = nullptr;
-    std::uint64_t id_ = 0;
-  };
-
-  Ticket start(ExtendArgs args) {
-    std::lock_guard lock(mu_);
-    if (!thread_.joinable()) {
-      try {
-        thread_ = std::thread([this] { loop(); });
-      } catch (const std::system_error&) {
-        return {};  // no thread: run without renewal rather than fail the call
-      }
-    }
-    const std::uint64_t id = next_id_++;
-    const Duration every = renew_interval(args.lease);
-    entries_.emplace(id,
-                     Entry{std::move(args), every, SteadyClock::now() + every, std::make_shared<InFlight>()});
-    cv_.notify_all();
-    return {this, id};
-  }
-
- private:
-  struct InFlight {
-    std::atomic<bool> busy{false};
-    std::atomic<bool> lost{false};
-  };
-  struct Entry {
-    ExtendArgs args;
-    Duration every;
-    SteadyClock::time_point due;
-    std::shared_ptr<InFlight> state;  // shared with the callback of an extend in flight
-  };
-
-  void remove(std::uint64_t id) {
-    std::lock_guard lock(mu_);
-    entries_.erase(id);  // an extend already in flight is harmless: fenced once committed
-  }
-
-  void loop() {
-    std::unique_lock lock(mu_);
-    while (!stopping_) {
-      const auto now = SteadyClock::now();
-      auto next = SteadyClock::time_point::max();
-      std::vector<std::pair<ExtendArgs, std::shared_ptr<InFlight>>> due;
-      for (auto it = entries_.begin(); it != entries_.end();) {
-        Entry& e = it->second;
-        if (e.state->lost.load()) {
-          it = entries_.erase(it);
-          continue;
-        }
-        if (e.due <= now) {
-          e.due = now + e.every;
-          if (!e.state->busy.exchange(true)) due.emplace_back(e.args, e.state);
-        }
-        next = std::min(next, e.due);
-        ++it;
-      }
-      if (!due.empty()) {
-        lock.unlock();  // the store may answer inline, and may take its time
-        for (auto& [args, state] : due) {
-          store_.extend(std::move(args), [state = state](Result<ExtendOutcome> r) {
-            if (r && *r == ExtendOutcome::fenced) state->lost.store(true);
-            state->busy.store(false);
-          });
-        }
-        lock.lock();
-        continue;
-      }
-      if (next == SteadyClock::time_point::max()) {
-        cv_.wait(lock);
-      } else {
-        cv_.wait_until(lock, next);
-      }
-    }
-  }
-
-  Store& store_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::uint64_t, Entry> entries_;  // guarded by mu_
-  std::uint64_t next_id_ = 0;               // guarded by mu_
-  bool stopping_ = false;                   // guarded by mu_
-  std::thread thread_;                      // started under mu_
-};
-
 Guard::Guard(Store& store, GuardOptions options)
-    : store_(store),
-      options_(std::move(options)),
-      renewer_(options_.renew ? std::make_unique<Renewer>(store) : nullptr) {}
+    : store_(store), options_(std::move(options)), policy_(claim_policy(options_)), runner_(store) {}
 
 Guard::~Guard() = default;
 
 // ---- blocking ---------------------------------------------------------------------------------
 
-GuardResult Guard::run_body(std::string scope, std::string key, std::string fingerprint, Body body) {
-  BeginArgs args{std::move(scope), std::move(key), std::move(fingerprint), options_.lease,
-                 options_.retention};
-  WaitBudget budget(options_.wait);
-  for (;;) {
-    auto begun = store_.begin(args);
-    Decision d = decide(begun, budget, options_.on_recovered);
-    switch (d.action) {
-      case Decision::Action::answer:
-        return std::move(*d.answer);
-      case Decision::Action::wait:
-        std::this_thread::sleep_for(d.sleep);
-        continue;
-      case Decision::Action::hold_uncertain:
-        (void)store_.extend(hold_uncertain_args(args, d.fence));  // best effort: the lease ends anyway
-        return GuardResult::make_outcome_unknown();
-      case Decision::Action::execute:
-        break;
-    }
+namespace {
 
-    const Attempt attempt{args.scope, args.key, d.fence, d.recovered};
+// Runs one store step (acquire, settle: coroutines) to its end on the calling thread, so that
+// blocking callers make their store calls in parallel as they would without the runner.
+template <class T>
+T run_here(asio::awaitable<T> step) {
+  asio::io_context ctx(1);
+  std::future<T> done = asio::co_spawn(ctx, std::move(step), asio::use_future);
+  ctx.run();
+  return done.get();
+}
+
+}  // namespace
+
+// fn runs on the caller's thread while the runner renews the claim from its own.
+GuardResult Guard::run_body(std::string scope, std::string key, std::string fingerprint, Body body) {
+  WaitBudget budget(options_.wait);
+  const std::string owner = runner_.next_owner();  // one per run, also across waits
+  for (;;) {
+    Acquired a = run_here(runner_.acquire(scope, key, fingerprint, policy_, owner));
+    if (a.step == BeginStep::busy) {
+      if (auto sleep = budget.next(a.begun->retry_after)) {
+        std::this_thread::sleep_for(*sleep);
+        continue;
+      }
+      return GuardResult::make_in_progress(a.begun->retry_after);
+    }
+    if (a.step == BeginStep::hold_uncertain)
+      (void)run_here(runner_.settle(*a.claim, policy_, Settlement::mark_uncertain));
+    if (auto answer = answer_for(a)) return std::move(*answer);
+
+    Claim& claim = *a.claim;
+    const Attempt attempt{scope, key, claim.fence(), claim.recovered()};
     std::optional<Result<std::string>> out;
     {
-      Renewer::Ticket renewal;
-      if (renewer_) renewal = renewer_->start(ExtendArgs{args.scope, args.key, d.fence, options_.lease});
+      ClaimRunner::Renewal renewal = runner_.renew_in_background(claim, policy_);
       try {
         out.emplace(body(attempt));
       } catch (...) {
-        renewal.reset();
-        (void)store_.release(ReleaseArgs{args.scope, args.key, d.fence});
+        renewal.stop();
+        (void)run_here(
+            runner_.settle(claim, policy_, settle_for(WorkEnd::failed, policy_.on_uncertain, claim.lost())));
         throw;
       }
     }
     if (!*out) {
-      // Nothing is stored so that a retry runs again. A failed release leaves the claim
-      // to expire after its lease.
-      (void)store_.release(ReleaseArgs{args.scope, args.key, d.fence});
+      // Nothing is stored so that a retry runs again.
+      (void)run_here(
+          runner_.settle(claim, policy_, settle_for(WorkEnd::failed, policy_.on_uncertain, claim.lost())));
       return GuardResult::make_failed(out->status());
     }
-    auto committed =
-        store_.commit(CommitArgs{args.scope, args.key, d.fence, out->value(), options_.retention});
-    return finish(std::move(*out).value(), d.fence, d.recovered, committed);
+    const Settlement how = settle_for(WorkEnd::succeeded, policy_.on_uncertain, claim.lost());
+    Status settled = run_here(runner_.settle(claim, policy_, how, encode_result(out->value())));
+    return finish(std::move(*out).value(), claim, std::move(settled));
   }
 }
 
 // ---- asynchronous -----------------------------------------------------------------------------
 
-namespace {
-
-// Extends the claim every lease/3 until cancelled (by the `||` in async_run_body when fn
-// completes). Once the claim is lost it only idles: commit will report it.
-asio::awaitable<void> keep_alive(Store& store, ExtendArgs args) {
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  const Duration every = renew_interval(args.lease);
-  for (;;) {
-    timer.expires_after(every);
-    co_await timer.async_wait(asio::use_awaitable);
-    auto extended = co_await async_extend(store, args, asio::use_awaitable);
-    if (extended && *extended == ExtendOutcome::fenced) {
-      timer.expires_at(asio::steady_timer::time_point::max());
-      co_await timer.async_wait(asio::use_awaitable);
-    }
-  }
-}
-
-}  // namespace
-
-// GCC 12 mishandles non-trivial temporaries in a full-expression that contains co_await
-// (they may be destroyed twice), so every argument built for a co_await is a named local.
+// GCC 12 mishandles non-trivial temporaries in a full-expression that contains co_await (they
+// may be destroyed twice), so every argument built for a co_await is a named local.
 asio::awaitable<GuardResult> Guard::async_run_body(std::string scope, std::string key,
                                                    std::string fingerprint, AsyncBody body) {
-  using namespace asio::experimental::awaitable_operators;
-  BeginArgs args{std::move(scope), std::move(key), std::move(fingerprint), options_.lease,
-                 options_.retention};
   WaitBudget budget(options_.wait);
   asio::steady_timer timer(co_await asio::this_coro::executor);
+  const std::string owner = runner_.next_owner();  // one per run, also across waits
   for (;;) {
-    auto begun = co_await async_begin(store_, args, asio::use_awaitable);
-    Decision d = decide(begun, budget, options_.on_recovered);
-    switch (d.action) {
-      case Decision::Action::answer:
-        co_return std::move(*d.answer);
-      case Decision::Action::wait:
-        timer.expires_after(d.sleep);
+    Acquired a = co_await runner_.acquire(scope, key, fingerprint, policy_, owner);
+    if (a.step == BeginStep::busy) {
+      if (auto sleep = budget.next(a.begun->retry_after)) {
+        timer.expires_after(*sleep);
         co_await timer.async_wait(asio::use_awaitable);
         continue;
-      case Decision::Action::hold_uncertain: {
-        ExtendArgs shorten = hold_uncertain_args(args, d.fence);
-        (void)co_await async_extend(store_, std::move(shorten), asio::use_awaitable);
-        co_return GuardResult::make_outcome_unknown();
       }
-      case Decision::Action::execute:
-        break;
+      co_return GuardResult::make_in_progress(a.begun->retry_after);
     }
+    if (a.step == BeginStep::hold_uncertain)
+      (void)co_await runner_.settle(*a.claim, policy_, Settlement::mark_uncertain);
+    if (auto answer = answer_for(a)) co_return std::move(*answer);
 
-    const Attempt attempt{args.scope, args.key, d.fence, d.recovered};
+    Claim& claim = *a.claim;
+    const Attempt attempt{scope, key, claim.fence(), claim.recovered()};
     std::optional<Result<std::string>> out;
     std::exception_ptr thrown;
-    // Never fails, so that `||` (which waits for the first *success*) ends with fn —
-    // also when fn throws or is cancelled — and then cancels the renewal.
     auto run_fn = [&]() -> asio::awaitable<void> {
-      try {
-        Result<std::string> r = co_await body(attempt);
-        out.emplace(std::move(r));
-      } catch (...) {
-        thrown = std::current_exception();
-      }
+      Result<std::string> r = co_await body(attempt);
+      out.emplace(std::move(r));
     };
     try {
-      if (options_.renew) {
-        auto fn_done = run_fn();
-        ExtendArgs renew{args.scope, args.key, d.fence, options_.lease};
-        auto renewal = keep_alive(store_, std::move(renew));
-        co_await (std::move(fn_done) || std::move(renewal));
-      } else {
-        co_await run_fn();
-      }
+      auto work = run_fn();
+      co_await runner_.renewing(claim, policy_, std::move(work));
     } catch (...) {
-      // Cancelled before fn started.
-      if (!thrown) thrown = std::current_exception();
+      thrown = std::current_exception();  // fn threw, or the caller was cancelled
     }
     // fn has finished; the claim must now be settled even if this coroutine was cancelled
     // meanwhile, and a cancelled coroutine would refuse to start the store call.
     co_await asio::this_coro::reset_cancellation_state();
-    ReleaseArgs release{args.scope, args.key, d.fence};
-    if (thrown) {
-      (void)co_await async_release(store_, std::move(release), asio::use_awaitable);
-      std::rethrow_exception(thrown);
-    }
-    if (!*out) {
-      (void)co_await async_release(store_, std::move(release), asio::use_awaitable);
+    if (thrown || !*out) {
+      const Settlement how = settle_for(WorkEnd::failed, policy_.on_uncertain, claim.lost());
+      (void)co_await runner_.settle(claim, policy_, how);
+      if (thrown) std::rethrow_exception(thrown);
       co_return GuardResult::make_failed(out->status());
     }
-    CommitArgs commit{args.scope, args.key, d.fence, out->value(), options_.retention};
-    auto committed = co_await async_commit(store_, std::move(commit), asio::use_awaitable);
-    co_return finish(std::move(*out).value(), d.fence, d.recovered, committed);
+    const Settlement how = settle_for(WorkEnd::succeeded, policy_.on_uncertain, claim.lost());
+    std::string stored = encode_result(out->value());
+    Status settled = co_await runner_.settle(claim, policy_, how, std::move(stored));
+    co_return finish(std::move(*out).value(), claim, std::move(settled));
   }
 }
 

@@ -131,13 +131,35 @@ TEST(Deduplicator, CrashedConsumersMessageRunsAgainByDefault) {
   // Under `fail` the same situation is reported, not run.
   ASSERT_TRUE(store->begin(BeginArgs{"c", "m2", "", 10s, 24h}));
   clock->advance(11s);
-  Deduplicator strict(*store, "c", {.lease = 10s, .on_recovered = OnRecovered::fail});
+  Deduplicator strict(*store, "c", {.lease = 10s, .on_uncertain = OnUncertain::hold});
   bool ran = false;
   auto u = strict.handle("m2", [&] { ran = true; });
   ASSERT_TRUE(u);
   EXPECT_EQ(u->kind, Kind::uncertain);
   EXPECT_FALSE(u->ack());
   EXPECT_FALSE(ran);
+}
+
+TEST(Deduplicator, UncertainMessageIsReportedUntilItsRetentionPasses) {
+  auto clock = std::make_shared<ManualClock>();
+  auto store = memory_store(clock);
+  ASSERT_TRUE(store->begin(BeginArgs{"c", "m", "", 10s, 24h}));
+  clock->advance(11s);
+  Deduplicator strict(*store, "c", {.lease = 10s, .retention = 1h, .on_uncertain = OnUncertain::hold});
+  int runs = 0;
+  // Redelivered every 10 minutes: each is reported, none runs, and none keeps it longer.
+  for (int i = 0; i < 5; ++i) {
+    auto u = strict.handle("m", [&] { ++runs; });
+    ASSERT_TRUE(u);
+    EXPECT_EQ(u->kind, Kind::uncertain) << i;
+    clock->advance(10min);
+  }
+  EXPECT_EQ(runs, 0);
+  clock->advance(11min);  // 61 minutes after it was found uncertain
+  auto d = strict.handle("m", [&] { ++runs; });
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->kind, Kind::processed);
+  EXPECT_EQ(runs, 1);
 }
 
 TEST(Deduplicator, SmallResultsAreKeptForDuplicates) {

@@ -311,8 +311,8 @@ TEST(Guard, WaitEndsWithInProgress) {
 TEST(Guard, RenewalKeepsTheLeasePastItsExpiry) {
   // Real time: a 300 ms lease on the system clock, held for about a second.
   ObservingStore store(memory_store());
-  Guard guard(store, {.lease = 300ms, .wait = 0s, .renew = true, .on_recovered = OnRecovered::run_again});
-  Guard other(store, {.lease = 300ms, .wait = 0s, .renew = false, .on_recovered = OnRecovered::run_again});
+  Guard guard(store, {.lease = 300ms, .wait = 0s, .renew = true, .on_uncertain = OnUncertain::retry});
+  Guard other(store, {.lease = 300ms, .wait = 0s, .renew = false, .on_uncertain = OnUncertain::retry});
   std::latch entered(1), release(1);
   std::optional<GuardResult> first;
   std::thread holder([&] {
@@ -349,7 +349,7 @@ TEST(Guard, RenewalKeepsTheLeasePastItsExpiry) {
 TEST(Guard, LostClaimIsNotOverwritten) {
   auto clock = std::make_shared<ManualClock>();
   auto store = memory_store(clock);
-  GuardOptions o{.lease = 10s, .wait = 0s, .renew = false, .on_recovered = OnRecovered::run_again};
+  GuardOptions o{.lease = 10s, .wait = 0s, .renew = false, .on_uncertain = OnUncertain::retry};
   Guard slow(*store, o), takeover(*store, o);
   std::latch entered(1), release(1);
   std::optional<GuardResult> first;
@@ -391,7 +391,7 @@ Fence crash_holding(Store& store, ManualClock& clock, const std::string& key) {
 TEST(Guard, RecoveredClaimFailsUnderFailPolicy) {
   auto clock = std::make_shared<ManualClock>();
   auto store = memory_store(clock);
-  Guard guard(*store, {.lease = 10s, .wait = 0s, .on_recovered = OnRecovered::fail});
+  Guard guard(*store, {.lease = 10s, .wait = 0s, .on_uncertain = OnUncertain::hold});
   crash_holding(*store, *clock, "k");
   int runs = 0;
   auto fn = [&] {
@@ -402,9 +402,11 @@ TEST(Guard, RecoveredClaimFailsUnderFailPolicy) {
   EXPECT_EQ(r.outcome(), Outcome::outcome_unknown);
   EXPECT_EQ(r.status().code(), StatusCode::failed_precondition);
   // Repeats keep failing the same way at once, not in_progress for a whole lease: the
-  // claim was shortened to the least lease there is (1 µs, which this clock must pass).
-  clock->advance(1us);
+  // record was completed as uncertain.
   EXPECT_EQ(guard.run("s", "k", "", fn).outcome(), Outcome::outcome_unknown);
+  auto rec = store->get(RecordId{"s", "k"}).value();
+  ASSERT_TRUE(rec.has_value());
+  EXPECT_EQ(rec->state, RecordState::done);
   EXPECT_EQ(runs, 0);
   // An operator decides: removing the record lets the next run execute.
   ASSERT_TRUE(store->remove(RecordId{"s", "k"}).value());
@@ -412,10 +414,46 @@ TEST(Guard, RecoveredClaimFailsUnderFailPolicy) {
   EXPECT_EQ(runs, 1);
 }
 
+TEST(Guard, UncertainRecordExpiresAfterItsRetentionWhateverTheRepeats) {
+  auto clock = std::make_shared<ManualClock>();
+  auto store = memory_store(clock);
+  Guard guard(*store, {.lease = 10s, .retention = 1h, .wait = 0s, .on_uncertain = OnUncertain::hold});
+  crash_holding(*store, *clock, "k");
+  int runs = 0;
+  auto fn = [&] {
+    ++runs;
+    return std::string("ran");
+  };
+  EXPECT_EQ(guard.run("s", "k", "", fn).outcome(), Outcome::outcome_unknown);
+  const TimePoint expires = store->get(RecordId{"s", "k"}).value()->expires_at;
+  for (int i = 0; i < 5; ++i) {
+    clock->advance(10min);
+    EXPECT_EQ(guard.run("s", "k", "", fn).outcome(), Outcome::outcome_unknown) << i;
+    EXPECT_EQ(store->get(RecordId{"s", "k"}).value()->expires_at, expires) << "a repeat kept it alive";
+  }
+  EXPECT_EQ(runs, 0);
+  clock->advance(11min);
+  EXPECT_TRUE(guard.run("s", "k", "", fn).executed());
+  EXPECT_EQ(runs, 1);
+}
+
+TEST(Guard, ResultsThatLookLikeTheUncertainMarkerAreReplayedAsThemselves) {
+  auto store = memory_store();
+  Guard guard(*store);
+  for (const std::string& value :
+       {std::string("\0uncertain", 10), std::string("\0\0x", 3), std::string(1, '\0')}) {
+    auto first = guard.run("s", "k" + std::to_string(value.size()), "", [&] { return value; });
+    ASSERT_TRUE(first.executed());
+    auto again = guard.run("s", "k" + std::to_string(value.size()), "", [&] { return std::string("other"); });
+    ASSERT_TRUE(again.replayed()) << to_string(again.outcome());
+    EXPECT_EQ(again.value(), value);
+  }
+}
+
 TEST(Guard, RecoveredClaimRunsAgainUnderRunAgainPolicy) {
   auto clock = std::make_shared<ManualClock>();
   auto store = memory_store(clock);
-  Guard guard(*store, {.lease = 10s, .on_recovered = OnRecovered::run_again});
+  Guard guard(*store, {.lease = 10s, .on_uncertain = OnUncertain::retry});
   const Fence crashed = crash_holding(*store, *clock, "k");
   auto r = guard.run("s", "k", "", [&](const Attempt& a) {
     EXPECT_TRUE(a.recovered);
@@ -530,8 +568,8 @@ TEST(GuardAsync, RepeatWaitsForTheFirstAndReplaysIt) {
 
 TEST(GuardAsync, RenewalKeepsTheLeaseAlive) {
   ObservingStore store(memory_store());
-  Guard guard(store, {.lease = 300ms, .wait = 0s, .renew = true, .on_recovered = OnRecovered::run_again});
-  Guard other(store, {.lease = 300ms, .wait = 0s, .renew = false, .on_recovered = OnRecovered::run_again});
+  Guard guard(store, {.lease = 300ms, .wait = 0s, .renew = true, .on_uncertain = OnUncertain::retry});
+  Guard other(store, {.lease = 300ms, .wait = 0s, .renew = false, .on_uncertain = OnUncertain::retry});
   asio::io_context ioc;
   int other_runs = 0;
   std::vector<Outcome> seen;
@@ -602,8 +640,8 @@ TEST(GuardAsync, RacingCoroutinesOnAThreadPoolRunOnce) {
 TEST(GuardAsync, RecoveredClaimFollowsThePolicy) {
   auto clock = std::make_shared<ManualClock>();
   auto store = memory_store(clock);
-  Guard strict(*store, {.lease = 10s, .wait = 0s, .on_recovered = OnRecovered::fail});
-  Guard lenient(*store, {.lease = 10s, .wait = 0s, .on_recovered = OnRecovered::run_again});
+  Guard strict(*store, {.lease = 10s, .wait = 0s, .on_uncertain = OnUncertain::hold});
+  Guard lenient(*store, {.lease = 10s, .wait = 0s, .on_uncertain = OnUncertain::retry});
   crash_holding(*store, *clock, "k");
   int runs = 0;
   auto outcomes = run_async<std::vector<GuardResult>>([&]() -> asio::awaitable<std::vector<GuardResult>> {
@@ -613,13 +651,16 @@ TEST(GuardAsync, RecoveredClaimFollowsThePolicy) {
     };
     std::vector<GuardResult> out;
     out.push_back(co_await strict.async_run("s", "k", "", fn));
-    clock->advance(1us);  // past the shortened claim
+    // Completed as uncertain: a caller under retry does not run it either.
     out.push_back(co_await lenient.async_run("s", "k", "", fn));
+    crash_holding(*store, *clock, "k2");
+    out.push_back(co_await lenient.async_run("s", "k2", "", fn));
     co_return out;
   });
   EXPECT_EQ(outcomes[0].outcome(), Outcome::outcome_unknown);
-  ASSERT_TRUE(outcomes[1].executed());
-  EXPECT_EQ(outcomes[1].value(), "recovered");
+  EXPECT_EQ(outcomes[1].outcome(), Outcome::outcome_unknown);
+  ASSERT_TRUE(outcomes[2].executed());
+  EXPECT_EQ(outcomes[2].value(), "recovered");
   EXPECT_EQ(runs, 1);
 }
 

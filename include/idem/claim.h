@@ -1,0 +1,239 @@
+// The claim runner: the one way idem runs work under a claim (docs/design.md, "One claim
+// runner"). The gateway, the Guard and the Deduplicator all run on it:
+//
+//   acquire   one begin, read by after_begin(). A begin whose outcome is unknown (its
+//             answer was lost) may have claimed the key: that claim is given back by its
+//             owner in the background, so it never turns into an uncertain key.
+//   work      while the work runs, the claim's lease is renewed every lease/3; a renewal
+//             answered `fenced` marks the claim lost.
+//   settle    settle_for() says what the work's end means: commit the result, release
+//             the claim, complete it as uncertain, or leave it to expire. A settle whose
+//             store call fails is retried in the background until the store answers
+//             (commit is idempotent, release goes by owner). A claim dropped unsettled is
+//             given back in the background too.
+//
+// The decisions are the pure functions after_begin() and settle_for(), tested without a
+// store. Background work runs on one thread of the runner's own, at most
+// kMaxBackgroundSettles at once; past that a claim is left to expire (and `on_uncertain`
+// decides for its repeats). settling() tells a shutdown drain whether any is still going.
+//
+// Thread safety: a ClaimRunner is safe for concurrent use. The Store must outlive it. Its
+// destructor waits for store calls in flight and abandons background retries.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
+#include "idem/clock.h"
+#include "idem/record.h"
+#include "idem/status.h"
+#include "idem/store.h"
+
+namespace idem {
+
+// What happens when the outcome of an earlier attempt is unknown: its holder's lease ran
+// out mid-run, or the work could not tell whether it took effect. The same two choices, by
+// the same name, in the gateway's `on_uncertain`, GuardOptions and DeduplicatorOptions.
+enum class OnUncertain {
+  hold,   // at most once: the record is completed as uncertain; every repeat is told so
+          // until an operator removes it or its retention passes. Nothing runs twice.
+  retry,  // at least once: the claim is left to expire; then a repeat runs again under a
+          // greater fence, which the work can check.
+};
+
+const char* to_string(OnUncertain p) noexcept;  // "hold" | "retry"
+
+// ---- the decisions ----------------------------------------------------------------------------
+
+// What one begin's answer means.
+enum class BeginStep {
+  run,             // acquired: do the work under this claim
+  hold_uncertain,  // acquired over an expired claim, under `hold`: the earlier outcome is
+                   // unknown, so complete the record as uncertain and run nothing
+  replay,          // completed: answer the stored result
+  uncertain,       // completed as uncertain: answer "outcome unknown"; nothing runs
+  mismatch,        // the key was used with another fingerprint: nothing runs
+  busy,            // another caller holds the key: wait and begin again, or answer "in progress"
+  not_applied,     // the store failed and did nothing (unavailable, ...): answer the failure
+  unknown,         // the store may have applied it (deadline_exceeded): the claim, if any, is
+                   // given back by owner; answer the failure
+};
+
+// `uncertain_marker` is the result an uncertain record holds (ClaimPolicy).
+BeginStep after_begin(const Result<BeginOutcome>& begun, OnUncertain on_uncertain,
+                      std::string_view uncertain_marker) noexcept;
+
+// How the work under a claim ended.
+enum class WorkEnd {
+  succeeded,  // it has a result to keep: repeats replay it
+  failed,     // it did not take effect, or may safely run again: a retry runs it again
+  unknown,    // it may or may not have taken effect
+};
+
+// What then becomes of the claim.
+enum class Settlement {
+  commit,          // complete the record with the result
+  release,         // give the claim back: a retry runs again
+  mark_uncertain,  // complete the record as uncertain (hold)
+  leave,           // keep it pending until its lease ends; then a repeat runs again (retry)
+  none,            // the claim was lost while the work ran: the newer holder is left alone
+};
+
+Settlement settle_for(WorkEnd end, OnUncertain on_uncertain, bool claim_lost) noexcept;
+
+const char* to_string(BeginStep s) noexcept;
+const char* to_string(Settlement s) noexcept;
+
+// ---- the runner -------------------------------------------------------------------------------
+
+// How one face runs its claims (the gateway: per route).
+struct ClaimPolicy {
+  Duration lease = std::chrono::seconds(60);    // > 0
+  Duration retention = std::chrono::hours(24);  // > 0
+  bool renew = true;                            // extend the lease every lease/3 while working
+  OnUncertain on_uncertain = OnUncertain::hold;
+  // The result an uncertain record holds. Each face stores results in a form in which this
+  // cannot be a real result (the gateway's stored responses; the Guard escapes results).
+  std::string uncertain_marker;
+};
+
+// Called by the runner (from any thread; keep them short and thread-safe).
+struct ClaimHooks {
+  // A claim was settled or given back: local waiters for (scope, key) may begin again.
+  std::function<void(const std::string& scope, const std::string& key)> settled;
+  // After each store call the runner makes: its name ("begin", "commit", ...), how long it
+  // took, and how it ended.
+  std::function<void(const char* op, Duration latency, const Status& status)> observed;
+  // A commit, release or renewal answered fenced: the claim was taken over or removed.
+  std::function<void()> conflict;
+};
+
+class ClaimRunner;
+
+// An acquired claim. Move-only; settle it once with ClaimRunner::settle. One destroyed
+// unsettled is given back by its owner in the background.
+class Claim {
+ public:
+  Claim(Claim&& o) noexcept;
+  Claim& operator=(Claim&&) = delete;  // Acquired holds it in an optional: emplace, never assign
+  Claim(const Claim&) = delete;
+  ~Claim();
+
+  const std::string& scope() const noexcept { return scope_; }
+  const std::string& key() const noexcept { return key_; }
+  const std::string& owner() const noexcept { return owner_; }
+  Fence fence() const noexcept { return fence_; }
+  bool recovered() const noexcept { return recovered_; }  // taken over from an expired holder
+  // A renewal answered fenced: the claim was taken over or removed while the work ran.
+  bool lost() const noexcept { return lost_->load(); }
+  bool settled() const noexcept { return runner_ == nullptr; }
+
+ private:
+  friend class ClaimRunner;
+  Claim(ClaimRunner& runner, const BeginArgs& args, const BeginOutcome& b);
+
+  ClaimRunner* runner_;  // null once settled
+  std::string scope_, key_, owner_;
+  Fence fence_;
+  bool recovered_;
+  Duration lease_, retention_;
+  std::shared_ptr<std::atomic<bool>> lost_ = std::make_shared<std::atomic<bool>>(false);
+};
+
+// One begin's answer: the store's, what it means, and the claim when there is one (run,
+// hold_uncertain).
+struct Acquired {
+  Result<BeginOutcome> begun = internal_error("claim: no begin");
+  BeginStep step = BeginStep::not_applied;
+  std::optional<Claim> claim;
+};
+
+class ClaimRunner {
+ public:
+  // At most this many settles and give-backs retried in the background at once.
+  static constexpr std::int64_t kMaxBackgroundSettles = 10000;
+
+  explicit ClaimRunner(Store& store, ClaimHooks hooks = {});
+  ~ClaimRunner();
+  ClaimRunner(const ClaimRunner&) = delete;
+  ClaimRunner& operator=(const ClaimRunner&) = delete;
+
+  Store& store() const noexcept { return store_; }
+
+  // A fresh owner id: unique to this runner's process and call.
+  std::string next_owner();
+
+  // One begin under `policy` (its lease and retention), by `owner` (a fresh one when
+  // empty), and what it means.
+  boost::asio::awaitable<Acquired> acquire(std::string scope, std::string key, std::string fingerprint,
+                                           const ClaimPolicy& policy, std::string owner = {});
+
+  // Runs `work` while the claim's lease is renewed every lease/3 (when policy.renew); a
+  // renewal answered fenced sets claim.lost(). Ends when work ends; work's exceptions
+  // propagate. The renewal runs on the awaiting coroutine's executor.
+  boost::asio::awaitable<void> renewing(Claim& claim, const ClaimPolicy& policy,
+                                        boost::asio::awaitable<void> work);
+
+  // Renews the claim from the runner's own thread until the returned handle is destroyed:
+  // for blocking callers, whose work holds their thread. Nothing when !policy.renew.
+  class Renewal {
+   public:
+    Renewal() = default;
+    Renewal(Renewal&& o) noexcept : ex_(std::move(o.ex_)), signal_(std::move(o.signal_)) {}
+    Renewal& operator=(Renewal&& o) noexcept;  // stops this one first
+    ~Renewal() { stop(); }
+    void stop() noexcept;  // ends the renewal; idempotent
+
+   private:
+    friend class ClaimRunner;
+    boost::asio::any_io_executor ex_;
+    std::shared_ptr<boost::asio::cancellation_signal> signal_;
+  };
+  Renewal renew_in_background(Claim& claim, const ClaimPolicy& policy);
+
+  // Settles the claim as `how` says (`result` for commit), once. On a token route the
+  // release re-arms `restore` in the same store step. Answers ok; failed_precondition
+  // when the store answered fenced (the claim was lost: nothing stored, the newer holder
+  // left alone); or the store's error, after which the settle is retried in the background.
+  // mark_uncertain commits policy.uncertain_marker.
+  boost::asio::awaitable<Status> settle(Claim& claim, const ClaimPolicy& policy, Settlement how,
+                                        std::string result = {},
+                                        std::optional<TokenRestore> restore = std::nullopt);
+
+  // True while settles or give-backs are retried in the background.
+  bool settling() const noexcept { return background_.load() > 0; }
+
+  // The runner's own thread, for blocking callers that drive acquire and settle.
+  boost::asio::any_io_executor executor() const;
+
+ private:
+  friend class Claim;
+  struct Background;
+
+  boost::asio::awaitable<void> keep_alive(ExtendArgs args, std::shared_ptr<std::atomic<bool>> lost);
+  // Retries a settle (or the give-back of a claim that may exist) until the store answers or
+  // the claim would have expired anyway.
+  void settle_later(std::string scope, std::string key, std::string owner, Fence fence, Settlement how,
+                    std::string result, Duration lease, Duration retention);
+  template <class T>
+  boost::asio::awaitable<Result<T>> observe(const char* op, boost::asio::awaitable<Result<T>> call);
+  void after_settle(const std::string& scope, const std::string& key);
+
+  Store& store_;
+  ClaimHooks hooks_;
+  std::string instance_;  // random: names owners
+  std::atomic<std::uint64_t> calls_{0};
+  std::atomic<std::int64_t> background_{0};
+  std::unique_ptr<Background> bg_;
+};
+
+}  // namespace idem
