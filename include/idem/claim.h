@@ -103,7 +103,8 @@ struct ClaimPolicy {
   OnUncertain on_uncertain = OnUncertain::hold;
   // The result an uncertain record holds. Each face stores results in a form in which this
   // cannot be a real result (the gateway's stored responses; the Guard escapes results).
-  std::string uncertain_marker;
+  // A view: the storage outlives every use of the policy (each face keeps it static).
+  std::string_view uncertain_marker;
 };
 
 // Called by the runner (from any thread; keep them short and thread-safe).
@@ -120,7 +121,9 @@ struct ClaimHooks {
 class ClaimRunner;
 
 // An acquired claim. Move-only; settle it once with ClaimRunner::settle. One destroyed
-// unsettled is given back by its owner in the background.
+// unsettled (an exception, a coroutine destroyed mid-way) is given back by its owner in the
+// background, unless started() was called: once the work may have taken effect, a dropped
+// claim is left to its lease, after which `on_uncertain` decides for the next repeat.
 class Claim {
  public:
   Claim(Claim&& o) noexcept;
@@ -136,6 +139,8 @@ class Claim {
   // A renewal answered fenced: the claim was taken over or removed while the work ran.
   bool lost() const noexcept { return lost_->load(); }
   bool settled() const noexcept { return runner_ == nullptr; }
+  // The work may take effect from now on (the request is about to be sent).
+  void started() noexcept { started_ = true; }
 
  private:
   friend class ClaimRunner;
@@ -145,6 +150,7 @@ class Claim {
   std::string scope_, key_, owner_;
   Fence fence_;
   bool recovered_;
+  bool started_ = false;
   Duration lease_, retention_;
   std::shared_ptr<std::atomic<bool>> lost_ = std::make_shared<std::atomic<bool>>(false);
 };

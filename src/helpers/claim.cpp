@@ -126,14 +126,15 @@ Claim::Claim(Claim&& o) noexcept
       owner_(std::move(o.owner_)),
       fence_(o.fence_),
       recovered_(o.recovered_),
+      started_(o.started_),
       lease_(o.lease_),
       retention_(o.retention_),
       lost_(o.lost_) {}
 
 Claim::~Claim() {
-  // Dropped unsettled (an exception, a cancelled caller): give it back rather than leave it
-  // to expire into an uncertain key.
-  if (runner_)
+  // Dropped unsettled before the work started (an exception, a cancelled caller): give it
+  // back rather than leave it to expire into an uncertain key. After, its outcome is unknown.
+  if (runner_ && !started_)
     runner_->settle_later(scope_, key_, owner_, fence_, Settlement::release, {}, lease_, retention_);
 }
 
@@ -296,6 +297,7 @@ awaitable<Status> ClaimRunner::settle(Claim& claim, const ClaimPolicy& policy, S
   if (claim.settled()) co_return failed_precondition("claim already settled");
   claim.runner_ = nullptr;
   Status out;
+  bool answered = true;
   switch (how) {
     case Settlement::leave:
       co_return Status::ok();
@@ -303,12 +305,13 @@ awaitable<Status> ClaimRunner::settle(Claim& claim, const ClaimPolicy& policy, S
       co_return fenced_status();
     case Settlement::commit:
     case Settlement::mark_uncertain: {
-      if (how == Settlement::mark_uncertain) result = policy.uncertain_marker;
+      if (how == Settlement::mark_uncertain) result = std::string(policy.uncertain_marker);
       CommitArgs args{claim.scope(), claim.key(), claim.fence(), result, claim.retention_};
       auto call = async_commit(store_, std::move(args), use_awaitable);
       Result<CommitOutcome> r = co_await observe("commit", std::move(call));
       if (!r) {
         out = r.status();
+        answered = false;
         // Commit is idempotent: retried with the same fence until the store answers.
         settle_later(claim.scope(), claim.key(), claim.owner(), claim.fence(), how, std::move(result),
                      claim.lease_, claim.retention_);
@@ -325,6 +328,7 @@ awaitable<Status> ClaimRunner::settle(Claim& claim, const ClaimPolicy& policy, S
       Result<ReleaseOutcome> r = co_await observe("release", std::move(call));
       if (!r) {
         out = r.status();
+        answered = false;
         settle_later(claim.scope(), claim.key(), claim.owner(), claim.fence(), how, {}, claim.lease_,
                      claim.retention_);
       } else if (*r == ReleaseOutcome::fenced) {
@@ -334,7 +338,9 @@ awaitable<Status> ClaimRunner::settle(Claim& claim, const ClaimPolicy& policy, S
       break;
     }
   }
-  after_settle(claim.scope(), claim.key());
+  // Waiters may begin again once the store answered; a settle retried in the background
+  // tells them when it is done.
+  if (answered) after_settle(claim.scope(), claim.key());
   co_return out;
 }
 

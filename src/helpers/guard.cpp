@@ -90,7 +90,7 @@ namespace {
 
 // The marker of an uncertain record, and the escape that keeps results from looking like it
 // (guard.h).
-const std::string kUncertainMarker("\0uncertain", 10);
+constexpr std::string_view kUncertainMarker("\0uncertain", 10);
 
 std::string encode_result(std::string value) {
   if (!value.empty() && value.front() == '\0') value.insert(value.begin(), '\0');
@@ -173,6 +173,7 @@ GuardResult Guard::run_body(std::string scope, std::string key, std::string fing
 
     Claim& claim = *a.claim;
     const Attempt attempt{scope, key, claim.fence(), claim.recovered()};
+    claim.started();  // settled explicitly below, also when fn throws
     std::optional<Result<std::string>> out;
     {
       ClaimRunner::Renewal renewal = runner_.renew_in_background(claim, policy_);
@@ -222,6 +223,7 @@ asio::awaitable<GuardResult> Guard::async_run_body(std::string scope, std::strin
 
     Claim& claim = *a.claim;
     const Attempt attempt{scope, key, claim.fence(), claim.recovered()};
+    claim.started();  // settled explicitly below, also when fn throws
     std::optional<Result<std::string>> out;
     std::exception_ptr thrown;
     auto run_fn = [&]() -> asio::awaitable<void> {

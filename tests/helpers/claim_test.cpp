@@ -1,0 +1,374 @@
+// The claim runner (idem/claim.h): its two decision tables row by row, and acquire → settle
+// on a memory store behind a wrapper that loses answers or fails calls, the way a network
+// store does.
+#include "idem/claim.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include "idem/open.h"
+#include "idem/store_wrapper.h"
+
+namespace idem {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+constexpr std::string_view kMarker("\0uncertain", 10);
+
+Result<BeginOutcome> begun(BeginOutcome::Kind kind, bool recovered = false, std::string result = {}) {
+  BeginOutcome b;
+  b.kind = kind;
+  b.fence = 7;
+  b.recovered = recovered;
+  b.result = std::move(result);
+  return b;
+}
+
+// ---- the decision tables ----------------------------------------------------------------------
+
+TEST(AfterBegin, EveryAnswerUnderEveryPolicy) {
+  using K = BeginOutcome::Kind;
+  struct Row {
+    Result<BeginOutcome> begun;
+    OnUncertain policy;
+    BeginStep expected;
+  };
+  const std::vector<Row> rows = {
+      {begun(K::acquired), OnUncertain::hold, BeginStep::run},
+      {begun(K::acquired), OnUncertain::retry, BeginStep::run},
+      {begun(K::acquired, true), OnUncertain::hold, BeginStep::hold_uncertain},
+      {begun(K::acquired, true), OnUncertain::retry, BeginStep::run},
+      {begun(K::replay, false, "first"), OnUncertain::hold, BeginStep::replay},
+      {begun(K::replay, false, ""), OnUncertain::retry, BeginStep::replay},
+      {begun(K::replay, false, std::string(kMarker)), OnUncertain::hold, BeginStep::uncertain},
+      // Completed as uncertain under hold: a caller under retry does not run it either.
+      {begun(K::replay, false, std::string(kMarker)), OnUncertain::retry, BeginStep::uncertain},
+      {begun(K::replay, false, std::string(kMarker) + "x"), OnUncertain::hold, BeginStep::replay},
+      {begun(K::in_progress), OnUncertain::hold, BeginStep::busy},
+      {begun(K::in_progress), OnUncertain::retry, BeginStep::busy},
+      {begun(K::mismatch), OnUncertain::hold, BeginStep::mismatch},
+      {begun(K::mismatch), OnUncertain::retry, BeginStep::mismatch},
+      {unavailable("refused"), OnUncertain::hold, BeginStep::not_applied},
+      {failed_precondition("bad"), OnUncertain::retry, BeginStep::not_applied},
+      {deadline_exceeded("lost"), OnUncertain::hold, BeginStep::unknown},
+      {deadline_exceeded("lost"), OnUncertain::retry, BeginStep::unknown},
+  };
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    EXPECT_STREQ(to_string(after_begin(rows[i].begun, rows[i].policy, kMarker)), to_string(rows[i].expected))
+        << "row " << i;
+}
+
+TEST(AfterBegin, AnEmptyMarkerMatchesNoResult) {
+  EXPECT_EQ(after_begin(begun(BeginOutcome::Kind::replay, false, ""), OnUncertain::hold, ""),
+            BeginStep::replay);
+}
+
+TEST(SettleFor, EveryEndUnderEveryPolicy) {
+  struct Row {
+    WorkEnd end;
+    OnUncertain policy;
+    bool lost;
+    Settlement expected;
+  };
+  const std::vector<Row> rows = {
+      {WorkEnd::succeeded, OnUncertain::hold, false, Settlement::commit},
+      {WorkEnd::succeeded, OnUncertain::retry, false, Settlement::commit},
+      {WorkEnd::failed, OnUncertain::hold, false, Settlement::release},
+      {WorkEnd::failed, OnUncertain::retry, false, Settlement::release},
+      {WorkEnd::unknown, OnUncertain::hold, false, Settlement::mark_uncertain},
+      {WorkEnd::unknown, OnUncertain::retry, false, Settlement::leave},
+      // A lost claim belongs to its newer holder, whatever the work did.
+      {WorkEnd::succeeded, OnUncertain::hold, true, Settlement::none},
+      {WorkEnd::failed, OnUncertain::retry, true, Settlement::none},
+      {WorkEnd::unknown, OnUncertain::hold, true, Settlement::none},
+      {WorkEnd::unknown, OnUncertain::retry, true, Settlement::none},
+  };
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    EXPECT_STREQ(to_string(settle_for(rows[i].end, rows[i].policy, rows[i].lost)),
+                 to_string(rows[i].expected))
+        << "row " << i;
+}
+
+// ---- the runner -------------------------------------------------------------------------------
+
+// A memory store whose next calls of one kind can be made to fail: `lose` applies the call and
+// reports its answer lost (deadline_exceeded); `refuse` does not apply it (unavailable).
+class FlakyStore final : public StoreWrapper {
+ public:
+  FlakyStore() : StoreWrapper(open_store("memory:").value()) {}
+
+  std::atomic<int> lose_begin{0}, lose_commit{0}, refuse_commit{0}, refuse_release{0}, refuse_abandon{0};
+  std::atomic<int> abandons{0}, commits{0};
+
+ protected:
+  void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
+    target().begin(std::move(a), [this, cb = std::move(cb)](Result<BeginOutcome> r) mutable {
+      if (take(lose_begin)) return cb(deadline_exceeded("begin: answer lost"));
+      cb(std::move(r));
+    });
+  }
+  void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
+    ++commits;
+    if (take(refuse_commit)) return cb(unavailable("commit: refused"));
+    target().commit(std::move(a), [this, cb = std::move(cb)](Result<CommitOutcome> r) mutable {
+      if (take(lose_commit)) return cb(deadline_exceeded("commit: answer lost"));
+      cb(std::move(r));
+    });
+  }
+  void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
+    if (take(refuse_release)) return cb(unavailable("release: refused"));
+    StoreWrapper::do_release(std::move(a), std::move(cb));
+  }
+  void do_abandon(AbandonArgs a, Callback<ReleaseOutcome> cb) override {
+    ++abandons;
+    if (take(refuse_abandon)) return cb(unavailable("abandon: refused"));
+    StoreWrapper::do_abandon(std::move(a), std::move(cb));
+  }
+
+ private:
+  static bool take(std::atomic<int>& n) {
+    for (int v = n.load(); v > 0;)
+      if (n.compare_exchange_weak(v, v - 1)) return true;
+    return false;
+  }
+};
+
+// Counts the runner's `settled` calls, so tests wait on that event rather than poll.
+class Settled {
+ public:
+  ClaimHooks hooks() {
+    ClaimHooks h;
+    h.settled = [this](const std::string&, const std::string&) {
+      std::lock_guard lock(mu_);
+      ++count_;
+      cv_.notify_all();
+    };
+    h.conflict = [this] { ++conflicts; };
+    h.observed = [this](const char* op, Duration, const Status& s) {
+      std::lock_guard lock(mu_);
+      if (std::string_view(op) == "extend" && s.is_ok()) ++extends_;
+      cv_.notify_all();
+    };
+    return h;
+  }
+  bool wait_for(int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 30s, [&] { return count_ >= n; });
+  }
+  bool wait_for_extends(int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 30s, [&] { return extends_ >= n; });
+  }
+  std::atomic<int> conflicts{0};
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int count_ = 0;
+  int extends_ = 0;
+};
+
+template <class T>
+T run(asio::awaitable<T> step) {
+  asio::io_context ctx;
+  auto f = asio::co_spawn(ctx, std::move(step), asio::use_future);
+  ctx.run();
+  return f.get();
+}
+
+ClaimPolicy policy(OnUncertain on_uncertain = OnUncertain::hold) {
+  return ClaimPolicy{60s, 24h, false, on_uncertain, kMarker};
+}
+
+std::optional<Record> record(Store& store, const std::string& key) {
+  return store.get(RecordId{"s", key}).value();
+}
+
+TEST(ClaimRunner, ABeginWhoseAnswerIsLostIsGivenBackByItsOwner) {
+  FlakyStore store;
+  Settled settled;
+  ClaimRunner runner(store, settled.hooks());
+  store.lose_begin = 1;
+  store.refuse_abandon = 2;  // and the store is still down for the first give-backs
+  Acquired a = run(runner.acquire("s", "k", "", policy()));
+  EXPECT_EQ(a.step, BeginStep::unknown);
+  EXPECT_FALSE(a.claim.has_value());
+  ASSERT_TRUE(settled.wait_for(1));
+  EXPECT_EQ(store.abandons.load(), 3);
+  EXPECT_FALSE(record(store, "k").has_value()) << "the claim the lost begin made is gone";
+  EXPECT_FALSE(runner.settling());
+
+  // So the retry runs at once, as a fresh claim, not a takeover of an uncertain one.
+  Acquired again = run(runner.acquire("s", "k", "", policy()));
+  EXPECT_EQ(again.step, BeginStep::run);
+  EXPECT_FALSE(again.claim->recovered());
+  EXPECT_TRUE(run(runner.settle(*again.claim, policy(), Settlement::commit, "r")).is_ok());
+}
+
+TEST(ClaimRunner, AGiveBackLeavesAnotherOwnersClaimAlone) {
+  FlakyStore store;
+  Settled settled;
+  ClaimRunner runner(store, settled.hooks());
+  // The lost begin found the key held by someone else (in_progress): it made no claim.
+  ASSERT_TRUE(store.begin(BeginArgs{"s", "k", "", 60s, 24h, "someone-else"}));
+  store.lose_begin = 1;
+  EXPECT_EQ(run(runner.acquire("s", "k", "", policy())).step, BeginStep::unknown);
+  ASSERT_TRUE(settled.wait_for(1));
+  auto r = record(store, "k");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->owner, "someone-else");
+  EXPECT_EQ(r->state, RecordState::pending);
+}
+
+TEST(ClaimRunner, ACommitWhoseAnswerIsLostIsRetriedAndTheFirstResultStays) {
+  FlakyStore store;
+  Settled settled;
+  ClaimRunner runner(store, settled.hooks());
+  Acquired a = run(runner.acquire("s", "k", "", policy()));
+  ASSERT_EQ(a.step, BeginStep::run);
+  store.lose_commit = 1;
+  Status s = run(runner.settle(*a.claim, policy(), Settlement::commit, "first"));
+  EXPECT_EQ(s.code(), StatusCode::deadline_exceeded);
+  ASSERT_TRUE(settled.wait_for(1));
+  EXPECT_GE(store.commits.load(), 2);
+  auto r = record(store, "k");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->state, RecordState::done);
+  EXPECT_EQ(r->result, "first");
+  EXPECT_EQ(settled.conflicts.load(), 0) << "the retried commit is not a conflict";
+  EXPECT_EQ(run(runner.acquire("s", "k", "", policy())).step, BeginStep::replay);
+}
+
+TEST(ClaimRunner, ARefusedCommitIsRetriedUntilTheStoreAnswers) {
+  FlakyStore store;
+  Settled settled;
+  ClaimRunner runner(store, settled.hooks());
+  Acquired a = run(runner.acquire("s", "k", "", policy()));
+  store.refuse_commit = 3;
+  EXPECT_EQ(run(runner.settle(*a.claim, policy(), Settlement::commit, "v")).code(), StatusCode::unavailable);
+  EXPECT_TRUE(runner.settling());
+  ASSERT_TRUE(settled.wait_for(1));
+  EXPECT_EQ(store.commits.load(), 4);
+  EXPECT_EQ(record(store, "k")->result, "v");
+}
+
+TEST(ClaimRunner, AFailedReleaseIsRetriedByOwner) {
+  FlakyStore store;
+  Settled settled;
+  ClaimRunner runner(store, settled.hooks());
+  Acquired a = run(runner.acquire("s", "k", "", policy()));
+  store.refuse_release = 1;
+  EXPECT_EQ(run(runner.settle(*a.claim, policy(), Settlement::release)).code(), StatusCode::unavailable);
+  ASSERT_TRUE(settled.wait_for(1));
+  EXPECT_EQ(store.abandons.load(), 1);
+  EXPECT_FALSE(record(store, "k").has_value());
+}
+
+TEST(ClaimRunner, MarkUncertainStoresTheMarkerAndLeaveKeepsTheClaim) {
+  FlakyStore store;
+  ClaimRunner runner(store);
+  Acquired a = run(runner.acquire("s", "held", "", policy()));
+  EXPECT_TRUE(run(runner.settle(*a.claim, policy(), Settlement::mark_uncertain)).is_ok());
+  EXPECT_EQ(record(store, "held")->result, kMarker);
+  EXPECT_EQ(run(runner.acquire("s", "held", "", policy(OnUncertain::retry))).step, BeginStep::uncertain);
+
+  Acquired b = run(runner.acquire("s", "left", "", policy(OnUncertain::retry)));
+  EXPECT_TRUE(run(runner.settle(*b.claim, policy(OnUncertain::retry), Settlement::leave)).is_ok());
+  EXPECT_EQ(record(store, "left")->state, RecordState::pending);
+  EXPECT_FALSE(runner.settling());
+}
+
+TEST(ClaimRunner, AClaimSettlesOnce) {
+  FlakyStore store;
+  ClaimRunner runner(store);
+  Acquired a = run(runner.acquire("s", "k", "", policy()));
+  EXPECT_TRUE(run(runner.settle(*a.claim, policy(), Settlement::commit, "one")).is_ok());
+  EXPECT_TRUE(a.claim->settled());
+  EXPECT_EQ(run(runner.settle(*a.claim, policy(), Settlement::release)).code(),
+            StatusCode::failed_precondition);
+  EXPECT_EQ(record(store, "k")->result, "one");
+}
+
+TEST(ClaimRunner, ALostClaimIsNotOverwrittenAndCountsAConflict) {
+  FlakyStore store;
+  Settled settled;
+  ClaimRunner runner(store, settled.hooks());
+  Acquired a = run(runner.acquire("s", "k", "", policy()));
+  ASSERT_TRUE(store.remove(RecordId{"s", "k"}).value());  // an operator removed it mid-run
+  Acquired newer = run(runner.acquire("s", "k", "", policy()));
+  ASSERT_EQ(newer.step, BeginStep::run);
+  EXPECT_EQ(run(runner.settle(*a.claim, policy(), Settlement::commit, "stale")).code(),
+            StatusCode::failed_precondition);
+  EXPECT_EQ(settled.conflicts.load(), 1);
+  EXPECT_TRUE(run(runner.settle(*newer.claim, policy(), Settlement::commit, "newer")).is_ok());
+  EXPECT_EQ(record(store, "k")->result, "newer");
+}
+
+TEST(ClaimRunner, AClaimDroppedBeforeItsWorkStartedIsGivenBack) {
+  FlakyStore store;
+  Settled settled;
+  ClaimRunner runner(store, settled.hooks());
+  {
+    Acquired a = run(runner.acquire("s", "k", "", policy()));
+    ASSERT_EQ(a.step, BeginStep::run);
+  }
+  ASSERT_TRUE(settled.wait_for(1));
+  EXPECT_FALSE(record(store, "k").has_value());
+}
+
+TEST(ClaimRunner, AClaimDroppedAfterItsWorkStartedIsLeftToItsLease) {
+  FlakyStore store;
+  ClaimRunner runner(store);
+  {
+    Acquired a = run(runner.acquire("s", "k", "", policy()));
+    a.claim->started();  // the request may have reached the service: its outcome is unknown
+  }
+  EXPECT_FALSE(runner.settling());
+  EXPECT_EQ(store.abandons.load(), 0);
+  EXPECT_EQ(record(store, "k")->state, RecordState::pending);
+}
+
+TEST(ClaimRunner, OwnersAreUniquePerCallAndPerRunner) {
+  FlakyStore store;
+  ClaimRunner one(store), two(store);
+  std::set<std::string> owners;
+  for (int i = 0; i < 100; ++i) {
+    owners.insert(one.next_owner());
+    owners.insert(two.next_owner());
+  }
+  EXPECT_EQ(owners.size(), 200u);
+}
+
+TEST(ClaimRunner, RenewalKeepsTheClaimWhileTheWorkRunsAndStopsWithIt) {
+  FlakyStore store;
+  Settled settled;
+  ClaimRunner runner(store, settled.hooks());
+  ClaimPolicy p{300ms, 24h, true, OnUncertain::hold, kMarker};
+  Acquired a = run(runner.acquire("s", "k", "", p));
+  const TimePoint first_lease = record(store, "k")->lease_until.value();
+  {
+    ClaimRunner::Renewal renewal = runner.renew_in_background(*a.claim, p);
+    ASSERT_TRUE(settled.wait_for_extends(2));
+    EXPECT_GT(record(store, "k")->lease_until, first_lease);
+    // Moving a renewal over another stops the one it replaces (they renew the same claim).
+    renewal = runner.renew_in_background(*a.claim, p);
+    ASSERT_TRUE(settled.wait_for_extends(3));
+  }
+  EXPECT_FALSE(a.claim->lost());
+  EXPECT_TRUE(run(runner.settle(*a.claim, p, Settlement::commit, "v")).is_ok());
+}
+
+}  // namespace
+}  // namespace idem
