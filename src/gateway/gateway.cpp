@@ -1,7 +1,6 @@
 #include "gateway/gateway.h"
 
 #include <cstdio>
-#include <random>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -28,8 +27,6 @@ constexpr auto kTuple = asio::as_tuple(use_awaitable);
 constexpr std::size_t kStreamedPrefix = 64 * 1024;
 // How often a waiter asks the store again, for holders on other instances.
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
-// Claims given back in the background at once, at most (abandon_later).
-constexpr std::int64_t kMaxAbandoning = 10000;
 
 Duration since(Steady::time_point t0) { return std::chrono::duration_cast<Duration>(Steady::now() - t0); }
 
@@ -54,6 +51,20 @@ Problem failure_problem(UpstreamResult::Kind k) {
   return k == UpstreamResult::Kind::timeout ? Problem::upstream_timeout : Problem::upstream_unavailable;
 }
 
+// The record of an uncertain outcome, as the claim runner stores it (StoredResult codec).
+std::string_view uncertain_marker() {
+  static const std::string marker = [] {
+    StoredResult r;
+    r.kind = StoredResult::Kind::uncertain;
+    return encode(r);
+  }();
+  return marker;
+}
+
+ClaimPolicy claim_policy(const Policy& p) {
+  return ClaimPolicy{p.lease, p.retention, true, p.on_uncertain, uncertain_marker()};
+}
+
 }  // namespace
 
 std::vector<HeaderField> header_fields(const http::request_header<>& req) {
@@ -63,24 +74,31 @@ std::vector<HeaderField> header_fields(const http::request_header<>& req) {
 }
 
 Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics)
-    : config_(config), store_(store), upstream_(upstream), metrics_(metrics) {
-  std::random_device rd;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%08x%08x", rd(), rd());
-  instance_ = buf;
-}
+    : config_(config),
+      store_(store),
+      upstream_(upstream),
+      metrics_(metrics),
+      runner_(store, ClaimHooks{
+                         .settled = [this](const std::string& scope,
+                                           const std::string& key) { waiters_.notify(scope, key); },
+                         .observed = [this](const char* op, Duration latency,
+                                            const Status& status) { observed(op, latency, status); },
+                         .conflict = [this] { metrics_.count_store_conflict(); },
+                     }) {}
 
-std::string Gateway::next_owner() { return instance_ + "-" + std::to_string(++requests_); }
+void Gateway::observed(const char* op, Duration latency, const Status& status) {
+  metrics_.observe_store(op, latency);
+  if (!status.is_ok()) {
+    metrics_.count_store_error();
+    std::fprintf(stderr, "idem: store %s failed: %s\n", op, status.to_string().c_str());
+  }
+}
 
 template <class T>
 awaitable<Result<T>> Gateway::observe(const char* op, awaitable<Result<T>> call) {
   const auto t0 = Steady::now();
   Result<T> r = co_await std::move(call);
-  metrics_.observe_store(op, since(t0));
-  if (!r) {
-    metrics_.count_store_error();
-    std::fprintf(stderr, "idem: store %s failed: %s\n", op, r.status().to_string().c_str());
-  }
+  observed(op, since(t0), r ? Status::ok() : r.status());
   co_return r;
 }
 
@@ -155,38 +173,43 @@ void Gateway::count_unprotected(const Route& route, unsigned status, Duration la
 awaitable<Gateway::Reply> Gateway::replay_mode(const Route& route, const Identity& id,
                                                const HttpRequest& req) {
   const Policy& p = route.policy;
+  const ClaimPolicy policy = claim_policy(p);
   const auto wait_until = Steady::now() + p.wait;
   // Registered on the first in_progress, then the store is asked again before waiting, so a
   // commit between the store's answer and the registration is not missed.
   std::unique_ptr<Waiters::Registration> reg;
   bool waited = false;
-  const std::string owner = next_owner();
+  const std::string owner = runner_.next_owner();  // one per request, also across waits
   for (;;) {
-    BeginArgs args{id.scope, id.record_key, id.fingerprint, p.lease, p.retention, owner};
-    auto call = async_begin(store_, std::move(args), use_awaitable);
-    Result<BeginOutcome> r = co_await observe("begin", std::move(call));
-    if (!r) {
-      // The begin may have claimed the key although its answer was lost: nothing will be
-      // forwarded under that claim, so it is given back rather than left to expire into an
-      // uncertain key (docs/gateway.md, "When the store fails").
-      if (r.status().code() == StatusCode::deadline_exceeded)
-        abandon_later(route, id, owner, co_await asio::this_coro::executor);
-      co_return co_await store_failed(route, req, r.status());
-    }
-    switch (r->kind) {
-      case BeginOutcome::Kind::mismatch:
+    Acquired a = co_await runner_.acquire(id.scope, id.record_key, id.fingerprint, policy, owner);
+    switch (a.step) {
+      case BeginStep::not_applied:
+      case BeginStep::unknown:
+        // A claim an unknown begin may have made is given back by the runner, so it never
+        // turns into an uncertain key (docs/gateway.md, "When the store fails").
+        co_return co_await store_failed(route, req, a.begun.status());
+      case BeginStep::mismatch:
         co_return problem(req, Problem::key_reused, "this key was used with a different request");
-      case BeginOutcome::Kind::replay:
-        co_return answer_replay(route, req, r->result, waited);
-      case BeginOutcome::Kind::acquired:
+      case BeginStep::replay:
+      case BeginStep::uncertain:
+        co_return answer_replay(route, req, a.begun->result, waited);
+      case BeginStep::hold_uncertain: {
+        // The previous holder died mid-request: its outcome is unknown, so nothing runs again.
+        Status settled = co_await runner_.settle(*a.claim, policy, Settlement::mark_uncertain);
+        log_unsettled(route, settled);
+        co_return problem(req, Problem::outcome_uncertain,
+                          "the first request with this key did not finish; its outcome is unknown");
+      }
+      case BeginStep::run:
         reg.reset();
-        co_return co_await run_claimed(route, id, req, r->fence, r->recovered, owner);
-      case BeginOutcome::Kind::in_progress:
+        co_return co_await run_claimed(route, id, req, *a.claim, policy);
+      case BeginStep::busy:
         break;
     }
     const auto now = Steady::now();
     if (now >= wait_until)
-      co_return problem(req, Problem::in_progress, "a request with this key is in progress", r->retry_after);
+      co_return problem(req, Problem::in_progress, "a request with this key is in progress",
+                        a.begun->retry_after);
     if (!reg) {
       reg = waiters_.add(id.scope, id.record_key, co_await asio::this_coro::executor);
       continue;
@@ -226,27 +249,16 @@ Gateway::Reply Gateway::answer_replay(const Route& route, const HttpRequest& req
 }
 
 awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identity& id, const HttpRequest& req,
-                                               Fence fence, bool recovered, const std::string& owner) {
+                                               Claim& claim, const ClaimPolicy& policy) {
   const Policy& p = route.policy;
-  if (recovered && p.on_uncertain == OnUncertain::hold) {
-    // The previous holder died mid-request: its outcome is unknown, so nothing runs again.
-    StoredResult marker;
-    marker.kind = StoredResult::Kind::uncertain;
-    co_await commit_claim(route, id, fence, encode(marker));
-    co_return problem(req, Problem::outcome_uncertain,
-                      "the first request with this key did not finish; its outcome is unknown");
-  }
-  if (route.key.kind == KeyRule::Kind::token && !recovered) {
+  const bool token_route = route.key.kind == KeyRule::Kind::token;
+  if (token_route && !claim.recovered()) {
     TokenArgs args{id.scope, id.key};
     auto call = async_consume_token(store_, std::move(args), use_awaitable);
     Result<ConsumeOutcome> c = co_await observe("consume_token", std::move(call));
     if (!c || *c == ConsumeOutcome::invalid) {
       // The claim was ours only while the token was checked: give it back, token untouched.
-      ReleaseArgs rel{id.scope, id.record_key, fence};
-      auto rcall = async_release(store_, std::move(rel), use_awaitable);
-      Result<ReleaseOutcome> released = co_await observe("release", std::move(rcall));
-      if (!released) abandon_later(route, id, owner, co_await asio::this_coro::executor);
-      waiters_.notify(id.scope, id.record_key);
+      (void)co_await runner_.settle(claim, policy, Settlement::release);
       if (!c) co_return co_await store_failed(route, req, c.status());
       co_return problem(req, Problem::token_invalid,
                         "the Idempotency-Token is unknown, expired or already used");
@@ -255,48 +267,61 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
 
   HttpRequest fwd = make_forward_request(req, upstream_.url());
   fwd.set("Idempotency-Key", id.key);
-  fwd.set(kFenceHeader, std::to_string(fence));
-  bool conflict = false;
-  UpstreamResult up =
-      co_await exchange_renewing(fwd, route, id, fence, false, std::string(), conflict, p.max_result);
+  fwd.set(kFenceHeader, std::to_string(claim.fence()));
+  claim.started();
+  UpstreamResult up = co_await exchange_renewing(fwd, route, claim, policy, p.max_result);
 
+  // What the upstream's answer means for the claim (docs/gateway.md, "Outcome unknown").
+  WorkEnd end = WorkEnd::unknown;
+  std::string result;
   if (up.kind == UpstreamResult::Kind::response) {
     const unsigned status = up.response.result_int();
-    if (conflict) {
-      std::fprintf(stderr, "idem: route %s: claim lost while the upstream worked; result not stored\n",
-                   route.name.c_str());
-    } else if (releases_claim(status, p.cache_5xx)) {
-      co_await release_claim(route, id, fence, owner);
+    if (releases_claim(status, p.cache_5xx)) {
+      end = WorkEnd::failed;
     } else if (up.tail || up.response.body().size() > p.max_result) {
       // Too large to replay: the record says so, and the body streams through to this
       // client only.
       StoredResult marker;
       marker.kind = StoredResult::Kind::not_stored;
       marker.response.status = status;
-      co_await commit_claim(route, id, fence, encode(marker));
+      end = WorkEnd::succeeded;
+      result = encode(marker);
     } else {
-      co_await commit_claim(route, id, fence, encode(to_stored(up.response)));
+      end = WorkEnd::succeeded;
+      result = encode(to_stored(up.response));
     }
-    co_return forwarded(req, std::move(up), "forwarded");
+  } else if (up.kind == UpstreamResult::Kind::refused) {
+    end = WorkEnd::failed;  // nothing was sent
   }
-  if (up.kind == UpstreamResult::Kind::refused) {
-    co_await release_claim(route, id, fence, owner);
+  const Settlement how = settle_for(end, policy.on_uncertain, claim.lost());
+  // On a token route the user may submit again with the same token (docs/gateway.md,
+  // "One-time tokens"): the store re-arms it in the same step that releases the claim, so
+  // a duplicate waiting for the key finds both, and a claim that was not ours to release
+  // (taken over, removed by an operator) re-arms nothing.
+  std::optional<TokenRestore> restore;
+  if (how == Settlement::release && token_route) restore = TokenRestore{id.key, config_.tokens.ttl};
+  Status settled = co_await runner_.settle(claim, policy, how, std::move(result), std::move(restore));
+  log_unsettled(route, settled);
+
+  if (up.kind == UpstreamResult::Kind::response) co_return forwarded(req, std::move(up), "forwarded");
+  if (up.kind == UpstreamResult::Kind::refused)
     co_return problem(req, Problem::upstream_unavailable, "the upstream is unavailable: " + up.error);
-  }
-  // Outcome unknown: hold completes the record as uncertain; retry keeps the claim until
-  // its lease expires, after which a repeat runs again with a higher fence.
-  if (p.on_uncertain == OnUncertain::hold && !conflict) {
-    StoredResult marker;
-    marker.kind = StoredResult::Kind::uncertain;
-    co_await commit_claim(route, id, fence, encode(marker));
-  }
   co_return problem(req, failure_problem(up.kind), "the upstream did not answer: " + up.error);
+}
+
+void Gateway::log_unsettled(const Route& route, const Status& settled) const {
+  // The client still gets the upstream's answer; the store failure was logged and counted
+  // as it happened, and the runner retries it in the background.
+  if (settled.code() == StatusCode::failed_precondition)
+    std::fprintf(stderr,
+                 "idem: route %s: claim lost (lease taken over or record removed); result not stored\n",
+                 route.name.c_str());
 }
 
 awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity& id, const HttpRequest& req) {
   const Policy& p = route.policy;
   const std::string name = id.scope.empty() ? id.record_key : id.scope + "\n" + id.record_key;
-  const std::string owner = next_owner();
+  const std::string owner = runner_.next_owner();
   LockArgs args{name, owner, p.lease};
   auto call = async_lock(store_, std::move(args), use_awaitable);
   Result<LockOutcome> r = co_await observe("lock", std::move(call));
@@ -307,10 +332,7 @@ awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity&
   HttpRequest fwd = make_forward_request(req, upstream_.url());
   fwd.set("Idempotency-Key", id.key);
   fwd.set(kFenceHeader, std::to_string(r->fence));
-  bool conflict = false;
-  Identity lock_id{id.scope, id.key, name, {}};
-  UpstreamResult up =
-      co_await exchange_renewing(fwd, route, lock_id, r->fence, true, owner, conflict, kStreamedPrefix);
+  UpstreamResult up = co_await exchange_locked(fwd, route, name, owner);
   UnlockArgs unlock{name, owner};
   auto ucall = async_unlock(store_, std::move(unlock), use_awaitable);
   Result<UnlockOutcome> u = co_await observe("unlock", std::move(ucall));
@@ -320,14 +342,25 @@ awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity&
   co_return forwarded(req, std::move(up), "forwarded");
 }
 
-awaitable<UpstreamResult> Gateway::exchange_renewing(const HttpRequest& fwd, const Route& route,
-                                                     const Identity& id, Fence fence, bool lock,
-                                                     std::string owner, bool& conflict,
-                                                     std::size_t max_buffered) {
+awaitable<UpstreamResult> Gateway::exchange_renewing(const HttpRequest& fwd, const Route& route, Claim& claim,
+                                                     const ClaimPolicy& policy, std::size_t max_buffered) {
+  const auto t0 = Steady::now();
+  UpstreamResult up;
+  auto exchange = [&]() -> awaitable<void> {
+    up = co_await upstream_.exchange(fwd, route.policy.upstream_timeout, max_buffered);
+  };
+  auto work = exchange();
+  co_await runner_.renewing(claim, policy, std::move(work));
+  metrics_.observe_upstream(since(t0));
+  co_return up;
+}
+
+awaitable<UpstreamResult> Gateway::exchange_locked(const HttpRequest& fwd, const Route& route,
+                                                   const std::string& name, const std::string& owner) {
   using namespace asio::experimental::awaitable_operators;
   const auto t0 = Steady::now();
-  auto exchange = upstream_.exchange(fwd, route.policy.upstream_timeout, max_buffered);
-  auto renewal = renew(route, id, fence, lock, std::move(owner), conflict);
+  auto exchange = upstream_.exchange(fwd, route.policy.upstream_timeout, kStreamedPrefix);
+  auto renewal = renew_lock(route, name, owner);
   auto both = co_await (std::move(exchange) || std::move(renewal));
   metrics_.observe_upstream(since(t0));
   if (both.index() == 0) co_return std::get<0>(std::move(both));
@@ -337,98 +370,24 @@ awaitable<UpstreamResult> Gateway::exchange_renewing(const HttpRequest& fwd, con
   co_return r;
 }
 
-awaitable<void> Gateway::renew(const Route& route, const Identity& id, Fence fence, bool lock,
-                               std::string owner, bool& conflict) {
+awaitable<void> Gateway::renew_lock(const Route& route, const std::string& name, const std::string& owner) {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   const Duration lease = route.policy.lease;
-  for (;;) {
+  for (bool lost = false;;) {
     timer.expires_after(lease / 3);
     auto [ec] = co_await timer.async_wait(kTuple);
     if (ec) co_return;  // the exchange finished
-    if (conflict) continue;
-    bool fenced = false;
-    if (lock) {
-      LockArgs args{id.record_key, owner, lease};
-      auto call = async_extend_lock(store_, std::move(args), use_awaitable);
-      Result<LockExtendOutcome> r = co_await observe("extend_lock", std::move(call));
-      fenced = r && *r == LockExtendOutcome::not_owner;
-    } else {
-      ExtendArgs args{id.scope, id.record_key, fence, lease};
-      auto call = async_extend(store_, std::move(args), use_awaitable);
-      Result<ExtendOutcome> r = co_await observe("extend", std::move(call));
-      fenced = r && *r == ExtendOutcome::fenced;
-    }
-    if (fenced) {
-      conflict = true;
+    if (lost) continue;
+    LockArgs args{name, owner, lease};
+    auto call = async_extend_lock(store_, std::move(args), use_awaitable);
+    Result<LockExtendOutcome> r = co_await observe("extend_lock", std::move(call));
+    if (r && *r == LockExtendOutcome::not_owner) {
+      lost = true;
       metrics_.count_store_conflict();
     }
     auto cs = co_await asio::this_coro::cancellation_state;
     if (cs.cancelled() != asio::cancellation_type::none) co_return;
   }
-}
-
-awaitable<void> Gateway::release_claim(const Route& route, const Identity& id, Fence fence,
-                                       const std::string& owner) {
-  ReleaseArgs args{id.scope, id.record_key, fence};
-  // On a token route the user may submit again with the same token (docs/gateway.md,
-  // "One-time tokens"): the store re-arms it in the same step that releases the claim, so
-  // a duplicate waiting for the key finds both, and a claim that was not ours to release
-  // (taken over, removed by an operator) re-arms nothing.
-  if (route.key.kind == KeyRule::Kind::token) args.restore_token = TokenRestore{id.key, config_.tokens.ttl};
-  auto call = async_release(store_, std::move(args), use_awaitable);
-  Result<ReleaseOutcome> r = co_await observe("release", std::move(call));
-  if (r && *r == ReleaseOutcome::fenced) metrics_.count_store_conflict();
-  if (!r) abandon_later(route, id, owner, co_await asio::this_coro::executor);
-  waiters_.notify(id.scope, id.record_key);
-}
-
-void Gateway::abandon_later(const Route& route, const Identity& id, std::string owner,
-                            asio::any_io_executor ex) {
-  // Worth trying for as long as the claim can live: past its lease a repeat would take it
-  // over as uncertain, and past lease + retention it is gone by itself.
-  const auto give_up = Steady::now() + route.policy.lease + route.policy.retention;
-  // While the store is down every lost begin would add one; past the cap a claim is left
-  // to expire (on_uncertain then decides), so an outage cannot grow memory without bound.
-  if (abandoning_.load() >= kMaxAbandoning) {
-    std::fprintf(stderr,
-                 "idem: route %s: %lld claims are being given back already; leaving this one to expire\n",
-                 route.name.c_str(), static_cast<long long>(kMaxAbandoning));
-    return;
-  }
-  ++abandoning_;
-  asio::co_spawn(
-      ex,
-      [this, scope = id.scope, key = id.record_key, owner = std::move(owner), give_up]() -> awaitable<void> {
-        asio::steady_timer timer(co_await asio::this_coro::executor);
-        Duration pause = std::chrono::milliseconds(100);
-        for (;;) {
-          auto call = async_abandon(store_, AbandonArgs{scope, key, owner}, use_awaitable);
-          Result<ReleaseOutcome> r = co_await observe("abandon", std::move(call));
-          if (r) {
-            if (*r == ReleaseOutcome::released) waiters_.notify(scope, key);
-            break;
-          }
-          if (Steady::now() >= give_up) break;
-          timer.expires_after(pause);
-          co_await timer.async_wait(kTuple);
-          pause = std::min<Duration>(pause * 2, std::chrono::seconds(5));
-        }
-        --abandoning_;
-      },
-      asio::detached);
-}
-
-awaitable<void> Gateway::commit_claim(const Route& route, const Identity& id, Fence fence,
-                                      std::string result) {
-  CommitArgs args{id.scope, id.record_key, fence, std::move(result), route.policy.retention};
-  auto call = async_commit(store_, std::move(args), use_awaitable);
-  Result<CommitOutcome> r = co_await observe("commit", std::move(call));
-  if (r && *r == CommitOutcome::fenced) {
-    metrics_.count_store_conflict();
-    std::fprintf(stderr, "idem: route %s: commit fenced (lease taken over or record removed)\n",
-                 route.name.c_str());
-  }
-  waiters_.notify(id.scope, id.record_key);
 }
 
 // The client learns that the store failed, never its address or error: observe() logged those.

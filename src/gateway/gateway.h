@@ -27,6 +27,7 @@
 #include "gateway/request_identity.h"
 #include "gateway/upstream.h"
 #include "gateway/waiters.h"
+#include "idem/claim.h"
 #include "idem/store.h"
 
 namespace idem::gateway {
@@ -67,9 +68,9 @@ class Gateway {
   // than per request; a line is at most 100 ms late (and lost if the process is killed).
   void flush_log();
 
-  // True while claims are being given back in the background (abandon_later): the shutdown
-  // drain waits for them too, within its bound.
-  bool settling() const noexcept { return abandoning_.load() > 0; }
+  // True while claims are settled or given back in the background (a store call that failed,
+  // retried by the claim runner): the shutdown drain waits for them too, within its bound.
+  bool settling() const noexcept { return runner_.settling(); }
 
  private:
   struct Reply {
@@ -82,7 +83,7 @@ class Gateway {
 
   boost::asio::awaitable<Reply> replay_mode(const Route& route, const Identity& id, const HttpRequest& req);
   boost::asio::awaitable<Reply> run_claimed(const Route& route, const Identity& id, const HttpRequest& req,
-                                            Fence fence, bool recovered, const std::string& owner);
+                                            Claim& claim, const ClaimPolicy& policy);
   boost::asio::awaitable<Reply> lock_mode(const Route& route, const Identity& id, const HttpRequest& req);
   boost::asio::awaitable<Reply> forward_unprotected(const Route& route, const HttpRequest& req, bool mark);
   boost::asio::awaitable<Reply> store_failed(const Route& route, const HttpRequest& req, const Status& s);
@@ -90,27 +91,19 @@ class Gateway {
   Reply forwarded(const HttpRequest& req, UpstreamResult up, std::string_view outcome) const;
   Reply answer_replay(const Route& route, const HttpRequest& req, std::string_view stored, bool waited) const;
 
-  // The upstream exchange while the claim (or lock) is renewed every lease/3; `conflict`
-  // becomes true when a renewal came back fenced / not_owner. The renewal ends when the
-  // response's head and first `max_buffered` bytes are in: the rest of a larger body
-  // streams after the claim is settled.
+  // The upstream exchange while the claim is renewed (by the claim runner) or the lock is
+  // (renew_lock), every lease/3; a renewal answered fenced / not_owner marks it lost. The
+  // renewal ends when the response's head and first `max_buffered` bytes are in: the rest
+  // of a larger body streams after the claim is settled.
   boost::asio::awaitable<UpstreamResult> exchange_renewing(const HttpRequest& fwd, const Route& route,
-                                                           const Identity& id, Fence fence, bool lock,
-                                                           std::string owner, bool& conflict,
+                                                           Claim& claim, const ClaimPolicy& policy,
                                                            std::size_t max_buffered);
-  boost::asio::awaitable<void> renew(const Route& route, const Identity& id, Fence fence, bool lock,
-                                     std::string owner, bool& conflict);
-  // Release a claim (and, on a token route, re-arm the token in the same store step), then
-  // wake waiters. A release that fails is retried by owner in the background.
-  boost::asio::awaitable<void> release_claim(const Route& route, const Identity& id, Fence fence,
-                                             const std::string& owner);
-  // A claim this gateway made (or may have made: a begin whose answer was lost) and will
-  // never use: given back by its owner in the background, retried until the store answers
-  // or the claim would have expired anyway, so it never turns into an uncertain key.
-  void abandon_later(const Route& route, const Identity& id, std::string owner,
-                     boost::asio::any_io_executor ex);
-  boost::asio::awaitable<void> commit_claim(const Route& route, const Identity& id, Fence fence,
-                                            std::string result);
+  boost::asio::awaitable<UpstreamResult> exchange_locked(const HttpRequest& fwd, const Route& route,
+                                                         const std::string& name, const std::string& owner);
+  boost::asio::awaitable<void> renew_lock(const Route& route, const std::string& name,
+                                          const std::string& owner);
+  // Logs a settle answered fenced (the claim was lost while the upstream worked).
+  void log_unsettled(const Route& route, const Status& settled) const;
 
   template <class T>
   boost::asio::awaitable<Result<T>> observe(const char* op, boost::asio::awaitable<Result<T>> call);
@@ -118,16 +111,15 @@ class Gateway {
   void log(const Route& route, const Identity* id, std::string_view outcome, unsigned status,
            Duration latency);
   void write_log_locked();  // requires log_mu_
-  std::string next_owner();
+  // After every store call: idem_store_seconds, idem_store_errors_total and the log.
+  void observed(const char* op, Duration latency, const Status& status);
 
   const Config& config_;
   Store& store_;
   UpstreamClient& upstream_;
   Metrics& metrics_;
   Waiters waiters_;
-  std::string instance_;  // random, names lock owners
-  std::atomic<std::uint64_t> requests_{0};
-  std::atomic<std::int64_t> abandoning_{0};  // claims being given back in the background
+  ClaimRunner runner_;  // after waiters_, which its hooks use: destroyed first
   std::mutex log_mu_;
   std::string log_buffer_;  // guarded by log_mu_
 };

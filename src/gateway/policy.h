@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gateway/key_template.h"
+#include "idem/claim.h"
 #include "idem/clock.h"
 
 namespace idem::gateway {
@@ -37,7 +38,9 @@ struct FingerprintRule {
 
 enum class OnStoreError { reject, pass };   // 503 store-unavailable | forward unprotected
 enum class OnDuplicate { replay, reject };  // replay the stored response | 409 duplicate
-enum class OnUncertain { hold, retry };     // 409 outcome-uncertain | run again after the lease
+// on_uncertain: hold (409 outcome-uncertain) | retry (run again after the lease); the same
+// policy, by the same name, as the library's (idem/claim.h).
+using idem::OnUncertain;
 
 // The shortest lease a config may give. A claim is renewed every lease / 3 while the
 // upstream works, so a shorter lease would call the store in a busy loop (0.4ms: every
