@@ -361,8 +361,8 @@ void ClaimRunner::settle_later(std::string scope, std::string key, std::string o
                result = std::move(result), retention, give_up]() -> awaitable<void> {
     asio::steady_timer timer(co_await asio::this_coro::executor);
     Duration pause = std::chrono::milliseconds(100);
+    bool answered = false;
     for (;;) {
-      bool answered = false;
       if (commit) {
         CommitArgs args{scope, key, fence, result, retention};
         auto call = async_commit(store_, std::move(args), use_awaitable);
@@ -373,10 +373,7 @@ void ClaimRunner::settle_later(std::string scope, std::string key, std::string o
         auto call = async_abandon(store_, std::move(args), use_awaitable);
         answered = static_cast<bool>(co_await observe("abandon", std::move(call)));
       }
-      if (answered) {
-        after_settle(scope, key);
-        break;
-      }
+      if (answered) break;
       // Waits in slices, so that a runner being destroyed is not held up by a long pause.
       const auto resume = Steady::now() + pause;
       while (!bg_->stopping.load() && Steady::now() < resume && Steady::now() < give_up) {
@@ -387,7 +384,9 @@ void ClaimRunner::settle_later(std::string scope, std::string key, std::string o
       if (bg_->stopping.load() || Steady::now() >= give_up) break;
       pause = std::min<Duration>(pause * 2, std::chrono::seconds(5));
     }
+    // No longer settling before anyone hears that it is settled.
     --background_;
+    if (answered) after_settle(scope, key);
   };
   asio::co_spawn(bg_->executor(), std::move(task), asio::detached);
 }
