@@ -478,6 +478,68 @@ TEST(Guard, StoreErrorsAreReturnedAndNothingRuns) {
   EXPECT_FALSE(ran);
 }
 
+// A store that applies the next `lose_begins` begins and `lose_commits` commits and loses
+// their answers, as a network store does when the connection drops after the command was
+// sent, and refuses (applies nothing) the next `refuse_commits` commits.
+class LosingStore final : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  std::atomic<int> lose_begins{0}, lose_commits{0}, refuse_commits{0};
+
+ protected:
+  void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
+    target().begin(std::move(a), [this, cb = std::move(cb)](Result<BeginOutcome> r) mutable {
+      if (lose_begins.fetch_sub(1) > 0) return cb(deadline_exceeded("begin: answer lost"));
+      cb(std::move(r));
+    });
+  }
+  void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
+    if (refuse_commits.fetch_sub(1) > 0) return cb(unavailable("commit: refused"));
+    target().commit(std::move(a), [this, cb = std::move(cb)](Result<CommitOutcome> r) mutable {
+      if (lose_commits.fetch_sub(1) > 0) return cb(deadline_exceeded("commit: answer lost"));
+      cb(std::move(r));
+    });
+  }
+};
+
+TEST(Guard, ABeginWhoseAnswerIsLostLeavesNoGhostClaim) {
+  LosingStore store(memory_store());
+  store.lose_begins = 1;
+  // A long lease: a claim left behind would hold the key far beyond the test's wait.
+  Guard guard(store, {.lease = 1h, .wait = 30s, .on_uncertain = OnUncertain::hold});
+  int runs = 0;
+  auto fn = [&] {
+    ++runs;
+    return std::string("ran");
+  };
+  auto lost = guard.run("s", "k", "", fn);
+  EXPECT_EQ(lost.outcome(), Outcome::failed);
+  EXPECT_EQ(lost.status().code(), StatusCode::deadline_exceeded);
+  EXPECT_EQ(runs, 0);
+  // The retry waits, if it must, for the claim to be given back, then runs: once, fresh.
+  auto retry = guard.run("s", "k", "", fn);
+  ASSERT_TRUE(retry.executed()) << to_string(retry.outcome());
+  EXPECT_FALSE(retry.recovered());
+  EXPECT_EQ(runs, 1);
+}
+
+TEST(Guard, ACommitThatFailsIsRetriedWhileRepeatsWaitThenReplay) {
+  for (bool lost : {false, true}) {
+    LosingStore store(memory_store());
+    (lost ? store.lose_commits : store.refuse_commits) = 2;
+    Guard guard(store, {.wait = 30s});
+    int runs = 0;
+    auto first = guard.run("s", "k", "", [&] { return std::to_string(++runs); });
+    ASSERT_TRUE(first.executed());
+    EXPECT_FALSE(first.stored());
+    EXPECT_EQ(first.store_status().code(), lost ? StatusCode::deadline_exceeded : StatusCode::unavailable);
+    auto again = guard.run("s", "k", "", [&] { return std::to_string(++runs); });
+    ASSERT_TRUE(again.replayed()) << to_string(again.outcome());
+    EXPECT_EQ(again.value(), "1");
+    EXPECT_EQ(runs, 1);
+  }
+}
+
 // ---- asynchronous --------------------------------------------------------------------------
 
 // Runs a coroutine to completion on a fresh single-threaded io_context; rethrows.
