@@ -1,5 +1,6 @@
 #include "callback_sign.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
@@ -18,6 +19,11 @@ std::string callback_signature(std::string_view secret, std::string_view signed_
     hex += kHex[mac[i] & 15];
   }
   return hex;
+}
+
+bool callback_signature_ok(std::string_view secret, std::string_view signed_fields, std::string_view sign) {
+  const std::string hex = callback_signature(secret, signed_fields);
+  return sign.size() == hex.size() && CRYPTO_memcmp(sign.data(), hex.data(), hex.size()) == 0;
 }
 
 }  // namespace shop

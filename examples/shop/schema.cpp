@@ -10,15 +10,19 @@
 namespace shop {
 namespace {
 
-constexpr std::array<std::string_view, 10> kSchema = {
+constexpr std::array<std::string_view, 11> kSchema = {
     R"(CREATE TABLE IF NOT EXISTS t_sku (
          sku_id        TEXT PRIMARY KEY,
          stock         BIGINT NOT NULL CHECK (stock >= 0),
          version       BIGINT NOT NULL,
          price         BIGINT NOT NULL,
          initial_stock BIGINT NOT NULL))",
+    // order_id and biz_no: the two other names of an order that payment notifications use
+    // (README.md, POST /pay/notify); NULL for rows written without them.
     R"(CREATE TABLE IF NOT EXISTS t_order (
          order_no   TEXT PRIMARY KEY,
+         order_id   BIGINT UNIQUE,
+         biz_no     TEXT UNIQUE,
          user_id    TEXT NOT NULL,
          sku_id     TEXT NOT NULL,
          event_id   TEXT NOT NULL,
@@ -62,6 +66,10 @@ constexpr std::array<std::string_view, 10> kSchema = {
     R"(CREATE TABLE IF NOT EXISTS t_user_points (
          user_id TEXT PRIMARY KEY,
          balance BIGINT NOT NULL))",
+    // Counters that hand out consecutive numbers (the orders' order_id): n is the last one.
+    R"(CREATE TABLE IF NOT EXISTS t_sequence (
+         name TEXT PRIMARY KEY,
+         n    BIGINT NOT NULL))",
     R"(CREATE TABLE IF NOT EXISTS t_stats (
          name TEXT PRIMARY KEY,
          n    BIGINT NOT NULL))",

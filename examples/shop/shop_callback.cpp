@@ -1,19 +1,17 @@
 // POST /pay/callback: the payment platform's notification, re-sent until it reads
 // "success". Three layers keep one payment to one charge: the signature (nothing
 // unsigned changes anything), the Guard (one run per out_trade_no; repeats replay), and
-// the conditional update WHERE status = 'CREATED' (a re-run after a crash charges nothing).
-#include <openssl/crypto.h>
-
+// the conditional update WHERE status = 'CREATED' (shop_payment.h: a re-run after a crash
+// charges nothing).
 #include <charconv>
 #include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
 
-#include <boost/json.hpp>
-
 #include "callback_sign.h"
 #include "idem/fingerprint.h"
+#include "shop_payment.h"
 #include "shop_service.h"
 
 namespace shop {
@@ -73,40 +71,6 @@ std::string signed_string(const std::map<std::string, std::string>& form) {
   return s;
 }
 
-bool sign_ok(const std::string& secret, const std::string& data, const std::string& sign) {
-  const std::string hex = callback_signature(secret, data);
-  return sign.size() == hex.size() && CRYPTO_memcmp(sign.data(), hex.data(), hex.size()) == 0;
-}
-
-// A signed notification of a successful payment.
-struct Notification {
-  std::string order_no, trade_no;
-  std::int64_t amount = 0;  // cents
-};
-
-enum class Payment { paid, already_paid, unknown_order, wrong_amount };
-
-// The state machine, in one transaction: CREATED → PAID with its charge and its outbox
-// row, or nothing at all.
-Payment record_payment(Db& db, const Notification& n) {
-  auto order = db.query("SELECT user_id, amount FROM t_order WHERE order_no = $1", {n.order_no});
-  if (order.empty()) return Payment::unknown_order;
-  if (order[0].integer(1) != n.amount) return Payment::wrong_amount;
-  const std::int64_t now = now_micros();
-  if (db.exec("UPDATE t_order SET status = 'PAID', paid_at = $1 WHERE order_no = $2 AND status = 'CREATED'",
-              {now, n.order_no}) == 0) {
-    count(db, "callback.already_paid");
-    return Payment::already_paid;
-  }
-  db.exec("INSERT INTO t_charge (id, order_no, trade_no, amount, created_at) VALUES ($1, $2, $3, $4, $5)",
-          {random_id(20), n.order_no, n.trade_no, n.amount, now});
-  const std::string message = boost::json::serialize(boost::json::object{
-      {"order_no", n.order_no}, {"user_id", order[0].text(0)}, {"points", n.amount / 100}});
-  db.exec("INSERT INTO t_outbox (id, order_no, payload, created_at) VALUES ($1, $2, $3, $4)",
-          {"order.paid:" + n.order_no, n.order_no, message, now});
-  return Payment::paid;
-}
-
 }  // namespace
 
 Reply Shop::pay_callback(const Request& req) {
@@ -116,7 +80,7 @@ Reply Shop::pay_callback(const Request& req) {
     return it == form->end() || it->second.empty() ? nullptr : &it->second;
   };
   const std::string signed_part = form ? signed_string(*form) : std::string();
-  if (!form || !field("sign") || !sign_ok(options_.secret, signed_part, *field("sign"))) {
+  if (!form || !field("sign") || !callback_signature_ok(options_.secret, signed_part, *field("sign"))) {
     auto lease = pool_.acquire();
     transaction(*lease, [](Db& db) { count(db, "callback.bad_sign"); });
     return fail(400);
@@ -137,7 +101,7 @@ Reply Shop::pay_callback(const Request& req) {
   std::optional<Payment> refused;
   auto pay = [&]() -> idem::Result<std::string> {
     auto lease = pool_.acquire();
-    const Payment p = transaction(*lease, [&](Db& db) { return record_payment(db, n); });
+    const Payment p = transaction(*lease, [&](Db& db) { return record_payment(db, n, "callback"); });
     if (p == Payment::unknown_order || p == Payment::wrong_amount) {
       refused = p;  // not stored: the guard releases the key, so a later re-send runs again
       return idem::failed_precondition("refused");

@@ -2,6 +2,8 @@
 // the fence check a re-run deduction, the optimistic version concurrent deductions.
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
+#include <ctime>
 #include <optional>
 #include <string>
 
@@ -48,12 +50,38 @@ Reply json_reply(unsigned status, const json::object& o) {
 }
 
 constexpr const char* kOrderColumns =
-    "SELECT order_no, user_id, sku_id, event_id, quantity, amount, status FROM t_order ";
+    "SELECT order_no, user_id, sku_id, event_id, quantity, amount, status, order_id, biz_no FROM t_order ";
 
 json::object order_json(const Row& r) {
-  return {{"order_no", r.text(0)}, {"user_id", r.text(1)},     {"sku_id", r.text(2)},
-          {"event_id", r.text(3)}, {"quantity", r.integer(4)}, {"amount", r.integer(5)},
-          {"status", r.text(6)}};
+  return {{"order_no", r.text(0)},    {"order_id", r.integer(7)}, {"biz_no", r.text(8)},
+          {"user_id", r.text(1)},     {"sku_id", r.text(2)},      {"event_id", r.text(3)},
+          {"quantity", r.integer(4)}, {"amount", r.integer(5)},   {"status", r.text(6)}};
+}
+
+// Order ids are Snowflake-sized, 19 digits, as a Java shop's id generator hands them out (a
+// Java Long, written by Jackson as a JSON number), and consecutive: neighbouring orders
+// differ in the last digits only, which a double cannot hold (docs/gateway.md, "Numbers").
+constexpr std::int64_t kFirstOrderId = 1790000000000000001;
+
+// The next id, in the caller's transaction: the counter's row stays locked until it ends.
+std::int64_t next_order_id(Db& db) {
+  auto rows = db.query(
+      "INSERT INTO t_sequence (name, n) VALUES ('order_id', $1) "
+      "ON CONFLICT (name) DO UPDATE SET n = t_sequence.n + 1 RETURNING n",
+      {kFirstOrderId});
+  return rows.at(0).integer(0);
+}
+
+// The business number the shop's Chinese channel prints: 订单, the day (UTC) and the last
+// ten digits of the id, e.g. 订单202401010000000042. Unique while the ids are.
+std::string biz_no_of(std::int64_t order_id, std::int64_t now_us) {
+  const std::time_t t = static_cast<std::time_t>(now_us / 1000000);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char digits[64];
+  std::snprintf(digits, sizeof digits, "%04d%02d%02d%010lld", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                static_cast<long long>(order_id % 10000000000));
+  return std::string("订单") + digits;
 }
 
 std::optional<std::uint64_t> parse_fence(const std::string& s) {
@@ -83,13 +111,16 @@ Reply Shop::create_order(const Request& req) {
     if (price.empty()) return problem(404, "unknown-sku", "no SKU " + sku);
     // DO NOTHING, not a caught unique violation: on PostgreSQL an error aborts the whole
     // transaction, and the existing order must still be read in it.
+    // A repeat that the unique key refuses still takes an id: ids may have gaps.
     const std::string order_no = random_id(20);
+    const std::int64_t order_id = next_order_id(db), now = now_micros();
     const bool inserted =
         db.exec(
-            "INSERT INTO t_order (order_no, user_id, sku_id, event_id, quantity, amount, status, created_at) "
-            "VALUES ($1, $2, $3, $4, $5, $6, 'CREATED', $7) "
+            "INSERT INTO t_order (order_no, order_id, biz_no, user_id, sku_id, event_id, quantity, amount, "
+            "status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'CREATED', $9) "
             "ON CONFLICT (user_id, sku_id, event_id) DO NOTHING",
-            {order_no, user, sku, event, quantity, price[0].integer(0) * quantity, now_micros()}) == 1;
+            {order_no, order_id, biz_no_of(order_id, now), user, sku, event, quantity,
+             price[0].integer(0) * quantity, now}) == 1;
     auto rows =
         inserted
             ? db.query(std::string(kOrderColumns) + "WHERE order_no = $1", {order_no})

@@ -51,6 +51,7 @@ Request to_request(const http::request<http::string_body>& req) {
   if (auto it = req.find("Idempotency-Key"); it != req.end()) r.idempotency_key = std::string(it->value());
   if (auto it = req.find("Idempotency-Fence"); it != req.end())
     r.idempotency_fence = std::string(it->value());
+  if (auto it = req.find("X-Pay-Signature"); it != req.end()) r.pay_signature = std::string(it->value());
   return r;
 }
 

@@ -109,6 +109,7 @@ Reply Shop::route(const Request& req) {
       }
     });
   }
+  if (p == "/pay/notify") return only(post, [&] { return pay_notify(req); });
   if (auto sku = segment(p, "/skus/", "/deduct")) return only(post, [&] { return deduct(*sku, req); });
   if (auto sku = segment(p, "/skus/", "")) return only(get, [&] { return get_sku(*sku); });
   if (auto no = segment(p, "/orders/", "")) return only(get, [&] { return get_order(*no); });

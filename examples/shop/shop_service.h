@@ -22,6 +22,7 @@ struct Request {
   std::string body;
   std::optional<std::string> idempotency_key;    // the gateway's, forwarded
   std::optional<std::string> idempotency_fence;  // the gateway's, forwarded
+  std::optional<std::string> pay_signature;      // X-Pay-Signature (POST /pay/notify)
 };
 
 struct Reply {
@@ -60,6 +61,7 @@ class Shop {
   Reply deduct(const std::string& sku_id, const Request& req);
   Reply pay_callback(const Request& req);
   Reply callback_answer(const idem::GuardResult& r, const std::string& order_no);
+  Reply pay_notify(const Request& req);
   void maybe_slow() const;  // --slow-percent/--slow-ms, after a commit
 
   DbPool& pool_;

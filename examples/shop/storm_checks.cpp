@@ -159,6 +159,7 @@ Check same_answers(const Run& run) {
   for (const auto& u : run.users) {
     for (const auto& sub : u.orders) compare(u, "order", sub);
     compare(u, "deduct", u.deduct);
+    compare(u, "notify", u.notify);
   }
   return c;
 }
@@ -185,6 +186,40 @@ Check all_answered(const Run& run) {
   return c;
 }
 
+// (9) and (10) the JSON notifications through the gateway's pay-notify route, by what
+// out_trade_no held: every answer is SUCCESS for the user's own order (not a 4xx such as
+// 400 key-invalid or 422 key-reused, not another order's replayed answer), and the order
+// is PAID with one charge. A payment whose key the gateway merged with another's, or
+// refused, never reaches the shop.
+Check notified(std::string name, const char* via, const Run& run, const std::map<std::string, Order>& orders,
+               const std::map<std::string, std::int64_t>& charges) {
+  Check c{std::move(name), 0, {}};
+  for (const auto& u : run.users) {
+    if (u.pay_via != via || !u.deducted) continue;
+    ++c.checked;
+    std::string what;
+    long wrong = 0;
+    const Answer* example = nullptr;
+    for (const auto& a : u.notify.answers) {
+      if (notify_names_order(u, a)) continue;
+      ++wrong;
+      if (!example) example = &a;
+    }
+    if (example)
+      what = std::to_string(wrong) + " of " + std::to_string(u.notify.answers.size()) +
+             " answers not SUCCESS for its order, e.g. " + brief(*example);
+    const auto order = orders.find(u.order_no);
+    const std::string status = order == orders.end() ? "missing" : order->second.status;
+    const auto charged = charges.find(u.order_no);
+    const std::int64_t n = charged == charges.end() ? 0 : charged->second;
+    if (status != "PAID" || n != 1)
+      what += (what.empty() ? "" : "; ") + ("order " + status + " with " + std::to_string(n) + " charges");
+    if (!what.empty())
+      c.failures.push_back(u.user + " (" + u.notify.id + ", order " + u.order_no + "): " + what);
+  }
+  return c;
+}
+
 }  // namespace
 
 std::vector<Check> run_checks(Db& db, const Run& run) {
@@ -197,6 +232,11 @@ std::vector<Check> run_checks(Db& db, const Run& run) {
   checks.push_back(same_answers(run));
   checks.push_back(forged_refused(run));
   checks.push_back(all_answered(run));
+  const auto charges = count_by(db, "SELECT order_no, COUNT(*) FROM t_charge GROUP BY order_no");
+  checks.push_back(notified("9 notifications by 19-digit order_id (a JSON number) paid their own order once",
+                            "notify-id", run, orders, charges));
+  checks.push_back(notified("10 notifications by business number 订单... paid their own order once, no 4xx",
+                            "notify-biz-no", run, orders, charges));
   return checks;
 }
 

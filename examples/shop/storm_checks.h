@@ -20,7 +20,8 @@ struct Check {
   std::vector<std::string> failures;
 };
 
-// Runs checks 1-7 (see the storm's README section) against `db` and the recorded runs.
+// Runs checks 1-7, 9 and 10 (see the storm's README section) against `db` and the
+// recorded runs; check 8 (the processes) is the storm's own.
 std::vector<Check> run_checks(Db& db, const Run& run);
 
 // Prints the checks; returns the number of violations (failing rows).

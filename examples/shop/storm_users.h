@@ -1,8 +1,10 @@
 // The storm's users: each fetches a one-time token, submits an order through the gateway
 // with an injected client fault (double and triple clicks, two devices, a client timeout),
-// deducts the stock (sent twice, or timed out and retried), and plays the payment platform,
-// which re-sends the callback 1-20 times. Every definitive answer is recorded per
-// submission, so the checks can compare them.
+// deducts the stock (sent twice, or timed out and retried), and plays one of the payment
+// platforms, which re-sends its notification 1-20 times: the form callback naming the
+// order_no, or the JSON notification through the gateway's pay-notify route naming the
+// order's 19-digit order_id or its business number 订单.... Every definitive answer is
+// recorded per submission, so the checks can compare them.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +53,7 @@ struct UserRun {
   int quantity = 1;
   std::string order_fault;   // plain | double-click | triple-click | two-devices | timeout
   std::string deduct_fault;  // plain | double-send | timeout
+  std::string pay_via;       // callback | notify-id | notify-biz-no
   int callbacks = 1;         // copies the payment platform sends
   bool forge = false;        // also send one callback with a bad signature
   std::mt19937_64 rng;       // backoffs and delays
@@ -58,8 +61,11 @@ struct UserRun {
   // What happened.
   std::vector<Submission> orders;  // one per token
   Submission deduct;
-  std::string order_no;  // from the first 2xx order answer
+  std::string order_no;  // from the first 2xx order answer, with the order's other names
+  std::int64_t order_id = -1;
+  std::string biz_no;
   std::int64_t amount = -1;
+  Submission notify;  // the JSON notifications (pay_via notify-*): every copy's answer
   bool deducted = false, sold_out = false, paid = false;
   int forged_status = -1;             // the forged callback's answer (-1: not sent)
   std::vector<std::string> problems;  // a step that got no definitive answer, or a wrong one
@@ -71,6 +77,7 @@ struct Tally {
   std::map<std::string, long> in_progress;  // 409 in-progress/locked answers, by kind
   std::map<std::string, long> timeouts;     // client deadlines that fired, by kind
   std::map<std::string, long> faults;       // faults injected, by kind
+  std::map<std::string, long> pay_via;      // paying users, by payment path
 };
 
 // Everything the user coroutines share. One io_context thread: no locks.
@@ -86,6 +93,10 @@ struct Run {
   std::size_t next = 0, done = 0;
   std::function<void()> on_user_done;  // after each user: the storm injects faults by progress
 };
+
+// True when `a`, an answer to one of u's JSON notifications, is 200 SUCCESS for u's own
+// order: its out_trade_no as u sent it (every digit of order_id, or biz_no) and its order_no.
+bool notify_names_order(const UserRun& u, const Answer& a);
 
 // Draws every user's plan from `seed`.
 void plan_users(Run& run, int count, std::uint64_t seed);
