@@ -1,4 +1,4 @@
-// The config loader on arbitrary text (SPEC §3.1): every input gives either a Config that
+// The config loader on arbitrary text (docs/gateway.md): every input gives either a Config that
 // keeps the rules §3.1 states, or a ConfigError reading "source:line: key: reason" — never
 // a crash, a hang, a leak or another exception. A loaded config's routes are then matched
 // and identify a fixed request, so fuzzed patterns and templates are exercised too.

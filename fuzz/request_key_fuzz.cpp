@@ -1,4 +1,4 @@
-// The request-to-key path (SPEC §3.2) on structured requests: the input chooses a route —
+// The request-to-key path (docs/gateway.md) on structured requests: the input chooses a route —
 // one of a fixed config covering every key source (header, Structured Field header, token,
 // templates over json, header, query, path, form and subject), every fingerprint rule and
 // both subject kinds, or a route around a template read from the input — then the

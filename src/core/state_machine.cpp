@@ -20,7 +20,7 @@ Status need(bool ok, const char* what) { return ok ? Status::ok() : invalid_argu
 
 Status need_key(const std::string& key) { return need(!key.empty(), "key must not be empty"); }
 
-// An empty fingerprint on either side matches (SPEC §2.2).
+// An empty fingerprint on either side matches (docs/design.md).
 bool fingerprints_match(const std::string& stored, const std::string& given) {
   return stored.empty() || given.empty() || stored == given;
 }

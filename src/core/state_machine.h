@@ -1,7 +1,7 @@
 // The engine's decisions, written once for every backend that holds its state in-process
 // or reads it into the process (memory, SQLite). Each `apply_*` takes the current stored
 // entry (nullopt when none; possibly expired), the request and the store's clock reading,
-// and changes the entry in place exactly as SPEC §2 prescribes. The caller persists the
+// and changes the entry in place exactly as docs/design.md describes. The caller persists the
 // entry when the returned Effect says so. No I/O, no locking: the caller makes the
 // read-apply-write atomic (a shard mutex, a transaction).
 #pragma once
@@ -33,7 +33,7 @@ class FenceSource {
   Fence high_water_;
 };
 
-// True when the entry is past its expires_at at `now` (SPEC I6: treated as absent).
+// True when the entry is past its expires_at at `now` (docs/design.md I6: treated as absent).
 inline bool expired(const Record& r, TimePoint now) noexcept { return now >= r.expires_at; }
 
 // Validation shared by every backend: invalid_argument for an empty key, a non-positive

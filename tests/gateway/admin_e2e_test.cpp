@@ -1,4 +1,4 @@
-// End to end: the admin listener (SPEC §3.5), the control API (§3.7), metrics and logs.
+// End to end: the admin listener (docs/admin.md), the control API, metrics and logs.
 #include <signal.h>
 
 #include <chrono>

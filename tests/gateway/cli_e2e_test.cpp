@@ -1,4 +1,4 @@
-// End to end: the command line (SPEC §4) — serve with flags, check, record, exit codes,
+// End to end: the command line (README.md) — serve with flags, check, record, exit codes,
 // admin token rules, SIGTERM and a crash mid-request.
 #include <signal.h>
 

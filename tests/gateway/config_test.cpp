@@ -209,7 +209,7 @@ TEST(LoadConfig, Tokens) {
   EXPECT_EQ(load("tokens: {ttl: 1s}").tokens.ttl, 1s);
 }
 
-// The example of SPEC §3.1, verbatim.
+// The full example configuration of the product contract, verbatim.
 constexpr std::string_view kSpecExample = R"(
 listen: 127.0.0.1:8080              # client-facing listener
 upstream: http://127.0.0.1:9000     # the protected service (http only)

@@ -1,4 +1,4 @@
-// End to end: the protected request pipeline (SPEC §3.2, §3.3) through the `idem` binary
+// End to end: the protected request pipeline (docs/gateway.md) through the `idem` binary
 // in front of the real test upstream.
 #include <signal.h>
 

@@ -325,7 +325,7 @@ TEST_F(GatewayRuntime, TokenConsumptionFailingUnderRejectIs503) {
 }
 
 // A double click whose first request fails with a 5xx: the claim is released and the
-// token restored (SPEC §3.3), and the waiting second click must be able to use it. The
+// token restored (docs/gateway.md), and the waiting second click must be able to use it. The
 // store answers restore_token late, so a gateway that released the claim before the
 // token was re-armed would answer the second click token-invalid.
 TEST_F(GatewayRuntime, ADuplicateWaitingOnAFailedTokenSubmissionRunsWithTheRestoredToken) {
@@ -352,7 +352,7 @@ TEST_F(GatewayRuntime, ADuplicateWaitingOnAFailedTokenSubmissionRunsWithTheResto
 }
 
 // An operator removes the record of a token submission while it is at the upstream, which
-// then fails: the release is fenced, and the token stays used (SPEC §3.3: removing a
+// then fails: the release is fenced, and the token stays used (docs/gateway.md: removing a
 // token's record does not re-arm its token).
 TEST_F(GatewayRuntime, ATokenWhoseClaimWasRemovedMidRequestIsNotReArmedByTheFailure) {
   const std::string token = issue_token();

@@ -1,4 +1,4 @@
-// Key templates: parsing, every source and every rendering rule of SPEC §3.1.
+// Key templates: parsing, every source and every rendering rule of docs/gateway.md
 #include "gateway/key_template.h"
 
 #include <gtest/gtest.h>

@@ -4,7 +4,7 @@
 // IDEM_TEST_REDIS_CLUSTER_URL, IDEM_TEST_POSTGRES_URL; a backend whose URL is unset is
 // skipped, visibly. Each test uses a namespace of its own in the shared server.
 //
-// Also here: gateways whose process clocks are 60 s apart (libfaketime, SPEC I7), and a
+// Also here: gateways whose process clocks are 60 s apart (libfaketime, docs/design.md I7), and a
 // store that goes away under load and comes back (a private redis-server).
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-// Fingerprints under each rule of SPEC §3.2: body, json, a list of templates, none.
+// Fingerprints under each rule of docs/gateway.md: body, json, a list of templates, none.
 #include "gateway/request_fingerprint.h"
 
 #include <gtest/gtest.h>

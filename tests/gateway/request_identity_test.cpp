@@ -1,4 +1,4 @@
-// Request identity (SPEC §3.2): the order of the cheap checks, the scope, the key from
+// Request identity (docs/gateway.md): the order of the cheap checks, the scope, the key from
 // each source, required: false, and the problem every rejection gets.
 #include "gateway/request_identity.h"
 

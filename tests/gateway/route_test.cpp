@@ -1,4 +1,4 @@
-// Path patterns and route matching (SPEC §3.1 `match`).
+// Path patterns and route matching (docs/gateway.md `match`).
 #include "gateway/route.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The store contract suite: SPEC §2 written once as TEST_P, run against every backend.
+// The store contract suite: the engine (docs/design.md) written once as TEST_P, run against every backend.
 // A backend instantiates it with its delegate (tests/testutil/backends.h):
 //   INSTANTIATE_TEST_SUITE_P(memory, StoreContract, Values(memory_backend()), backend_name);
 #pragma once

@@ -1,4 +1,4 @@
-// SPEC §2 as one suite for every backend; see contract.h.
+// The engine (docs/design.md) as one suite for every backend; see contract.h.
 #include "stores/contract.h"
 #include "stores/race.h"
 

@@ -1,4 +1,4 @@
-// SPEC I8 as one check for every durable store: each round starts durability_child on the
+// docs/design.md I8 as one check for every durable store: each round starts durability_child on the
 // store's URI, reads a random number of its acknowledgements, kills it at once with
 // SIGKILL, and checks through a freshly opened store that every acknowledged key is done
 // with its exact result.

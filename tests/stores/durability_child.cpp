@@ -1,4 +1,4 @@
-// The process that the durability tests kill with SIGKILL (SPEC I8). It opens the store at
+// The process that the durability tests kill with SIGKILL (docs/design.md I8). It opens the store at
 // URI (sqlite:PATH, postgres://...) and, for i = 0, 1, 2, ...: begins key "k<i>" in scope
 // SCOPE, commits result_for(SCOPE, i), and only then writes "acked <i>" to standard output.
 //

@@ -1,5 +1,5 @@
 // The randomized differential test: random operation sequences from many concurrent
-// clients, applied to each backend and to a deliberately naive model of SPEC §2, compared
+// clients, applied to each backend and to a deliberately naive model of the engine (docs/design.md), compared
 // outcome by outcome. The seed is printed on failure; IDEM_SEED=N replays one.
 #pragma once
 

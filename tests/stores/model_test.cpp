@@ -18,7 +18,7 @@ namespace {
 using namespace std::chrono_literals;
 using Kind = BeginOutcome::Kind;
 
-// SPEC §2, as plainly as it can be written.
+// The engine (docs/design.md), as plainly as it can be written.
 struct Model {
   struct Rec {
     bool done = false;

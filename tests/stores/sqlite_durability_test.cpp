@@ -1,4 +1,4 @@
-// SPEC I8: a `committed` acknowledged by sqlite: (sync=normal) survives a kill -9 of the
+// docs/design.md I8: a `committed` acknowledged by sqlite: (sync=normal) survives a kill -9 of the
 // process that acknowledged it (stores/durability_check.h).
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // A child process whose standard output is a pipe to the test, for the kill -9
-// durability tests (SPEC I8): start it, read its "acked N" lines, SIGKILL it.
+// durability tests (docs/design.md I8): start it, read its "acked N" lines, SIGKILL it.
 #pragma once
 
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-// The in-process memory store (SPEC §3.6: memory:): sharded, native expiry, lost on exit.
+// The in-process memory store (docs/stores.md: memory:): sharded, native expiry, lost on exit.
 #pragma once
 
 #include <memory>

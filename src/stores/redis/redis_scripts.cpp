@@ -2,7 +2,7 @@
 // outlives the record (or lock) by a day. A new fence is max(previous + 1, server µs), so
 // it is greater than every fence handed out while the fence key lived; once the key is
 // gone (a day without any acquisition), the server's clock has long passed every earlier
-// fence — unless the clock stepped back by more than a day, the one exception SPEC I2
+// fence — unless the clock stepped back by more than a day, the one exception docs/design.md I2
 // allows. Numbers are Lua doubles: exact below 2^53, which is where fences and µs times
 // live; they are written with %.0f so that no exponent notation reaches the server.
 #include "stores/redis/redis_scripts.h"

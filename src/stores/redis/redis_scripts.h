@@ -1,7 +1,7 @@
 // The Lua scripts behind every Redis store operation: each operation is one script, run
 // atomically by the server in one round trip (EVALSHA; EVAL when the server lost its
 // script cache). Times are the server's (`TIME`, microseconds), so every gateway sharing a
-// Redis judges leases by one clock (SPEC I7); keys carry native TTLs (PEXPIREAT), so
+// Redis judges leases by one clock (docs/design.md I7); keys carry native TTLs (PEXPIREAT), so
 // nothing needs sweeping.
 //
 // Keys (redis_keys.h) and what each holds:
