@@ -14,7 +14,7 @@
 #include "gateway/config.h"
 #include "gateway/request_identity.h"
 #include "gateway/route.h"
-#include "idem/units.h"
+#include "core/units.h"
 
 namespace {
 

@@ -25,8 +25,8 @@
 #include "gateway/config.h"
 #include "gateway/request_identity.h"
 #include "gateway/route.h"
-#include "idem/canonical_json.h"
-#include "idem/key.h"
+#include "core/canonical_json.h"
+#include "core/key.h"
 
 namespace {
 

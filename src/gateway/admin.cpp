@@ -12,7 +12,7 @@
 #include "gateway/route.h"
 #include "gateway/stored_result.h"
 #include "idem/async.h"
-#include "idem/units.h"
+#include "core/units.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;

@@ -7,7 +7,7 @@
 #include "gateway/config.h"
 #include "gateway/config_checks.h"
 #include "gateway/yaml_reader.h"
-#include "idem/key.h"
+#include "core/key.h"
 
 namespace idem::gateway {
 namespace {

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "idem/canonical_json.h"
+#include "core/canonical_json.h"
 
 #include "idem/status.h"
 

@@ -7,7 +7,7 @@
 #include "gateway/key_template.h"
 #include "gateway/request_fingerprint.h"
 #include "idem/fingerprint.h"
-#include "idem/key.h"
+#include "core/key.h"
 
 namespace idem::gateway {
 namespace {

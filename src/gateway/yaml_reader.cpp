@@ -6,7 +6,7 @@
 #include <yaml-cpp/eventhandler.h>
 
 #include "gateway/config.h"
-#include "idem/units.h"
+#include "core/units.h"
 
 namespace idem::gateway {
 

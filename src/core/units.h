@@ -1,4 +1,5 @@
-// Durations and sizes as configuration writes them. Pure.
+// Durations and sizes as configuration writes them. Pure. The gateway's, not part of the
+// installed library's contract (include/idem/).
 #pragma once
 
 #include <chrono>
