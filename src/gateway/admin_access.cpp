@@ -7,6 +7,8 @@
 #include <boost/url/ipv4_address.hpp>
 #include <boost/url/ipv6_address.hpp>
 
+#include "core/ascii.h"
+
 namespace idem::gateway {
 namespace {
 

@@ -13,6 +13,7 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 
+#include "core/ascii.h"
 #include "gateway/relay.h"
 
 namespace idem::gateway {

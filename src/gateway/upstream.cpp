@@ -15,6 +15,7 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http.hpp>
 
+#include "core/ascii.h"
 #include "gateway/request.h"
 
 namespace idem::gateway {
