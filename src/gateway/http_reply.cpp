@@ -1,12 +1,9 @@
 #include "gateway/http_reply.h"
 
 #include <algorithm>
-#include <array>
 #include <vector>
 
 #include <boost/json.hpp>
-
-#include "core/ascii.h"
 
 namespace idem::gateway {
 namespace {
@@ -57,13 +54,6 @@ HttpResponse json_response(http::status status, std::string body, unsigned versi
   res.keep_alive(keep_alive);
   res.prepare_payload();
   return res;
-}
-
-bool is_hop_by_hop(std::string_view name) noexcept {
-  static constexpr std::array<std::string_view, 9> kNames = {
-      "connection", "keep-alive",         "proxy-connection",   "te", "trailer", "transfer-encoding",
-      "upgrade",    "proxy-authenticate", "proxy-authorization"};
-  return std::any_of(kNames.begin(), kNames.end(), [&](std::string_view n) { return iequals(n, name); });
 }
 
 void strip_hop_by_hop(http::fields& fields) {

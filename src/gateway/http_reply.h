@@ -10,6 +10,7 @@
 
 #include <boost/beast/http.hpp>
 
+#include "gateway/hop_by_hop.h"
 #include "gateway/problem.h"
 #include "idem/clock.h"
 
@@ -35,11 +36,8 @@ HttpResponse problem_response(unsigned status, std::string_view name, std::strin
 // A JSON reply (admin listener, control API, token issue).
 HttpResponse json_response(http::status status, std::string body, unsigned version, bool keep_alive);
 
-// True for hop-by-hop fields (RFC 9110 §7.6.1) that a proxy never forwards.
-bool is_hop_by_hop(std::string_view name) noexcept;
-
-// Removes the hop-by-hop fields (Transfer-Encoding among them) and those the Connection
-// field names. Content-Length stays: the caller recomputes it with prepare_payload(), except
+// Removes the hop-by-hop fields (is_hop_by_hop; Transfer-Encoding among them) and those the
+// Connection field names. Content-Length stays: the caller recomputes it with prepare_payload(), except
 // for answers to HEAD, where it describes the body a GET would have had.
 void strip_hop_by_hop(http::fields& fields);
 

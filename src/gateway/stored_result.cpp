@@ -1,9 +1,7 @@
 #include "gateway/stored_result.h"
 
-#include <algorithm>
-#include <array>
-
 #include "core/ascii.h"
+#include "gateway/hop_by_hop.h"
 
 namespace idem::gateway {
 namespace {
@@ -124,18 +122,7 @@ Result<StoredResult> decode_stored_result(std::string_view bytes) {
 }
 
 bool is_unstorable_header(std::string_view name) noexcept {
-  static constexpr std::array<std::string_view, 11> kNames = {"connection",
-                                                              "keep-alive",
-                                                              "proxy-connection",
-                                                              "te",
-                                                              "trailer",
-                                                              "transfer-encoding",
-                                                              "upgrade",
-                                                              "proxy-authenticate",
-                                                              "proxy-authorization",
-                                                              "content-length",
-                                                              "set-cookie"};
-  return std::any_of(kNames.begin(), kNames.end(), [&](std::string_view n) { return iequals(n, name); });
+  return is_hop_by_hop(name) || iequals(name, "content-length") || iequals(name, "set-cookie");
 }
 
 }  // namespace idem::gateway

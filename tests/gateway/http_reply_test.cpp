@@ -57,6 +57,25 @@ TEST(HopByHop, StrippedWithTheFieldsConnectionNames) {
   EXPECT_EQ(fwd[http::field::content_length], "2");
 }
 
+TEST(HopByHop, OneListForForwardingAndStoring) {
+  for (std::string_view name : kHopByHopFields) {
+    std::string upper(name);
+    for (char& c : upper) c = c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+    EXPECT_TRUE(is_hop_by_hop(name)) << name;
+    EXPECT_TRUE(is_hop_by_hop(upper)) << upper;
+    EXPECT_TRUE(is_unstorable_header(upper)) << upper;
+  }
+  // Framing and cookies are not hop-by-hop: forwarded, but never stored for a replay.
+  for (std::string_view name : {"Content-Length", "Set-Cookie"}) {
+    EXPECT_FALSE(is_hop_by_hop(name)) << name;
+    EXPECT_TRUE(is_unstorable_header(name)) << name;
+  }
+  for (std::string_view name : {"Content-Type", "Location", "X-Kept", "Trailers", "T"}) {
+    EXPECT_FALSE(is_hop_by_hop(name)) << name;
+    EXPECT_FALSE(is_unstorable_header(name)) << name;
+  }
+}
+
 TEST(Metrics, RendersTheSpecNames) {
   Metrics m;
   m.count_request("orders", "forwarded");
