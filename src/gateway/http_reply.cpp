@@ -5,6 +5,8 @@
 
 #include <boost/json.hpp>
 
+#include "core/units.h"
+
 namespace idem::gateway {
 namespace {
 
@@ -15,12 +17,6 @@ std::string trim(std::string_view s) {
 }
 
 }  // namespace
-
-long retry_after_seconds(Duration d) noexcept {
-  const auto us = d.count();
-  const long s = static_cast<long>((us + 999'999) / 1'000'000);
-  return std::max(1L, s);
-}
 
 HttpResponse problem_response(unsigned status, std::string_view name, std::string_view title,
                               std::string_view detail, unsigned version, bool keep_alive) {

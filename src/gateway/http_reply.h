@@ -20,9 +20,6 @@ namespace http = boost::beast::http;
 using HttpRequest = http::request<http::string_body>;
 using HttpResponse = http::response<http::string_body>;
 
-// `Retry-After` in whole seconds, rounded up, at least 1 (SPEC §3.1).
-long retry_after_seconds(Duration d) noexcept;
-
 // An application/problem+json reply:
 // {"type":"urn:idem:problem:<name>","title":...,"status":...,"detail":...}.
 HttpResponse problem_response(Problem p, std::string_view detail, unsigned version, bool keep_alive,

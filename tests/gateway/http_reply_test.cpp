@@ -13,15 +13,6 @@ namespace idem::gateway {
 namespace {
 
 using std::chrono::milliseconds;
-using std::chrono::seconds;
-
-TEST(RetryAfter, WholeSecondsRoundedUpAtLeastOne) {
-  EXPECT_EQ(retry_after_seconds(Duration(0)), 1);
-  EXPECT_EQ(retry_after_seconds(Duration(1)), 1);
-  EXPECT_EQ(retry_after_seconds(seconds(1)), 1);
-  EXPECT_EQ(retry_after_seconds(milliseconds(1001)), 2);
-  EXPECT_EQ(retry_after_seconds(seconds(60)), 60);
-}
 
 TEST(ProblemResponse, IsProblemJsonWithTheSpecFields) {
   HttpResponse r = problem_response(Problem::in_progress, "busy", 11, true, milliseconds(1500));
