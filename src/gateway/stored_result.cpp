@@ -1,7 +1,7 @@
 #include "gateway/stored_result.h"
 
 #include "core/ascii.h"
-#include "gateway/hop_by_hop.h"
+#include "gateway/http/hop_by_hop.h"
 
 namespace idem::gateway {
 namespace {

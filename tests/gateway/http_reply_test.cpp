@@ -3,11 +3,11 @@
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
 
-#include "gateway/http_reply.h"
-#include "gateway/metrics.h"
-#include "gateway/record_json.h"
+#include "gateway/admin/metrics.h"
+#include "gateway/admin/record_json.h"
+#include "gateway/http/http_reply.h"
+#include "gateway/http/upstream.h"
 #include "gateway/stored_result.h"
-#include "gateway/upstream.h"
 
 namespace idem::gateway {
 namespace {

@@ -1,4 +1,4 @@
-#include "gateway/http_reply.h"
+#include "gateway/http/http_reply.h"
 
 #include <algorithm>
 #include <vector>

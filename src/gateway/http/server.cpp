@@ -1,4 +1,4 @@
-#include "gateway/server.h"
+#include "gateway/http/server.h"
 
 #include <array>
 #include <cstdio>
@@ -14,7 +14,7 @@
 #include <boost/beast/http.hpp>
 
 #include "core/ascii.h"
-#include "gateway/relay.h"
+#include "gateway/http/relay.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;

@@ -1,4 +1,4 @@
-#include "gateway/request.h"
+#include "gateway/http/request.h"
 
 #include "core/ascii.h"
 #include "gateway/json_body.h"

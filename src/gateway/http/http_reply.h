@@ -10,7 +10,7 @@
 
 #include <boost/beast/http.hpp>
 
-#include "gateway/hop_by_hop.h"
+#include "gateway/http/hop_by_hop.h"
 #include "gateway/problem.h"
 #include "idem/clock.h"
 

@@ -1,4 +1,4 @@
-#include "gateway/upstream.h"
+#include "gateway/http/upstream.h"
 
 #include <sys/socket.h>
 
@@ -16,7 +16,7 @@
 #include <boost/beast/http.hpp>
 
 #include "core/ascii.h"
-#include "gateway/request.h"
+#include "gateway/http/request.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;

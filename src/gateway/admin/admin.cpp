@@ -1,4 +1,4 @@
-#include "gateway/admin.h"
+#include "gateway/admin/admin.h"
 
 #include <cstdio>
 
@@ -6,10 +6,10 @@
 #include <boost/json.hpp>
 
 #include "core/units.h"
+#include "gateway/admin/record_json.h"
+#include "gateway/admin/record_list.h"
 #include "gateway/gateway.h"
-#include "gateway/record_json.h"
-#include "gateway/record_list.h"
-#include "gateway/request.h"
+#include "gateway/http/request.h"
 #include "gateway/route.h"
 #include "gateway/stored_result.h"
 #include "idem/async.h"

@@ -1,4 +1,4 @@
-#include "gateway/address.h"
+#include "gateway/config/address.h"
 
 #include <algorithm>
 #include <charconv>
