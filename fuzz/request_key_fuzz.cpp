@@ -21,12 +21,12 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include "core/canonical_json.h"
+#include "core/key.h"
 #include "fuzz/fuzz_check.h"
-#include "gateway/config.h"
+#include "gateway/config/config.h"
 #include "gateway/request_identity.h"
 #include "gateway/route.h"
-#include "idem/canonical_json.h"
-#include "idem/key.h"
 
 namespace {
 

@@ -9,13 +9,13 @@
 #include <string>
 #include <thread>
 
-#include "gateway/admin.h"
-#include "gateway/config.h"
+#include "gateway/admin/admin.h"
+#include "gateway/admin/metrics.h"
+#include "gateway/config/config.h"
 #include "gateway/gateway.h"
-#include "gateway/io_pool.h"
-#include "gateway/metrics.h"
-#include "gateway/server.h"
-#include "gateway/upstream.h"
+#include "gateway/http/io_pool.h"
+#include "gateway/http/server.h"
+#include "gateway/http/upstream.h"
 #include "idem/clock.h"
 #include "idem/open.h"
 

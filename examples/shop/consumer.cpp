@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,7 +37,6 @@
 #include "db.h"
 #include "idem/consumer.h"
 #include "idem/open.h"
-#include "idem/units.h"
 
 namespace {
 
@@ -270,7 +270,7 @@ class PointsConsumer {
 // The options, or the exit status when the command line was not usable (or was --help).
 std::variant<Options, int> parse_args(int argc, char** argv) {
   Options opt;
-  std::string lease = "3s";
+  double lease_ms = 3000;
   CLI::App app{"shop-consumer: grants loyalty points for each order.paid message, once"};
   app.add_option("--amqp", opt.amqp, "RabbitMQ URL, amqp://USER:PASSWORD@HOST:PORT/VHOST")->required();
   app.add_option("--db", opt.db, "The shop's database: sqlite:PATH or postgres://...")->required();
@@ -279,14 +279,17 @@ std::variant<Options, int> parse_args(int argc, char** argv) {
   app.add_option("--crash-before-ack", opt.crash_before_ack,
                  "Kill this process (SIGKILL) after handling the N-th message, before its ack")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--lease", lease, "How long one consumer holds a message (default 3s)");
+  app.add_option("--lease", lease_ms, "How long one consumer holds a message (default 3s)")
+      ->transform(CLI::AsNumberWithUnit(
+          std::map<std::string, double>{{"ms", 1}, {"s", 1e3}, {"m", 60e3}, {"h", 3600e3}},
+          CLI::AsNumberWithUnit::UNIT_REQUIRED, "DURATION"));
   try {
     app.parse(argc, argv);
     if (opt.queue.empty()) throw CLI::ValidationError("--queue", "must not be empty");
-    auto d = idem::parse_duration(lease);
-    if (!d || *d <= idem::Duration::zero())
+    // At most 3650d, as long as a duration in idem.yaml may be.
+    if (!(lease_ms > 0 && lease_ms <= 3650 * 86400e3))
       throw CLI::ValidationError("--lease", "must be a duration > 0, e.g. 3s");
-    opt.lease = *d;
+    opt.lease = std::chrono::ceil<idem::Duration>(std::chrono::duration<double, std::milli>(lease_ms));
     try {
       opt.url = shop::AmqpUrl::parse(opt.amqp);
     } catch (const shop::AmqpError& e) {

@@ -19,16 +19,16 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "gateway/admin.h"
-#include "gateway/config.h"
+#include "gateway/admin/admin.h"
+#include "gateway/admin/metrics.h"
+#include "gateway/admin/record_json.h"
+#include "gateway/admin/record_list.h"
+#include "gateway/config/config.h"
 #include "gateway/deferred_store.h"
 #include "gateway/gateway.h"
-#include "gateway/metrics.h"
-#include "gateway/record_json.h"
-#include "gateway/record_list.h"
+#include "gateway/http/server.h"
+#include "gateway/http/upstream.h"
 #include "gateway/route.h"
-#include "gateway/server.h"
-#include "gateway/upstream.h"
 #include "idem/open.h"
 #include "idem/store_uri.h"
 

@@ -1,4 +1,4 @@
-#include "idem/key.h"
+#include "core/key.h"
 
 #include <optional>
 

@@ -4,12 +4,12 @@
 #include <utility>
 #include <vector>
 
+#include "core/ascii.h"
+
 namespace idem {
 namespace {
 
 constexpr std::string_view kMask = "***";
-
-char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 std::string lower(std::string_view s) {
   std::string out(s);

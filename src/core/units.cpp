@@ -1,4 +1,4 @@
-#include "idem/units.h"
+#include "core/units.h"
 
 #include <array>
 #include <cstdint>

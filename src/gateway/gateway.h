@@ -21,11 +21,11 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
-#include "gateway/config.h"
-#include "gateway/http_reply.h"
-#include "gateway/metrics.h"
+#include "gateway/admin/metrics.h"
+#include "gateway/config/config.h"
+#include "gateway/http/http_reply.h"
+#include "gateway/http/upstream.h"
 #include "gateway/request_identity.h"
-#include "gateway/upstream.h"
 #include "gateway/waiters.h"
 #include "idem/claim.h"
 #include "idem/store.h"

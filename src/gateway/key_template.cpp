@@ -2,8 +2,8 @@
 
 #include <charconv>
 
-#include "idem/canonical_json.h"
-#include "idem/key.h"
+#include "core/canonical_json.h"
+#include "core/key.h"
 
 namespace idem::gateway {
 namespace {

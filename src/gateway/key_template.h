@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/http/request.h"
 #include "gateway/problem.h"
-#include "gateway/request.h"
 #include "idem/fingerprint.h"
 #include "idem/status.h"
 

@@ -17,9 +17,9 @@
 
 #include <string>
 
+#include "gateway/http/request.h"
 #include "gateway/policy.h"
 #include "gateway/problem.h"
-#include "gateway/request.h"
 
 namespace idem::gateway {
 

@@ -4,10 +4,10 @@
 
 #include <openssl/evp.h>
 
+#include "core/key.h"
 #include "gateway/key_template.h"
 #include "gateway/request_fingerprint.h"
 #include "idem/fingerprint.h"
-#include "idem/key.h"
 
 namespace idem::gateway {
 namespace {

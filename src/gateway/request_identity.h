@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "gateway/http/request.h"
 #include "gateway/problem.h"
-#include "gateway/request.h"
 #include "gateway/route.h"
 
 namespace idem::gateway {

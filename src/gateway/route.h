@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/http/request.h"
 #include "gateway/key_template.h"
 #include "gateway/policy.h"
-#include "gateway/request.h"
 #include "idem/status.h"
 
 namespace idem::gateway {

@@ -1,8 +1,7 @@
 #include "gateway/stored_result.h"
 
-#include <algorithm>
-#include <array>
-#include <cctype>
+#include "core/ascii.h"
+#include "gateway/http/hop_by_hop.h"
 
 namespace idem::gateway {
 namespace {
@@ -58,12 +57,6 @@ class Reader {
  private:
   std::string_view in_;
 };
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 }  // namespace
 
@@ -129,18 +122,7 @@ Result<StoredResult> decode_stored_result(std::string_view bytes) {
 }
 
 bool is_unstorable_header(std::string_view name) noexcept {
-  static constexpr std::array<std::string_view, 11> kNames = {"connection",
-                                                              "keep-alive",
-                                                              "proxy-connection",
-                                                              "te",
-                                                              "trailer",
-                                                              "transfer-encoding",
-                                                              "upgrade",
-                                                              "proxy-authenticate",
-                                                              "proxy-authorization",
-                                                              "content-length",
-                                                              "set-cookie"};
-  return std::any_of(kNames.begin(), kNames.end(), [&](std::string_view n) { return iequals(n, name); });
+  return is_hop_by_hop(name) || iequals(name, "content-length") || iequals(name, "set-cookie");
 }
 
 }  // namespace idem::gateway

@@ -15,6 +15,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include "core/units.h"
 #include "helpers/wait_budget.h"
 
 namespace idem {
@@ -43,10 +44,9 @@ GuardResult GuardResult::make_replayed(std::string value, Fence fence) {
 }
 
 GuardResult GuardResult::make_in_progress(Duration retry_after) {
-  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(retry_after).count();
   GuardResult r(Outcome::in_progress,
                 unavailable("key in progress: another caller is running it; retry after " +
-                            std::to_string(ms) + " ms"));
+                            std::to_string(ceil_ms(retry_after)) + " ms"));
   r.retry_after_ = retry_after;
   return r;
 }

@@ -1,4 +1,4 @@
-#include "idem/canonical_json.h"
+#include "core/canonical_json.h"
 
 #include <bit>
 #include <charconv>

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "idem/units.h"
+#include "core/units.h"
 
 namespace idem::core {
 namespace {

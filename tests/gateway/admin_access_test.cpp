@@ -1,4 +1,4 @@
-#include "gateway/admin_access.h"
+#include "gateway/admin/admin_access.h"
 
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
 // The config model and loader: every key is read, every default applies.
 // The rules and error messages are in config_rules_test.cpp.
-#include "gateway/config.h"
+#include "gateway/config/config.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -15,11 +15,11 @@
 #include <boost/asio/write.hpp>
 #include <boost/json.hpp>
 
-#include "gateway/admin.h"
-#include "gateway/config.h"
+#include "gateway/admin/admin.h"
+#include "gateway/config/config.h"
 #include "gateway/e2e_harness.h"
 #include "gateway/gateway.h"
-#include "gateway/server.h"
+#include "gateway/http/server.h"
 #include "idem/open.h"
 #include "idem/store_wrapper.h"
 

@@ -3,25 +3,16 @@
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
 
-#include "gateway/http_reply.h"
-#include "gateway/metrics.h"
-#include "gateway/record_json.h"
+#include "gateway/admin/metrics.h"
+#include "gateway/admin/record_json.h"
+#include "gateway/http/http_reply.h"
+#include "gateway/http/upstream.h"
 #include "gateway/stored_result.h"
-#include "gateway/upstream.h"
 
 namespace idem::gateway {
 namespace {
 
 using std::chrono::milliseconds;
-using std::chrono::seconds;
-
-TEST(RetryAfter, WholeSecondsRoundedUpAtLeastOne) {
-  EXPECT_EQ(retry_after_seconds(Duration(0)), 1);
-  EXPECT_EQ(retry_after_seconds(Duration(1)), 1);
-  EXPECT_EQ(retry_after_seconds(seconds(1)), 1);
-  EXPECT_EQ(retry_after_seconds(milliseconds(1001)), 2);
-  EXPECT_EQ(retry_after_seconds(seconds(60)), 60);
-}
 
 TEST(ProblemResponse, IsProblemJsonWithTheSpecFields) {
   HttpResponse r = problem_response(Problem::in_progress, "busy", 11, true, milliseconds(1500));
@@ -55,6 +46,25 @@ TEST(HopByHop, StrippedWithTheFieldsConnectionNames) {
   EXPECT_EQ(fwd["X-Kept"], "yes");
   EXPECT_EQ(fwd.target(), "/api/orders");
   EXPECT_EQ(fwd[http::field::content_length], "2");
+}
+
+TEST(HopByHop, OneListForForwardingAndStoring) {
+  for (std::string_view name : kHopByHopFields) {
+    std::string upper(name);
+    for (char& c : upper) c = c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+    EXPECT_TRUE(is_hop_by_hop(name)) << name;
+    EXPECT_TRUE(is_hop_by_hop(upper)) << upper;
+    EXPECT_TRUE(is_unstorable_header(upper)) << upper;
+  }
+  // Framing and cookies are not hop-by-hop: forwarded, but never stored for a replay.
+  for (std::string_view name : {"Content-Length", "Set-Cookie"}) {
+    EXPECT_FALSE(is_hop_by_hop(name)) << name;
+    EXPECT_TRUE(is_unstorable_header(name)) << name;
+  }
+  for (std::string_view name : {"Content-Type", "Location", "X-Kept", "Trailers", "T"}) {
+    EXPECT_FALSE(is_hop_by_hop(name)) << name;
+    EXPECT_FALSE(is_unstorable_header(name)) << name;
+  }
 }
 
 TEST(Metrics, RendersTheSpecNames) {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "idem/canonical_json.h"
+#include "core/canonical_json.h"
 
 namespace idem::gateway {
 namespace {

@@ -1,12 +1,12 @@
 // Listing records for operators (docs/admin.md, "Listing records"): the query, the
 // uncertain filter and the paging of one answer, without a store.
-#include "gateway/record_list.h"
+#include "gateway/admin/record_list.h"
 
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 
-#include "gateway/record_json.h"
+#include "gateway/admin/record_json.h"
 #include "gateway/stored_result.h"
 
 namespace idem::gateway {

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "gateway/config.h"
+#include "gateway/config/config.h"
 
 namespace idem::gateway {
 namespace {

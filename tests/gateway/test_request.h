@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "gateway/request.h"
+#include "gateway/http/request.h"
 
 namespace idem::gateway::testing {
 

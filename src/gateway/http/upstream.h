@@ -29,8 +29,8 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 
-#include "gateway/address.h"
-#include "gateway/http_reply.h"
+#include "gateway/config/address.h"
+#include "gateway/http/http_reply.h"
 
 namespace idem::gateway {
 

@@ -11,8 +11,8 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
-#include "gateway/http_body.h"
-#include "gateway/upstream.h"
+#include "gateway/http/http_body.h"
+#include "gateway/http/upstream.h"
 
 namespace idem::gateway {
 

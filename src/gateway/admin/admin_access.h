@@ -12,8 +12,8 @@
 #include <span>
 #include <string_view>
 
+#include "gateway/http/request.h"
 #include "gateway/problem.h"
-#include "gateway/request.h"
 
 namespace idem::gateway {
 

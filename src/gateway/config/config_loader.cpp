@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "gateway/config.h"
-#include "gateway/config_checks.h"
-#include "gateway/yaml_reader.h"
-#include "idem/key.h"
+#include "core/key.h"
+#include "gateway/config/config.h"
+#include "gateway/config/config_checks.h"
+#include "gateway/config/yaml_reader.h"
 
 namespace idem::gateway {
 namespace {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gateway/address.h"
+#include "gateway/config/address.h"
 #include "gateway/policy.h"
 #include "gateway/route.h"
 #include "idem/clock.h"

@@ -1,20 +1,14 @@
-#include "gateway/http_reply.h"
+#include "gateway/http/http_reply.h"
 
 #include <algorithm>
-#include <array>
-#include <cctype>
 #include <vector>
 
 #include <boost/json.hpp>
 
+#include "core/units.h"
+
 namespace idem::gateway {
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 std::string trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -23,12 +17,6 @@ std::string trim(std::string_view s) {
 }
 
 }  // namespace
-
-long retry_after_seconds(Duration d) noexcept {
-  const auto us = d.count();
-  const long s = static_cast<long>((us + 999'999) / 1'000'000);
-  return std::max(1L, s);
-}
 
 HttpResponse problem_response(unsigned status, std::string_view name, std::string_view title,
                               std::string_view detail, unsigned version, bool keep_alive) {
@@ -62,13 +50,6 @@ HttpResponse json_response(http::status status, std::string body, unsigned versi
   res.keep_alive(keep_alive);
   res.prepare_payload();
   return res;
-}
-
-bool is_hop_by_hop(std::string_view name) noexcept {
-  static constexpr std::array<std::string_view, 9> kNames = {
-      "connection", "keep-alive",         "proxy-connection",   "te", "trailer", "transfer-encoding",
-      "upgrade",    "proxy-authenticate", "proxy-authorization"};
-  return std::any_of(kNames.begin(), kNames.end(), [&](std::string_view n) { return iequals(n, name); });
 }
 
 void strip_hop_by_hop(http::fields& fields) {

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "gateway/config.h"
+#include "gateway/config/config.h"
 
 namespace idem::gateway::config_checks {
 

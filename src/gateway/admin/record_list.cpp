@@ -1,11 +1,11 @@
-#include "gateway/record_list.h"
+#include "gateway/admin/record_list.h"
 
 #include <charconv>
 
 #include <boost/json.hpp>
 
-#include "gateway/record_json.h"
-#include "gateway/request.h"
+#include "gateway/admin/record_json.h"
+#include "gateway/http/request.h"
 #include "gateway/route.h"
 #include "gateway/stored_result.h"
 

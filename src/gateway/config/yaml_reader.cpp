@@ -1,12 +1,12 @@
-#include "gateway/yaml_reader.h"
+#include "gateway/config/yaml_reader.h"
 
 #include <sstream>
 #include <unordered_map>
 
 #include <yaml-cpp/eventhandler.h>
 
-#include "gateway/config.h"
-#include "idem/units.h"
+#include "core/units.h"
+#include "gateway/config/config.h"
 
 namespace idem::gateway {
 

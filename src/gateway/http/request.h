@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "idem/canonical_json.h"
+#include "core/canonical_json.h"
 
 #include "idem/status.h"
 
@@ -35,10 +35,6 @@ using PathParams = std::vector<std::pair<std::string, std::string>>;
 // The path of an origin-form target (everything before '?') and its query (after it, or "").
 std::string_view target_path(std::string_view target) noexcept;
 std::string_view target_query(std::string_view target) noexcept;
-
-// ASCII case-insensitive equality (field names, methods, tokens such as "chunked").
-// (Beast 1.81's iequals reads one byte past its arguments on a mismatch.)
-bool iequals(std::string_view a, std::string_view b) noexcept;
 
 // How many fields are named `name` (ASCII case-insensitive).
 std::size_t count_headers(std::span<const HeaderField> headers, std::string_view name) noexcept;

@@ -1,4 +1,4 @@
-#include "gateway/metrics.h"
+#include "gateway/admin/metrics.h"
 
 #include <cstdio>
 

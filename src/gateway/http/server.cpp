@@ -1,4 +1,4 @@
-#include "gateway/server.h"
+#include "gateway/http/server.h"
 
 #include <array>
 #include <cstdio>
@@ -13,7 +13,8 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 
-#include "gateway/relay.h"
+#include "core/ascii.h"
+#include "gateway/http/relay.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;

@@ -1,4 +1,5 @@
 // Idempotency keys as clients send them (docs/gateway.md). Pure; safe for concurrent use.
+// The gateway's, not part of the installed library's contract (include/idem/).
 #pragma once
 
 #include <string>

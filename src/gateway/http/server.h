@@ -31,10 +31,10 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
-#include "gateway/admin.h"
+#include "gateway/admin/admin.h"
 #include "gateway/gateway.h"
-#include "gateway/http_body.h"
-#include "gateway/io_pool.h"
+#include "gateway/http/http_body.h"
+#include "gateway/http/io_pool.h"
 
 namespace idem::gateway {
 

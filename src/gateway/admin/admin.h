@@ -11,10 +11,10 @@
 
 #include <boost/asio/awaitable.hpp>
 
-#include "gateway/admin_access.h"
-#include "gateway/config.h"
-#include "gateway/http_reply.h"
-#include "gateway/metrics.h"
+#include "gateway/admin/admin_access.h"
+#include "gateway/admin/metrics.h"
+#include "gateway/config/config.h"
+#include "gateway/http/http_reply.h"
 #include "idem/store.h"
 
 namespace idem::gateway {

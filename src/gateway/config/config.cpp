@@ -1,11 +1,11 @@
-#include "gateway/config.h"
+#include "gateway/config/config.h"
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-#include "gateway/config_checks.h"
+#include "gateway/config/config_checks.h"
 
 namespace idem::gateway {
 namespace {

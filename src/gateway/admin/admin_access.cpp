@@ -1,4 +1,4 @@
-#include "gateway/admin_access.h"
+#include "gateway/admin/admin_access.h"
 
 #include <algorithm>
 
@@ -6,6 +6,8 @@
 #include <openssl/evp.h>
 #include <boost/url/ipv4_address.hpp>
 #include <boost/url/ipv6_address.hpp>
+
+#include "core/ascii.h"
 
 namespace idem::gateway {
 namespace {

@@ -1,22 +1,9 @@
-#include "gateway/request.h"
+#include "gateway/http/request.h"
 
+#include "core/ascii.h"
 #include "gateway/json_body.h"
 
 namespace idem::gateway {
-namespace {
-
-char ascii_lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-}  // namespace
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
-  }
-  return true;
-}
-
 namespace {
 
 int hex_value(char c) noexcept {

@@ -10,6 +10,7 @@
 
 #include <boost/beast/http.hpp>
 
+#include "gateway/http/hop_by_hop.h"
 #include "gateway/problem.h"
 #include "idem/clock.h"
 
@@ -18,9 +19,6 @@ namespace idem::gateway {
 namespace http = boost::beast::http;
 using HttpRequest = http::request<http::string_body>;
 using HttpResponse = http::response<http::string_body>;
-
-// `Retry-After` in whole seconds, rounded up, at least 1 (SPEC §3.1).
-long retry_after_seconds(Duration d) noexcept;
 
 // An application/problem+json reply:
 // {"type":"urn:idem:problem:<name>","title":...,"status":...,"detail":...}.
@@ -35,11 +33,8 @@ HttpResponse problem_response(unsigned status, std::string_view name, std::strin
 // A JSON reply (admin listener, control API, token issue).
 HttpResponse json_response(http::status status, std::string body, unsigned version, bool keep_alive);
 
-// True for hop-by-hop fields (RFC 9110 §7.6.1) that a proxy never forwards.
-bool is_hop_by_hop(std::string_view name) noexcept;
-
-// Removes the hop-by-hop fields (Transfer-Encoding among them) and those the Connection
-// field names. Content-Length stays: the caller recomputes it with prepare_payload(), except
+// Removes the hop-by-hop fields (is_hop_by_hop; Transfer-Encoding among them) and those the
+// Connection field names. Content-Length stays: the caller recomputes it with prepare_payload(), except
 // for answers to HEAD, where it describes the body a GET would have had.
 void strip_hop_by_hop(http::fields& fields);
 

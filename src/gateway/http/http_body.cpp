@@ -1,4 +1,4 @@
-#include "gateway/http_body.h"
+#include "gateway/http/http_body.h"
 
 #include <boost/beast/http/error.hpp>
 

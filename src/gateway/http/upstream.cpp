@@ -1,4 +1,4 @@
-#include "gateway/upstream.h"
+#include "gateway/http/upstream.h"
 
 #include <sys/socket.h>
 
@@ -15,7 +15,8 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http.hpp>
 
-#include "gateway/request.h"
+#include "core/ascii.h"
+#include "gateway/http/request.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;

@@ -1,4 +1,4 @@
-#include "gateway/relay.h"
+#include "gateway/http/relay.h"
 
 #include <array>
 

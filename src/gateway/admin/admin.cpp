@@ -1,18 +1,18 @@
-#include "gateway/admin.h"
+#include "gateway/admin/admin.h"
 
 #include <cstdio>
 
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include "core/units.h"
+#include "gateway/admin/record_json.h"
+#include "gateway/admin/record_list.h"
 #include "gateway/gateway.h"
-#include "gateway/record_json.h"
-#include "gateway/record_list.h"
-#include "gateway/request.h"
+#include "gateway/http/request.h"
 #include "gateway/route.h"
 #include "gateway/stored_result.h"
 #include "idem/async.h"
-#include "idem/units.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -252,7 +252,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
       o["fence"] = r->fence;
       o["recovered"] = r->recovered;
     } else if (r->kind == BeginOutcome::Kind::in_progress) {
-      o["retry_after_ms"] = (r->retry_after.count() + 999) / 1000;
+      o["retry_after_ms"] = ceil_ms(r->retry_after);
     } else if (r->kind == BeginOutcome::Kind::replay) {
       Result<StoredResult> s = decode_stored_result(r->result);
       json::value result;
@@ -343,7 +343,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     if (r->kind == LockOutcome::Kind::locked)
       o["fence"] = r->fence;
     else
-      o["retry_after_ms"] = (r->retry_after.count() + 999) / 1000;
+      o["retry_after_ms"] = ceil_ms(r->retry_after);
     co_return ok(json::serialize(o));
   }
   if (op == "/locks/release") {

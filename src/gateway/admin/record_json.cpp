@@ -1,4 +1,4 @@
-#include "gateway/record_json.h"
+#include "gateway/admin/record_json.h"
 
 #include <cstdio>
 #include <ctime>

@@ -12,7 +12,8 @@
 // ("1e21", "1.5e-7"; 1790000000000000001e999999999 is "1.790000000000000001e1000000017").
 // Its length is at most the number of significant digits plus 25, however large the
 // exponent: nothing is ever expanded into digits. -0 is 0. docs/gateway.md, "Numbers".
-// Pure; safe for concurrent use.
+// Pure; safe for concurrent use. The gateway's, not part of the installed library's contract
+// (include/idem/).
 #pragma once
 
 #include <string>

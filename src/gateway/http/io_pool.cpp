@@ -1,4 +1,4 @@
-#include "gateway/io_pool.h"
+#include "gateway/http/io_pool.h"
 
 #include <thread>
 

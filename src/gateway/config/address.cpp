@@ -1,4 +1,4 @@
-#include "gateway/address.h"
+#include "gateway/config/address.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,6 +8,7 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
+#include "core/ascii.h"
 #include "idem/store_uri.h"
 
 namespace idem::gateway {
@@ -43,13 +44,6 @@ Status check_host(std::string_view host) {
   });
   if (!name) return invalid_argument("'" + std::string(host) + "' is not an IP address or a host name");
   return Status::ok();
-}
-
-char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](char x, char y) { return ascii_lower(x) == ascii_lower(y); });
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Durations and sizes as configuration writes them. Pure.
+// Durations and sizes as configuration writes them. Pure. The gateway's, not part of the
+// installed library's contract (include/idem/).
 #pragma once
 
 #include <chrono>
@@ -35,7 +36,15 @@ Result<std::uint64_t> parse_size(std::string_view text);
 // for people.
 std::string format_duration(Duration d);
 
-// Retry-After: whole seconds, rounded up, at least 1; 1 for zero or negative.
+// Retry-After: whole seconds, rounded up, at least 1; 1 for zero or negative. The one
+// rounding of a wait for HTTP: every problem reply with Retry-After (docs/gateway.md).
 std::int64_t retry_after_seconds(Duration d) noexcept;
+
+// A wait in whole milliseconds, rounded up, so that a wait is never shown as shorter than it
+// is: retry_after_ms in the control API's answers (docs/admin.md), the Guard's "retry after
+// N ms". Exact for every Duration (no overflow at Duration::max()).
+constexpr std::int64_t ceil_ms(Duration d) noexcept {
+  return std::chrono::ceil<std::chrono::milliseconds>(d).count();
+}
 
 }  // namespace idem
