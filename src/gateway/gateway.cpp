@@ -30,7 +30,7 @@ constexpr auto kPollInterval = std::chrono::milliseconds(200);
 
 Duration since(Steady::time_point t0) { return std::chrono::duration_cast<Duration>(Steady::now() - t0); }
 
-// Upstream answers after which a retry must run again (SPEC §3.2).
+// Upstream answers after which a retry must run again (docs/gateway.md).
 bool releases_claim(unsigned status, bool cache_5xx) {
   if (status >= 500) return !cache_5xx;
   return status == 408 || status == 409 || status == 425 || status == 429;
@@ -41,7 +41,7 @@ StoredResult to_stored(const HttpResponse& res) {
   r.kind = StoredResult::Kind::response;
   r.response.status = res.result_int();
   for (const auto& f : res)
-    if (!is_unstorable_header(f.name_string()) && !is_hop_by_hop(f.name_string()))
+    if (!is_unstorable_header(f.name_string()))  // hop-by-hop fields included
       r.response.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
   r.response.body = res.body();
   return r;

@@ -1,4 +1,4 @@
-// Key templates (SPEC §3.1): literal text plus placeholders that take values from the
+// Key templates (docs/gateway.md): literal text plus placeholders that take values from the
 // request — `{json.a.b}` (a JSON body field; array elements by index, `{json.items.0.sku}`),
 // `{header.Name}` (case-insensitive), `{query.name}`, `{path.name}`, `{form.name}`
 // (an application/x-www-form-urlencoded body) and `{subject}`. Parsed once at config load;

@@ -1,4 +1,4 @@
-// The problems the gateway itself answers with (SPEC §3.2–§3.5), as values: the core
+// The problems the gateway itself answers with (docs/gateway.md, docs/admin.md), as values: the core
 // decides which problem applies, the HTTP layer turns it into an application/problem+json
 // reply with the status given here. This is the one place that maps problems to HTTP
 // status codes. Pure; safe for concurrent use.
@@ -40,7 +40,7 @@ enum class Problem {
 // "key-missing": the <name> of "urn:idem:problem:<name>".
 std::string_view problem_name(Problem p) noexcept;
 
-// "key_missing": the outcome label of idem_requests_total (SPEC §3.5: `-` written `_`).
+// "key_missing": the outcome label of idem_requests_total (docs/admin.md: `-` written `_`).
 std::string_view problem_metric_name(Problem p) noexcept;
 
 // The HTTP status the problem is answered with (400, 401, 403, 409, 413, 415, 422, 502, 503,

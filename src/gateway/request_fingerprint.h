@@ -1,4 +1,4 @@
-// The fingerprint of a request under a route's `fingerprint` rule (SPEC §3.2): what tells
+// The fingerprint of a request under a route's `fingerprint` rule (docs/gateway.md): what tells
 // a repeat of the first request from a different request that reuses its key.
 //
 // The fields are part of the stored format (fingerprints persist in durable stores and are

@@ -1,4 +1,4 @@
-// The admin listener's endpoints (SPEC §3.5, §3.7): health, readiness, metrics, records
+// The admin listener's endpoints (docs/admin.md): health, readiness, metrics, records
 // and the control API — the engine over HTTP/JSON. Who may call them is decided by
 // admin_access.h (docs/admin.md): records and the control API require
 // `Authorization: Bearer <token>` when admin.token_env is set; without a token every

@@ -1,4 +1,4 @@
-// The gateway's Prometheus metrics (SPEC §3.5): what it counts and how /metrics renders
+// The gateway's Prometheus metrics (docs/admin.md): what it counts and how /metrics renders
 // it. All members are safe for concurrent use from any thread.
 #pragma once
 

@@ -1,4 +1,4 @@
-// A record as the admin API and `idem record get` show it (SPEC §3.5): scope, key, state,
+// A record as the admin API and `idem record get` show it (docs/admin.md): scope, key, state,
 // fence, expires_at (RFC 3339), lease_until (pending) and, for done records, what the
 // result holds (response with response_status, uncertain, not_stored, or json with value).
 // Pure; safe for concurrent use.
