@@ -1,25 +1,34 @@
 // Store outages as a client of `idem serve` sees them (issue 11): the idem binary in front of
-// the test upstream, its store a real Redis or PostgreSQL that the test starts on ports of
-// its own and then breaks for real.
+// the test upstream, its store a real Redis, PostgreSQL or Redis Cluster that the test starts
+// on ports of its own and then breaks for real.
 //
 //   - GhostClaim: a fault proxy (tests/testutil/fault_proxy.h) forwards one request's begin
 //     and loses its reply, so the claim exists although the gateway never learnt it. The
 //     gateway answers 503 and gives the claim back by its owner once the store answers
 //     again (docs/gateway.md, "When the store fails"): the client's retry runs once, and is
 //     never held as in progress for the ghost's lease nor found outcome-uncertain.
+//   - A PostgreSQL restart and a Redis Cluster master failover (kill -9) under load: no key
+//     runs twice, every answer is definitive or 503 store-unavailable within the client's
+//     deadline, lost claims are given back, and protection resumes.
 //
 // The route's lease is 60 s, longer than the test, so a claim left behind shows as a key
 // that stays pending; every wait for the gateway's background work polls the record.
 #include <pwd.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <netinet/in.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "gateway/e2e_fixture.h"
@@ -314,6 +323,399 @@ INSTANTIATE_TEST_SUITE_P(Stores, GhostClaim,
                                            GhostCase{"postgres_reply_held", true, Loss::held_past_deadline},
                                            GhostCase{"postgres_reply_cut", true, Loss::cut}),
                          [](const auto& p) { return p.param.name; });
+
+// ---- cases 2 and 3: the store fails under load ---------------------------------------------
+
+// Why an answer given during an outage is not acceptable, or "" when it is: the upstream's
+// 201 (forwarded or replayed), 409 in-progress (a duplicate that waited out `wait`) or 503
+// store-unavailable with Retry-After. Status 0 is a client deadline passed: a hang.
+std::string unacceptable(const Response& r) {
+  const unsigned s = r.result_int();
+  if (s == 201) return "";
+  if (s == 409 && problem_type(r) == "urn:idem:problem:in-progress") return "";
+  if (s == 503 && problem_type(r) == "urn:idem:problem:store-unavailable" &&
+      !header(r, "Retry-After").empty())
+    return "";
+  if (s == 0) return "no answer within the client's deadline";
+  return "status " + std::to_string(s) + ": " + r.body();
+}
+
+// A fresh key is forwarded once, and its repeat replayed with the same response.
+void expect_protected(const Gateway& g, const std::string& key) {
+  Response first = g.post(key);
+  EXPECT_EQ(first.result_int(), 201u) << key << ": " << first.body();
+  EXPECT_FALSE(replayed(first)) << key;
+  EXPECT_EQ(execution_of(first), 1) << key;
+  Response again = g.post(key);
+  EXPECT_EQ(again.result_int(), 201u) << key << ": " << again.body();
+  EXPECT_TRUE(replayed(again)) << key;
+  EXPECT_EQ(again.body(), first.body()) << key;
+}
+
+// Polls until protected requests are answered again, then checks `n` fresh keys end to end.
+void expect_resumed(const Gateway& g, int n, std::chrono::seconds limit) {
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(eventually([&] { return g.post(unique_key("probe")).result_int() == 201; }, limit))
+      << "protected requests were not answered again within " << limit.count() << " s";
+  std::printf("service resumed %lld ms after the store came back\n", millis(Clock::now() - t0));
+  for (int i = 0; i < n; ++i) expect_protected(g, unique_key("after"));
+}
+
+// A Redis Cluster of the test's own.
+const char* const kRedisServer = "/usr/bin/redis-server";
+const char* const kRedisCli = "/usr/bin/redis-cli";
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string redis_cli(unsigned short port, std::vector<std::string> args) {
+  args.insert(args.begin(), {kRedisCli, "-p", std::to_string(port)});
+  std::string out;
+  run(args, &out);
+  return out;
+}
+
+// A free loopback port whose cluster bus port (+10000) is free too.
+unsigned short free_cluster_port() {
+  for (;;) {
+    const unsigned short port = free_port();
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    at.sin_port = htons(static_cast<std::uint16_t>(port + 10000));
+    const bool free = ::bind(fd, reinterpret_cast<const sockaddr*>(&at), sizeof at) == 0;
+    ::close(fd);
+    if (free) return port;
+  }
+}
+
+// One redis-server of a cluster, in a directory of its own; SIGKILLed with the object.
+class ClusterNode {
+ public:
+  explicit ClusterNode(const std::string& parent) : dir_(parent + "/" + std::to_string(port_)) {
+    std::filesystem::create_directories(dir_);
+    process_ = std::make_unique<Process>(
+        std::vector<std::string>{kRedisServer, "--port", std::to_string(port_), "--bind", "127.0.0.1",
+                                 "--dir", dir_, "--save", "", "--appendonly", "no", "--cluster-enabled",
+                                 "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout",
+                                 "1000"},
+        dir_ + "/redis.log");
+    up_ = eventually([&] { return contains(cli({"PING"}), "PONG"); }, 10s);
+  }
+
+  bool up() const { return up_; }
+  unsigned short port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string cli(std::vector<std::string> args) const { return redis_cli(port_, std::move(args)); }
+  bool is_master() const { return cli({"ROLE"}).starts_with("master"); }
+  void kill() {
+    process_.reset();
+    up_ = false;
+  }
+
+ private:
+  unsigned short port_ = free_cluster_port();
+  std::string dir_;
+  std::unique_ptr<Process> process_;
+  bool up_ = false;
+};
+
+// 3 masters with one replica each, node timeout 1 s (a failover takes seconds).
+class RedisCluster {
+ public:
+  explicit RedisCluster(const std::string& dir) : dir_(dir) {
+    if (::access(kRedisServer, X_OK) != 0 || ::access(kRedisCli, X_OK) != 0) {
+      why_ = "redis-server or redis-cli is not installed";
+      return;
+    }
+    std::vector<std::string> create{kRedisCli, "--cluster", "create"};
+    for (int i = 0; i < 6; ++i) {
+      nodes_.push_back(std::make_unique<ClusterNode>(dir_));
+      if (!nodes_.back()->up()) {
+        why_ = "a redis-server did not start";
+        return;
+      }
+      create.push_back(nodes_.back()->address());
+    }
+    create.insert(create.end(), {"--cluster-replicas", "1", "--cluster-yes"});
+    std::string out;
+    if (run(create, &out) != 0) {
+      why_ = "redis-cli --cluster create failed: " + out;
+      return;
+    }
+    if (!healthy(30s)) {
+      why_ = "the cluster did not reach cluster_state:ok with every replica in sync";
+      return;
+    }
+    started_ = true;
+  }
+
+  bool started() const { return started_; }
+  const std::string& why_not() const { return why_; }
+
+  std::string seeds() const {
+    std::string s;
+    for (const auto& n : nodes_) s += (s.empty() ? "" : ",") + n->address();
+    return s;
+  }
+
+  // Every live node says cluster_state:ok and every live replica's link to its master is up.
+  bool healthy(std::chrono::seconds limit) const {
+    return eventually(
+        [&] {
+          for (const auto& n : nodes_) {
+            if (!n->up()) continue;
+            if (!contains(n->cli({"CLUSTER", "INFO"}), "cluster_state:ok")) return false;
+            const std::string repl = n->cli({"INFO", "replication"});
+            if (contains(repl, "role:slave") && !contains(repl, "master_link_status:up")) return false;
+          }
+          return true;
+        },
+        limit);
+  }
+
+  ClusterNode* master() const {
+    for (const auto& n : nodes_)
+      if (n->up() && n->is_master()) return n.get();
+    return nullptr;
+  }
+
+  // The replica of `master` (by the port its INFO replication names).
+  ClusterNode* replica_of(const ClusterNode& master) const {
+    for (const auto& n : nodes_)
+      if (n->up() && n.get() != &master &&
+          contains(n->cli({"INFO", "replication"}), "master_port:" + std::to_string(master.port()) + "\r"))
+        return n.get();
+    return nullptr;
+  }
+
+  // A fresh node joins as the replica of `master` and syncs, so that ?wait=1 can be met
+  // on its slots again (an operator replacing the failed node).
+  bool add_replica(const ClusterNode& master, std::string* out) {
+    nodes_.push_back(std::make_unique<ClusterNode>(dir_));
+    ClusterNode& fresh = *nodes_.back();
+    if (!fresh.up()) return false;
+    std::string id = master.cli({"CLUSTER", "MYID"});
+    id.erase(id.find_last_not_of(" \n") + 1);
+    if (run({kRedisCli, "--cluster", "add-node", fresh.address(), master.address(), "--cluster-slave",
+             "--cluster-master-id", id},
+            out) != 0)
+      return false;
+    return eventually(
+               [&] {
+                 return contains(master.cli({"INFO", "replication"}), "state=online");
+               },
+               30s) &&
+           healthy(30s);
+  }
+
+ private:
+  std::string dir_;
+  std::vector<std::unique_ptr<ClusterNode>> nodes_;
+  std::string why_;
+  bool started_ = false;
+};
+
+// ---- the load and what must hold after it -----------------------------------------------
+
+// Clients that send protected POSTs until stopped: each key is sent three times, by
+// whichever threads come next, so repeats meet the first in flight and after it.
+class Load {
+ public:
+  struct Answer {
+    std::string key;
+    Response response;
+    Clock::duration took;
+  };
+
+  Load(const Gateway& g, int threads) : run_(unique_key("load")) {
+    for (int t = 0; t < threads; ++t) threads_.emplace_back([this, &g] { send(g); });
+  }
+  ~Load() { stop(); }
+
+  // Waits until `more` answers have come since the call (false after `limit`).
+  bool wait_answers(std::size_t more, std::chrono::seconds limit = 30s) {
+    std::unique_lock lock(mu_);
+    const std::size_t target = answers_.size() + more;
+    return cv_.wait_for(lock, limit, [&] { return answers_.size() >= target; });
+  }
+
+  void stop() {
+    stop_ = true;
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+  std::vector<Answer> answers() {
+    std::lock_guard lock(mu_);
+    return answers_;
+  }
+
+ private:
+  void send(const Gateway& g) {
+    while (!stop_) {
+      const std::string key = run_ + "-" + std::to_string(next_++ / 3);
+      const auto t0 = Clock::now();
+      Response r = g.post(key, {{"X-Test-Delay-Ms", "20"}});
+      const auto took = Clock::now() - t0;
+      const bool refused = r.result_int() == 503;
+      {
+        std::lock_guard lock(mu_);
+        answers_.push_back({key, std::move(r), took});
+      }
+      cv_.notify_all();
+      // A client backs off after a 503 (Retry-After asks for a second; a short pause keeps
+      // the load up without thousands of instant refusals).
+      if (refused) std::this_thread::sleep_for(50ms);
+    }
+  }
+
+  const std::string run_;
+  std::atomic<long> next_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Answer> answers_;  // guarded by mu_
+  std::vector<std::thread> threads_;
+};
+
+// What must hold once the load has stopped and the store is back:
+//   - every answer was acceptable (unacceptable() above), none a hang;
+//   - no key ran more than once, a key ran iff one of its answers was a 201, and its 201s
+//     are one response (the first, then replays);
+//   - a key that never ran has no claim left: a lost begin was given back;
+//   - the client's retry of every key is answered: replayed where the key ran, run now
+//     where it did not; after which every key has run exactly once.
+void expect_nothing_ran_twice(const Gateway& g, const std::vector<Load::Answer>& answers) {
+  std::map<std::string, std::vector<const Response*>> by_key;
+  std::map<std::string, int> statuses;
+  Clock::duration slowest{};
+  for (const auto& a : answers) {
+    EXPECT_EQ(unacceptable(a.response), "") << a.key << " after " << millis(a.took) << " ms";
+    by_key[a.key].push_back(&a.response);
+    ++statuses[std::to_string(a.response.result_int()) + (replayed(a.response) ? " replayed" : "")];
+    slowest = std::max(slowest, a.took);
+  }
+  std::printf("%zu answers for %zu keys, slowest %lld ms:", answers.size(), by_key.size(), millis(slowest));
+  for (const auto& [s, n] : statuses) std::printf(" %s: %d,", s.c_str(), n);
+  std::printf("\n");
+
+  auto runs = g.executions();
+  std::set<std::string> never_ran;
+  std::map<std::string, std::string> first_body;
+  for (const auto& [key, rs] : by_key) {
+    const Response* ok = nullptr;
+    int forwarded = 0;
+    for (const Response* r : rs) {
+      if (r->result_int() != 201) continue;
+      if (!ok) ok = r;
+      forwarded += !replayed(*r);
+      EXPECT_EQ(r->body(), ok->body()) << key << ": two different responses";
+    }
+    EXPECT_LE(runs[key], 1) << key << " ran " << runs[key] << " times";
+    EXPECT_EQ(runs[key], ok ? 1 : 0) << key << ": ran " << runs[key] << " times, answered 201 "
+                                     << (ok ? "" : "never");
+    EXPECT_EQ(forwarded, runs[key]) << key;
+    if (ok)
+      first_body[key] = ok->body();
+    else
+      never_ran.insert(key);
+  }
+
+  std::set<std::string> claimed = never_ran;
+  EXPECT_TRUE(eventually(
+      [&] {
+        for (auto it = claimed.begin(); it != claimed.end();)
+          it = g.record_state(*it) == "absent" ? claimed.erase(it) : std::next(it);
+        return claimed.empty();
+      },
+      30s))
+      << claimed.size() << " keys that never ran are still claimed, e.g. " << *claimed.begin() << " ("
+      << g.record_state(*claimed.begin()) << ")";
+
+  // A key that ran but whose commit the outage lost stays pending until its lease ends:
+  // nothing runs twice, and its retry would wait. Counted, not retried.
+  int commits_lost = 0;
+  for (const auto& [key, rs] : by_key) {
+    if (never_ran.count(key)) {
+      Response r = g.post(key);
+      EXPECT_EQ(r.result_int(), 201u) << key << ": " << r.body();
+      EXPECT_FALSE(replayed(r)) << key;
+      continue;
+    }
+    if (const std::string state = g.record_state(key); state != "done") {
+      EXPECT_EQ(state, "pending") << key;
+      ++commits_lost;
+      continue;
+    }
+    Response r = g.post(key);
+    EXPECT_EQ(r.result_int(), 201u) << key << ": " << r.body();
+    EXPECT_TRUE(replayed(r)) << key;
+    EXPECT_EQ(r.body(), first_body[key]) << key;
+  }
+  std::printf(
+      "%zu keys never ran during the outage and ran on retry; %d ran but their record stayed pending\n",
+      never_ran.size(), commits_lost);
+  runs = g.executions();
+  for (const auto& [key, rs] : by_key) EXPECT_EQ(runs[key], 1) << key;
+}
+
+TEST(PostgresRestart, UnderLoadNothingRunsTwiceEveryAnswerIsDefinitiveOr503AndProtectionResumes) {
+  PostgresServer pg;
+  if (!pg.started()) GTEST_SKIP() << pg.why_not();
+  const testutil::TempDir dir;
+  Gateway g(dir.path().string(), pg.uri());
+  ASSERT_TRUE(g.started()) << "idem did not start; see " << dir.file("idem.log");
+  expect_protected(g, unique_key("before"));
+
+  Load load(g, 12);
+  ASSERT_TRUE(load.wait_answers(100));
+  const std::uint64_t errors_before = g.store_errors();
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(pg.restart()) << "pg_ctl restart failed";
+  std::printf("pg_ctl restart took %lld ms\n", millis(Clock::now() - t0));
+  expect_resumed(g, 10, 30s);
+  ASSERT_TRUE(load.wait_answers(100));
+  load.stop();
+  EXPECT_GT(g.store_errors(), errors_before) << "the gateway did not see the restart: nothing was tested";
+  expect_nothing_ran_twice(g, load.answers());
+}
+
+TEST(RedisClusterFailover,
+     MasterKilledUnderLoadNothingRunsTwiceEveryAnswerIsDefinitiveOr503AndServiceResumes) {
+  const testutil::TempDir dir;
+  RedisCluster cluster(dir.path().string());
+  if (!cluster.started()) GTEST_SKIP() << cluster.why_not();
+  // wait=1: a claim or commit is acknowledged once its master's replica has it, so the
+  // promotion of that replica loses none (docs/stores.md, "what a failover can lose").
+  Gateway g(dir.path().string(), "redis-cluster://" + cluster.seeds() + "?wait=1");
+  ASSERT_TRUE(g.started()) << "idem did not start; see " << dir.file("idem.log");
+  expect_protected(g, unique_key("before"));
+
+  Load load(g, 12);
+  ASSERT_TRUE(load.wait_answers(100));
+  const std::uint64_t errors_before = g.store_errors();
+  ClusterNode* victim = cluster.master();
+  ASSERT_TRUE(victim);
+  ClusterNode* heir = cluster.replica_of(*victim);
+  ASSERT_TRUE(heir) << "no replica of " << victim->address();
+  const auto t0 = Clock::now();
+  victim->kill();
+  ASSERT_TRUE(eventually([&] { return heir->is_master(); }, 30s)) << heir->address() << " was not promoted";
+  ASSERT_TRUE(cluster.healthy(30s)) << "the cluster did not recover";
+  std::printf("replica promoted %lld ms after kill -9 of its master\n", millis(Clock::now() - t0));
+  // The promoted master has no replica, so writes on its slots cannot meet wait=1 (they
+  // are outcome unknown: 503) until one joins.
+  std::string out;
+  ASSERT_TRUE(cluster.add_replica(*heir, &out)) << out;
+  expect_resumed(g, 20, 30s);
+  ASSERT_TRUE(load.wait_answers(100));
+  load.stop();
+  EXPECT_GT(g.store_errors(), errors_before) << "the gateway did not see the failover: nothing was tested";
+  expect_nothing_ran_twice(g, load.answers());
+}
 
 }  // namespace
 }  // namespace idem::e2e
