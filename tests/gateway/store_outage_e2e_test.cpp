@@ -7,6 +7,8 @@
 //     gateway answers 503 and gives the claim back by its owner once the store answers
 //     again (docs/gateway.md, "When the store fails"): the client's retry runs once, and is
 //     never held as in progress for the ghost's lease nor found outcome-uncertain.
+//   - LostCommit (disabled, fails on main): the commit after the upstream answered finds
+//     the store unreachable; once it answers, the repeat must be replayed.
 //   - A PostgreSQL restart and a Redis Cluster master failover (kill -9) under load: no key
 //     runs twice, every answer is definitive or 503 store-unavailable within the client's
 //     deadline, lost claims are given back, and protection resumes.
@@ -677,10 +679,12 @@ void expect_nothing_ran_twice(const Gateway& g, const std::vector<Load::Answer>&
       << claimed.size() << " keys that never ran are still claimed, e.g. " << *claimed.begin() << " ("
       << g.record_state(*claimed.begin()) << ")";
 
-  // A key that ran but whose commit the outage lost stays pending until its lease ends:
-  // nothing runs twice, and its retry would wait. Counted, not retried.
+  // A key that ran but whose commit the outage lost stays pending until its lease ends
+  // (the gateway makes one commit attempt: LostCommit above): nothing runs twice, and its
+  // retry would wait. Counted, not retried; so are the claims left behind, already failed.
   int commits_lost = 0;
   for (const auto& [key, rs] : by_key) {
+    if (claimed.count(key)) continue;
     if (never_ran.count(key)) {
       Response r = g.post(key);
       EXPECT_EQ(r.result_int(), 201u) << key << ": " << r.body();
@@ -698,8 +702,9 @@ void expect_nothing_ran_twice(const Gateway& g, const std::vector<Load::Answer>&
     EXPECT_EQ(r.body(), first_body[key]) << key;
   }
   std::printf(
-      "%zu keys never ran during the outage and ran on retry; %d ran but their record stayed pending\n",
-      never_ran.size(), commits_lost);
+      "%zu keys had not run when the load stopped and were retried; %d ran but their record stayed "
+      "pending\n",
+      never_ran.size() - claimed.size(), commits_lost);
   runs = g.executions();
   for (const auto& [key, rs] : by_key) EXPECT_EQ(runs[key], 1) << key;
 }
