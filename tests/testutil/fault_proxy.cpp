@@ -1,5 +1,7 @@
 #include "testutil/fault_proxy.h"
 
+#include <fcntl.h>
+
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -28,6 +30,12 @@ namespace {
 
 constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kBuffer = 64 * 1024;
+
+// The proxy's sockets are not inherited by the processes a test starts after it (a
+// gateway, a server): a child holding the listening socket would keep the port listening
+// after refuse(), its connections queued and never answered, and accepting again would
+// find the port taken.
+void close_on_exec(int fd) { ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC); }
 
 // One client connection and its connection to the server.
 struct Session {
@@ -59,6 +67,7 @@ struct FaultProxy::Impl {
   void open_acceptor(std::uint16_t port) {
     const tcp::endpoint at(asio::ip::make_address("127.0.0.1"), port);
     acceptor.open(at.protocol());
+    close_on_exec(acceptor.native_handle());
     acceptor.set_option(tcp::acceptor::reuse_address(true));
     acceptor.bind(at);
     acceptor.listen();
@@ -92,6 +101,7 @@ struct FaultProxy::Impl {
         continue;
       }
       count([](Counters& c) { ++c.connections; });
+      close_on_exec(socket.native_handle());
       auto s = std::make_shared<Session>(std::move(socket));
       sessions.insert(s);
       asio::co_spawn(io, run(s), asio::detached);
@@ -105,6 +115,7 @@ struct FaultProxy::Impl {
       co_return;
     }
     boost::system::error_code ignored;
+    close_on_exec(s->server.native_handle());
     s->server.set_option(tcp::no_delay(true), ignored);
     s->client.set_option(tcp::no_delay(true), ignored);
     asio::co_spawn(io, to_server(s), asio::detached);

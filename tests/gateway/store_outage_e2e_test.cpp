@@ -1,0 +1,768 @@
+// Store outages as a client of `idem serve` sees them (issue 11): the idem binary in front of
+// the test upstream, its store a real Redis, PostgreSQL or Redis Cluster that the test starts
+// on ports of its own and then breaks for real.
+//
+//   - GhostClaim: a fault proxy (tests/testutil/fault_proxy.h) forwards one request's begin
+//     and loses its reply, so the claim exists although the gateway never learnt it. The
+//     gateway answers 503 and gives the claim back by its owner once the store answers
+//     again (docs/gateway.md, "When the store fails"): the client's retry runs once, and is
+//     never held as in progress for the ghost's lease nor found outcome-uncertain.
+//   - LostCommit (disabled, fails on main): the commit after the upstream answered finds
+//     the store unreachable; once it answers, the repeat must be replayed.
+//   - A PostgreSQL restart and a Redis Cluster master failover (kill -9) under load: no key
+//     runs twice, every answer is definitive or 503 store-unavailable within the client's
+//     deadline, lost claims are given back, and protection resumes.
+//
+// The route's lease is 60 s, longer than the test, so a claim left behind shows as a key
+// that stays pending; every wait for the gateway's background work polls the record.
+#include <pwd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <netinet/in.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "gateway/e2e_fixture.h"
+#include "idem/open.h"
+#include "testutil/eventually.h"
+#include "testutil/fault_proxy.h"
+#include "testutil/redis_server.h"
+
+namespace idem::e2e {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+using testutil::eventually;
+using testutil::FaultProxy;
+
+const char* const kPgBin = "/usr/lib/postgresql/15/bin";
+
+std::string unique_key(const char* what) {
+  static std::atomic<int> n{0};
+  return std::string(what) + "-" + std::to_string(::getpid()) + "-" + std::to_string(++n);
+}
+
+long long millis(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+// ---- the gateway and the upstream ---------------------------------------------------------
+
+// The upstream and one `idem serve` with one protected route, `orders`: a 60 s lease (a claim
+// left behind outlives the test), duplicates wait up to 2 s for the first.
+class Gateway {
+ public:
+  Gateway(const std::string& dir, const std::string& store)
+      : upstream_({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true) {
+    write_file(dir + "/idem.yaml", config_head(port_, upstream_.port(), admin_, store) + R"(defaults:
+  lease: 60s
+  wait: 2s
+  upstream_timeout: 5s
+routes:
+  - name: orders
+    match: { method: POST, path: /orders }
+)");
+    idem_ = std::make_unique<Process>(
+        std::vector<std::string>{IDEM_BIN, "serve", "--config", dir + "/idem.yaml"}, dir + "/idem.log");
+    started_ = wait_healthy(admin_, 10000);
+  }
+
+  bool started() const { return started_; }
+
+  Response post(const std::string& key, Headers extra = {}) const {
+    extra.emplace_back("Idempotency-Key", key);
+    extra.emplace_back("Content-Type", "application/json");
+    return request(port_, verb::post, "/orders", extra, R"({"key":")" + key + "\"}");
+  }
+
+  // "absent", "pending", "done", or "error <status>" when the admin API could not tell.
+  std::string record_state(const std::string& key) const {
+    Response r = request(admin_, verb::get, "/v1/records/_/" + key + "?key_space=orders");
+    if (r.result_int() == 404) return "absent";
+    const auto record = body_json(r);
+    if (r.result_int() != 200 || !record.contains("state")) return "error " + std::to_string(r.result_int());
+    return std::string(record.at("state").as_string());
+  }
+
+  std::uint64_t store_errors() const {
+    const std::string metrics = request(admin_, verb::get, "/metrics").body();
+    const std::string name = "\nidem_store_errors_total ";
+    const auto at = metrics.find(name);
+    return at == std::string::npos ? 0 : std::stoull(metrics.substr(at + name.size()));
+  }
+
+  // How many times the upstream ran each key, from its log of requests.
+  std::map<std::string, int> executions() const {
+    std::map<std::string, int> runs;
+    const auto seen = json::parse(request(upstream_.port(), verb::get, "/_seen?from=0").body()).as_array();
+    for (const auto& r : seen)
+      for (const auto& f : r.as_object().at("fields").as_array())
+        if (f.as_array()[0].as_string() == "Idempotency-Key")
+          ++runs[std::string(f.as_array()[1].as_string())];
+    return runs;
+  }
+
+ private:
+  Process upstream_;
+  unsigned short port_ = free_port();
+  unsigned short admin_ = free_port();
+  std::unique_ptr<Process> idem_;
+  bool started_ = false;
+};
+
+bool replayed(const Response& r) { return header(r, "Idempotent-Replayed") == "true"; }
+
+int execution_of(const Response& r) {
+  const auto o = body_json(r);
+  return o.contains("execution") ? static_cast<int>(o.at("execution").as_int64()) : 0;
+}
+
+// ---- servers of the test's own -------------------------------------------------------------
+
+// Runs a command as the `postgres` user when the test is root (initdb refuses root).
+int as_postgres(std::vector<std::string> argv, std::string* out = nullptr) {
+  if (::geteuid() == 0) argv.insert(argv.begin(), {"runuser", "-u", "postgres", "--"});
+  return run(argv, out);
+}
+
+// A throwaway PostgreSQL 15 cluster in a temporary directory, on a free loopback port, with
+// trust authentication (only this test can reach it). Stopped with the object.
+class PostgresServer {
+ public:
+  PostgresServer() {
+    if (::access((std::string(kPgBin) + "/initdb").c_str(), X_OK) != 0) {
+      why_ = "PostgreSQL 15 is not installed";
+      return;
+    }
+    if (::geteuid() == 0) {
+      const passwd* pw = ::getpwnam("postgres");
+      if (!pw || ::chown(dir_.c_str(), pw->pw_uid, pw->pw_gid) != 0) {
+        why_ = "no postgres user to run the server as";
+        return;
+      }
+    }
+    std::string out;
+    if (as_postgres({std::string(kPgBin) + "/initdb", "-D", data(), "-U", "postgres", "--auth=trust", "-E",
+                     "UTF8", "--locale=C", "-N"},
+                    &out) != 0) {
+      why_ = "initdb failed: " + out;
+      return;
+    }
+    // fsync off: every stop here is clean (fast or immediate at the end), and the machine
+    // is shared; what is tested is the connections going away.
+    std::FILE* conf = std::fopen((data() + "/postgresql.conf").c_str(), "a");
+    std::fprintf(conf,
+                 "listen_addresses = '127.0.0.1'\nport = %u\nunix_socket_directories = '%s'\n"
+                 "fsync = off\nmax_connections = 50\n",
+                 port_, dir_.c_str());
+    std::fclose(conf);
+    if (pg_ctl({"start"}) != 0) {
+      why_ = "pg_ctl start failed; see " + dir_ + "/server.log";
+      return;
+    }
+    started_ = true;
+  }
+  ~PostgresServer() {
+    if (started_) pg_ctl({"-m", "immediate", "stop"});
+    remove_dir(dir_);
+  }
+  PostgresServer(const PostgresServer&) = delete;
+  PostgresServer& operator=(const PostgresServer&) = delete;
+
+  bool started() const { return started_; }
+  const std::string& why_not() const { return why_; }
+  unsigned short port() const { return port_; }
+  std::string uri() const { return "postgres://postgres@127.0.0.1:" + std::to_string(port_) + "/postgres"; }
+
+  // Stops the server (terminating every session) and starts it again; returns when it
+  // accepts connections.
+  bool restart() { return pg_ctl({"-m", "fast", "restart"}) == 0; }
+
+ private:
+  std::string data() const { return dir_ + "/data"; }
+  int pg_ctl(std::vector<std::string> args) {
+    std::vector<std::string> argv{
+        std::string(kPgBin) + "/pg_ctl", "-D", data(), "-l", dir_ + "/server.log", "-w", "-t", "60"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::string out;
+    return as_postgres(argv, &out);
+  }
+
+  std::string dir_ = temp_dir();
+  unsigned short port_ = free_port();
+  std::string why_;
+  bool started_ = false;
+};
+
+// ---- case 1: a begin whose reply is lost ---------------------------------------------------
+
+// Where the begin's reply is lost: the proxy holds it until the gateway's store deadline
+// passes, or holds it and then cuts every connection (and refuses new ones until restored).
+enum class Loss { held_past_deadline, cut };
+
+struct GhostCase {
+  std::string name;
+  bool postgres;
+  Loss loss;
+  friend std::ostream& operator<<(std::ostream& os, const GhostCase& c) { return os << c.name; }
+};
+
+class GhostClaim : public ::testing::TestWithParam<GhostCase> {
+ protected:
+  void SetUp() override {
+    if (GetParam().postgres) {
+      pg_ = std::make_unique<PostgresServer>();
+      if (!pg_->started()) GTEST_SKIP() << pg_->why_not();
+      proxy_ = std::make_unique<FaultProxy>("127.0.0.1", pg_->port());
+      direct_uri_ = pg_->uri();
+      gateway_uri_ = "postgres://postgres@" + proxy_->address() + "/postgres";
+    } else {
+      redis_ = std::make_unique<testutil::RedisServer>();
+      if (!redis_->started()) GTEST_SKIP() << "redis-server is not installed or did not start";
+      proxy_ = std::make_unique<FaultProxy>("127.0.0.1", redis_->port());
+      direct_uri_ = "redis://" + redis_->address();
+      gateway_uri_ = "redis://" + proxy_->address();
+    }
+    auto direct = open_store(direct_uri_);
+    ASSERT_TRUE(direct.is_ok()) << direct.status().to_string();
+    direct_ = std::move(*direct);
+    gateway_ = std::make_unique<Gateway>(dir_, gateway_uri_);
+    ASSERT_TRUE(gateway_->started()) << "idem did not start; see " << dir_ << "/idem.log";
+  }
+  void TearDown() override {
+    gateway_.reset();
+    direct_.reset();
+    proxy_.reset();
+    remove_dir(dir_);
+  }
+
+  // The record of `key` on route orders, read from the server itself (not through the proxy).
+  std::string state_in_store(const std::string& key) {
+    auto r = direct_->get({"", "orders:" + key});
+    if (!r.is_ok()) return "error " + r.status().to_string();
+    if (!r->has_value()) return "absent";
+    return (*r)->state == RecordState::pending ? "pending" : "done";
+  }
+
+  std::string dir_ = temp_dir();
+  std::unique_ptr<PostgresServer> pg_;
+  std::unique_ptr<testutil::RedisServer> redis_;
+  std::unique_ptr<FaultProxy> proxy_;
+  std::string direct_uri_, gateway_uri_;
+  std::unique_ptr<Store> direct_;
+  std::unique_ptr<Gateway> gateway_;
+};
+
+TEST_P(GhostClaim, IsGivenBackSoTheRetryRunsOnceAndIsNeverHeldOrUncertain) {
+  const Gateway& g = *gateway_;
+  // Connected, and the store's scripts and tables in place, before the fault.
+  const std::string warm = unique_key("warm");
+  ASSERT_EQ(g.post(warm).result_int(), 201u);
+
+  const std::string key = unique_key("ghost");
+  const auto before = proxy_->counters();
+  proxy_->drop_replies();
+  auto first = std::async(std::launch::async, [&] { return g.post(key); });
+  // The begin reached the server, which ran it: the key is claimed, the answer lost.
+  ASSERT_TRUE(proxy_->wait_for(
+      [&](const FaultProxy::Counters& c) { return c.replies_dropped > before.replies_dropped; }));
+  ASSERT_TRUE(eventually([&] { return state_in_store(key) == "pending"; }, 10s))
+      << "the begin did not claim the key: " << state_in_store(key);
+  if (GetParam().loss == Loss::cut) {
+    // Nothing reaches the store from now on: the gateway cannot give the claim back yet.
+    proxy_->refuse();
+    proxy_->cut_all();
+  }
+  const auto t0 = Clock::now();
+  Response lost = first.get();
+  EXPECT_EQ(lost.result_int(), 503u) << lost.body();
+  EXPECT_EQ(problem_type(lost), "urn:idem:problem:store-unavailable");
+  EXPECT_FALSE(header(lost, "Retry-After").empty());
+  if (GetParam().loss == Loss::cut) {
+    EXPECT_LT(Clock::now() - t0, 3s) << "a lost connection is an unknown outcome at once";
+    EXPECT_EQ(state_in_store(key), "pending") << "the claim went away while the store was unreachable";
+  }
+
+  // The store answers again: the gateway gives the claim back, in the background.
+  proxy_->cut_all();
+  proxy_->forward();
+  const auto restored = Clock::now();
+  ASSERT_TRUE(eventually([&] { return g.record_state(key) == "absent"; }, 30s))
+      << "the lost claim was not given back: the record is " << g.record_state(key);
+  std::printf("claim given back %lld ms after the store was reachable again\n",
+              millis(Clock::now() - restored));
+
+  // The client's retry runs the request, once; its repeat is replayed.
+  Response retry = g.post(key);
+  EXPECT_EQ(retry.result_int(), 201u) << retry.body();
+  EXPECT_NE(problem_type(retry), "urn:idem:problem:outcome-uncertain");
+  EXPECT_FALSE(replayed(retry));
+  EXPECT_EQ(execution_of(retry), 1) << retry.body();
+  Response again = g.post(key);
+  EXPECT_EQ(again.result_int(), 201u) << again.body();
+  EXPECT_TRUE(replayed(again));
+  EXPECT_EQ(again.body(), retry.body());
+  const auto runs = g.executions();
+  EXPECT_EQ(runs.count(key) ? runs.at(key) : 0, 1);
+  EXPECT_EQ(runs.count(warm) ? runs.at(warm) : 0, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, GhostClaim,
+                         ::testing::Values(GhostCase{"redis_reply_held", false, Loss::held_past_deadline},
+                                           GhostCase{"redis_reply_cut", false, Loss::cut},
+                                           GhostCase{"postgres_reply_held", true, Loss::held_past_deadline},
+                                           GhostCase{"postgres_reply_cut", true, Loss::cut}),
+                         [](const auto& p) { return p.param.name; });
+
+// The same rig, the other end of the claim: the upstream has answered and the gateway's
+// commit finds the store unreachable (nothing applied: a retry is safe, docs/stores.md).
+// The client gets the upstream's response; once the store is back, its repeat must get
+// that response again (SPEC 1: every repeat receives the first result), not 409
+// in-progress for the rest of the lease and then 409 outcome-uncertain.
+//
+// DISABLED: fails on main (3c4b151). Gateway::commit_claim makes one attempt; a commit
+// that fails is logged and counted, never retried, so the record stays pending with the
+// route's lease (60 s here) and then is taken over as uncertain. The claim runner
+// (idem/claim.h) retries a failed commit in the background for the Guard and the
+// Deduplicator; enable this test when the gateway runs on it.
+class LostCommit : public GhostClaim {};
+
+TEST_P(LostCommit, DISABLED_IsRetriedOnceTheStoreAnswersSoTheRepeatIsReplayed) {
+  const Gateway& g = *gateway_;
+  ASSERT_EQ(g.post(unique_key("warm")).result_int(), 201u);
+  const std::string key = unique_key("commit");
+  auto first = std::async(std::launch::async, [&] { return g.post(key, {{"X-Test-Delay-Ms", "1000"}}); });
+  // The upstream runs it (it counts before it waits): the claim is taken, the commit to come.
+  ASSERT_TRUE(eventually([&] { return g.executions()[key] == 1; }, 10s));
+  proxy_->refuse();
+  proxy_->cut_all();
+  Response ran = first.get();
+  EXPECT_EQ(ran.result_int(), 201u) << ran.body();
+  EXPECT_EQ(execution_of(ran), 1);
+  EXPECT_EQ(state_in_store(key), "pending");
+
+  proxy_->forward();
+  EXPECT_TRUE(eventually([&] { return g.record_state(key) == "done"; }, 30s))
+      << "the failed commit was not retried: the record is " << g.record_state(key);
+  Response repeat = g.post(key);
+  EXPECT_EQ(repeat.result_int(), 201u) << repeat.body();
+  EXPECT_TRUE(replayed(repeat));
+  EXPECT_EQ(repeat.body(), ran.body());
+  EXPECT_EQ(g.executions()[key], 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, LostCommit,
+                         ::testing::Values(GhostCase{"redis", false, Loss::cut},
+                                           GhostCase{"postgres", true, Loss::cut}),
+                         [](const auto& p) { return p.param.name; });
+
+// ---- cases 2 and 3: the store fails under load ---------------------------------------------
+
+// Why an answer given during an outage is not acceptable, or "" when it is: the upstream's
+// 201 (forwarded or replayed), 409 in-progress (a duplicate that waited out `wait`) or 503
+// store-unavailable with Retry-After. Status 0 is a client deadline passed: a hang.
+std::string unacceptable(const Response& r) {
+  const unsigned s = r.result_int();
+  if (s == 201) return "";
+  if (s == 409 && problem_type(r) == "urn:idem:problem:in-progress") return "";
+  if (s == 503 && problem_type(r) == "urn:idem:problem:store-unavailable" &&
+      !header(r, "Retry-After").empty())
+    return "";
+  if (s == 0) return "no answer within the client's deadline";
+  return "status " + std::to_string(s) + ": " + r.body();
+}
+
+// A fresh key is forwarded once, and its repeat replayed with the same response.
+void expect_protected(const Gateway& g, const std::string& key) {
+  Response first = g.post(key);
+  EXPECT_EQ(first.result_int(), 201u) << key << ": " << first.body();
+  EXPECT_FALSE(replayed(first)) << key;
+  EXPECT_EQ(execution_of(first), 1) << key;
+  Response again = g.post(key);
+  EXPECT_EQ(again.result_int(), 201u) << key << ": " << again.body();
+  EXPECT_TRUE(replayed(again)) << key;
+  EXPECT_EQ(again.body(), first.body()) << key;
+}
+
+// Polls until protected requests are answered again, then checks `n` fresh keys end to end.
+void expect_resumed(const Gateway& g, int n, std::chrono::seconds limit) {
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(eventually([&] { return g.post(unique_key("probe")).result_int() == 201; }, limit))
+      << "protected requests were not answered again within " << limit.count() << " s";
+  std::printf("service resumed %lld ms after the store came back\n", millis(Clock::now() - t0));
+  for (int i = 0; i < n; ++i) expect_protected(g, unique_key("after"));
+}
+
+// A Redis Cluster of the test's own.
+const char* const kRedisServer = "/usr/bin/redis-server";
+const char* const kRedisCli = "/usr/bin/redis-cli";
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string redis_cli(unsigned short port, std::vector<std::string> args) {
+  args.insert(args.begin(), {kRedisCli, "-p", std::to_string(port)});
+  std::string out;
+  run(args, &out);
+  return out;
+}
+
+// A free loopback port whose cluster bus port (+10000) is free too.
+unsigned short free_cluster_port() {
+  for (;;) {
+    const unsigned short port = free_port();
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    at.sin_port = htons(static_cast<std::uint16_t>(port + 10000));
+    const bool free = ::bind(fd, reinterpret_cast<const sockaddr*>(&at), sizeof at) == 0;
+    ::close(fd);
+    if (free) return port;
+  }
+}
+
+// One redis-server of a cluster, in a directory of its own; SIGKILLed with the object.
+class ClusterNode {
+ public:
+  explicit ClusterNode(const std::string& parent) : dir_(parent + "/" + std::to_string(port_)) {
+    std::filesystem::create_directories(dir_);
+    process_ = std::make_unique<Process>(
+        std::vector<std::string>{kRedisServer, "--port", std::to_string(port_), "--bind", "127.0.0.1",
+                                 "--dir", dir_, "--save", "", "--appendonly", "no", "--cluster-enabled",
+                                 "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout",
+                                 "1000"},
+        dir_ + "/redis.log");
+    up_ = eventually([&] { return contains(cli({"PING"}), "PONG"); }, 10s);
+  }
+
+  bool up() const { return up_; }
+  unsigned short port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string cli(std::vector<std::string> args) const { return redis_cli(port_, std::move(args)); }
+  bool is_master() const { return cli({"ROLE"}).starts_with("master"); }
+  void kill() {
+    process_.reset();
+    up_ = false;
+  }
+
+ private:
+  unsigned short port_ = free_cluster_port();
+  std::string dir_;
+  std::unique_ptr<Process> process_;
+  bool up_ = false;
+};
+
+// 3 masters with one replica each, node timeout 1 s (a failover takes seconds).
+class RedisCluster {
+ public:
+  explicit RedisCluster(const std::string& dir) : dir_(dir) {
+    if (::access(kRedisServer, X_OK) != 0 || ::access(kRedisCli, X_OK) != 0) {
+      why_ = "redis-server or redis-cli is not installed";
+      return;
+    }
+    std::vector<std::string> create{kRedisCli, "--cluster", "create"};
+    for (int i = 0; i < 6; ++i) {
+      nodes_.push_back(std::make_unique<ClusterNode>(dir_));
+      if (!nodes_.back()->up()) {
+        why_ = "a redis-server did not start";
+        return;
+      }
+      create.push_back(nodes_.back()->address());
+    }
+    create.insert(create.end(), {"--cluster-replicas", "1", "--cluster-yes"});
+    std::string out;
+    if (run(create, &out) != 0) {
+      why_ = "redis-cli --cluster create failed: " + out;
+      return;
+    }
+    if (!healthy(30s)) {
+      why_ = "the cluster did not reach cluster_state:ok with every replica in sync";
+      return;
+    }
+    started_ = true;
+  }
+
+  bool started() const { return started_; }
+  const std::string& why_not() const { return why_; }
+
+  std::string seeds() const {
+    std::string s;
+    for (const auto& n : nodes_) s += (s.empty() ? "" : ",") + n->address();
+    return s;
+  }
+
+  // Every live node says cluster_state:ok and every live replica's link to its master is up.
+  bool healthy(std::chrono::seconds limit) const {
+    return eventually(
+        [&] {
+          for (const auto& n : nodes_) {
+            if (!n->up()) continue;
+            if (!contains(n->cli({"CLUSTER", "INFO"}), "cluster_state:ok")) return false;
+            const std::string repl = n->cli({"INFO", "replication"});
+            if (contains(repl, "role:slave") && !contains(repl, "master_link_status:up")) return false;
+          }
+          return true;
+        },
+        limit);
+  }
+
+  ClusterNode* master() const {
+    for (const auto& n : nodes_)
+      if (n->up() && n->is_master()) return n.get();
+    return nullptr;
+  }
+
+  // The replica of `master` (by the port its INFO replication names).
+  ClusterNode* replica_of(const ClusterNode& master) const {
+    for (const auto& n : nodes_)
+      if (n->up() && n.get() != &master &&
+          contains(n->cli({"INFO", "replication"}), "master_port:" + std::to_string(master.port()) + "\r"))
+        return n.get();
+    return nullptr;
+  }
+
+  // A fresh node joins as the replica of `master` and syncs, so that ?wait=1 can be met
+  // on its slots again (an operator replacing the failed node).
+  bool add_replica(const ClusterNode& master, std::string* out) {
+    nodes_.push_back(std::make_unique<ClusterNode>(dir_));
+    ClusterNode& fresh = *nodes_.back();
+    if (!fresh.up()) return false;
+    std::string id = master.cli({"CLUSTER", "MYID"});
+    id.erase(id.find_last_not_of(" \n") + 1);
+    if (run({kRedisCli, "--cluster", "add-node", fresh.address(), master.address(), "--cluster-slave",
+             "--cluster-master-id", id},
+            out) != 0)
+      return false;
+    return eventually(
+               [&] {
+                 return contains(master.cli({"INFO", "replication"}), "state=online");
+               },
+               30s) &&
+           healthy(30s);
+  }
+
+ private:
+  std::string dir_;
+  std::vector<std::unique_ptr<ClusterNode>> nodes_;
+  std::string why_;
+  bool started_ = false;
+};
+
+// ---- the load and what must hold after it -----------------------------------------------
+
+// Clients that send protected POSTs until stopped: each key is sent three times, by
+// whichever threads come next, so repeats meet the first in flight and after it.
+class Load {
+ public:
+  struct Answer {
+    std::string key;
+    Response response;
+    Clock::duration took;
+  };
+
+  Load(const Gateway& g, int threads) : run_(unique_key("load")) {
+    for (int t = 0; t < threads; ++t) threads_.emplace_back([this, &g] { send(g); });
+  }
+  ~Load() { stop(); }
+
+  // Waits until `more` answers have come since the call (false after `limit`).
+  bool wait_answers(std::size_t more, std::chrono::seconds limit = 30s) {
+    std::unique_lock lock(mu_);
+    const std::size_t target = answers_.size() + more;
+    return cv_.wait_for(lock, limit, [&] { return answers_.size() >= target; });
+  }
+
+  void stop() {
+    stop_ = true;
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+  std::vector<Answer> answers() {
+    std::lock_guard lock(mu_);
+    return answers_;
+  }
+
+ private:
+  void send(const Gateway& g) {
+    while (!stop_) {
+      const std::string key = run_ + "-" + std::to_string(next_++ / 3);
+      const auto t0 = Clock::now();
+      Response r = g.post(key, {{"X-Test-Delay-Ms", "20"}});
+      const auto took = Clock::now() - t0;
+      const bool refused = r.result_int() == 503;
+      {
+        std::lock_guard lock(mu_);
+        answers_.push_back({key, std::move(r), took});
+      }
+      cv_.notify_all();
+      // A client backs off after a 503 (Retry-After asks for a second; a short pause keeps
+      // the load up without thousands of instant refusals).
+      if (refused) std::this_thread::sleep_for(50ms);
+    }
+  }
+
+  const std::string run_;
+  std::atomic<long> next_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Answer> answers_;  // guarded by mu_
+  std::vector<std::thread> threads_;
+};
+
+// What must hold once the load has stopped and the store is back:
+//   - every answer was acceptable (unacceptable() above), none a hang;
+//   - no key ran more than once, a key ran iff one of its answers was a 201, and its 201s
+//     are one response (the first, then replays);
+//   - a key that never ran has no claim left: a lost begin was given back;
+//   - the client's retry of every key is answered: replayed where the key ran, run now
+//     where it did not; after which every key has run exactly once.
+void expect_nothing_ran_twice(const Gateway& g, const std::vector<Load::Answer>& answers) {
+  std::map<std::string, std::vector<const Response*>> by_key;
+  std::map<std::string, int> statuses;
+  Clock::duration slowest{};
+  for (const auto& a : answers) {
+    EXPECT_EQ(unacceptable(a.response), "") << a.key << " after " << millis(a.took) << " ms";
+    by_key[a.key].push_back(&a.response);
+    ++statuses[std::to_string(a.response.result_int()) + (replayed(a.response) ? " replayed" : "")];
+    slowest = std::max(slowest, a.took);
+  }
+  std::printf("%zu answers for %zu keys, slowest %lld ms:", answers.size(), by_key.size(), millis(slowest));
+  for (const auto& [s, n] : statuses) std::printf(" %s: %d,", s.c_str(), n);
+  std::printf("\n");
+
+  auto runs = g.executions();
+  std::set<std::string> never_ran;
+  std::map<std::string, std::string> first_body;
+  for (const auto& [key, rs] : by_key) {
+    const Response* ok = nullptr;
+    int forwarded = 0;
+    for (const Response* r : rs) {
+      if (r->result_int() != 201) continue;
+      if (!ok) ok = r;
+      forwarded += !replayed(*r);
+      EXPECT_EQ(r->body(), ok->body()) << key << ": two different responses";
+    }
+    EXPECT_LE(runs[key], 1) << key << " ran " << runs[key] << " times";
+    EXPECT_EQ(runs[key], ok ? 1 : 0) << key << ": ran " << runs[key] << " times, answered 201 "
+                                     << (ok ? "" : "never");
+    EXPECT_EQ(forwarded, runs[key]) << key;
+    if (ok)
+      first_body[key] = ok->body();
+    else
+      never_ran.insert(key);
+  }
+
+  std::set<std::string> claimed = never_ran;
+  EXPECT_TRUE(eventually(
+      [&] {
+        for (auto it = claimed.begin(); it != claimed.end();)
+          it = g.record_state(*it) == "absent" ? claimed.erase(it) : std::next(it);
+        return claimed.empty();
+      },
+      30s))
+      << claimed.size() << " keys that never ran are still claimed, e.g. " << *claimed.begin() << " ("
+      << g.record_state(*claimed.begin()) << ")";
+
+  // A key that ran but whose commit the outage lost stays pending until its lease ends
+  // (the gateway makes one commit attempt: LostCommit above): nothing runs twice, and its
+  // retry would wait. Counted, not retried; so are the claims left behind, already failed.
+  int commits_lost = 0;
+  for (const auto& [key, rs] : by_key) {
+    if (claimed.count(key)) continue;
+    if (never_ran.count(key)) {
+      Response r = g.post(key);
+      EXPECT_EQ(r.result_int(), 201u) << key << ": " << r.body();
+      EXPECT_FALSE(replayed(r)) << key;
+      continue;
+    }
+    if (const std::string state = g.record_state(key); state != "done") {
+      EXPECT_EQ(state, "pending") << key;
+      ++commits_lost;
+      continue;
+    }
+    Response r = g.post(key);
+    EXPECT_EQ(r.result_int(), 201u) << key << ": " << r.body();
+    EXPECT_TRUE(replayed(r)) << key;
+    EXPECT_EQ(r.body(), first_body[key]) << key;
+  }
+  std::printf(
+      "%zu keys had not run when the load stopped and were retried; %d ran but their record stayed "
+      "pending\n",
+      never_ran.size() - claimed.size(), commits_lost);
+  runs = g.executions();
+  for (const auto& [key, rs] : by_key) EXPECT_EQ(runs[key], 1) << key;
+}
+
+TEST(PostgresRestart, UnderLoadNothingRunsTwiceEveryAnswerIsDefinitiveOr503AndProtectionResumes) {
+  PostgresServer pg;
+  if (!pg.started()) GTEST_SKIP() << pg.why_not();
+  const testutil::TempDir dir;
+  Gateway g(dir.path().string(), pg.uri());
+  ASSERT_TRUE(g.started()) << "idem did not start; see " << dir.file("idem.log");
+  expect_protected(g, unique_key("before"));
+
+  Load load(g, 12);
+  ASSERT_TRUE(load.wait_answers(100));
+  const std::uint64_t errors_before = g.store_errors();
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(pg.restart()) << "pg_ctl restart failed";
+  std::printf("pg_ctl restart took %lld ms\n", millis(Clock::now() - t0));
+  expect_resumed(g, 10, 30s);
+  ASSERT_TRUE(load.wait_answers(100));
+  load.stop();
+  EXPECT_GT(g.store_errors(), errors_before) << "the gateway did not see the restart: nothing was tested";
+  expect_nothing_ran_twice(g, load.answers());
+}
+
+TEST(RedisClusterFailover,
+     MasterKilledUnderLoadNothingRunsTwiceEveryAnswerIsDefinitiveOr503AndServiceResumes) {
+  const testutil::TempDir dir;
+  RedisCluster cluster(dir.path().string());
+  if (!cluster.started()) GTEST_SKIP() << cluster.why_not();
+  // wait=1: a claim or commit is acknowledged once its master's replica has it, so the
+  // promotion of that replica loses none (docs/stores.md, "what a failover can lose").
+  Gateway g(dir.path().string(), "redis-cluster://" + cluster.seeds() + "?wait=1");
+  ASSERT_TRUE(g.started()) << "idem did not start; see " << dir.file("idem.log");
+  expect_protected(g, unique_key("before"));
+
+  Load load(g, 12);
+  ASSERT_TRUE(load.wait_answers(100));
+  const std::uint64_t errors_before = g.store_errors();
+  ClusterNode* victim = cluster.master();
+  ASSERT_TRUE(victim);
+  ClusterNode* heir = cluster.replica_of(*victim);
+  ASSERT_TRUE(heir) << "no replica of " << victim->address();
+  const auto t0 = Clock::now();
+  victim->kill();
+  ASSERT_TRUE(eventually([&] { return heir->is_master(); }, 30s)) << heir->address() << " was not promoted";
+  ASSERT_TRUE(cluster.healthy(30s)) << "the cluster did not recover";
+  std::printf("replica promoted %lld ms after kill -9 of its master\n", millis(Clock::now() - t0));
+  // The promoted master has no replica, so writes on its slots cannot meet wait=1 (they
+  // are outcome unknown: 503) until one joins.
+  std::string out;
+  ASSERT_TRUE(cluster.add_replica(*heir, &out)) << out;
+  expect_resumed(g, 20, 30s);
+  ASSERT_TRUE(load.wait_answers(100));
+  load.stop();
+  EXPECT_GT(g.store_errors(), errors_before) << "the gateway did not see the failover: nothing was tested";
+  expect_nothing_ran_twice(g, load.answers());
+}
+
+}  // namespace
+}  // namespace idem::e2e
