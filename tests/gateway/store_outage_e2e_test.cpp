@@ -328,18 +328,12 @@ INSTANTIATE_TEST_SUITE_P(Stores, GhostClaim,
 
 // The same rig, the other end of the claim: the upstream has answered and the gateway's
 // commit finds the store unreachable (nothing applied: a retry is safe, docs/stores.md).
-// The client gets the upstream's response; once the store is back, its repeat must get
-// that response again (SPEC 1: every repeat receives the first result), not 409
-// in-progress for the rest of the lease and then 409 outcome-uncertain.
-//
-// DISABLED: fails on main (3c4b151). Gateway::commit_claim makes one attempt; a commit
-// that fails is logged and counted, never retried, so the record stays pending with the
-// route's lease (60 s here) and then is taken over as uncertain. The claim runner
-// (idem/claim.h) retries a failed commit in the background for the Guard and the
-// Deduplicator; enable this test when the gateway runs on it.
+// The client gets the upstream's response; once the store is back, the commit is retried
+// (docs/gateway.md, "When the store fails") and the repeat gets that response again, not
+// 409 in-progress for the rest of the lease and then 409 outcome-uncertain.
 class LostCommit : public GhostClaim {};
 
-TEST_P(LostCommit, DISABLED_IsRetriedOnceTheStoreAnswersSoTheRepeatIsReplayed) {
+TEST_P(LostCommit, IsRetriedOnceTheStoreAnswersSoTheRepeatIsReplayed) {
   const Gateway& g = *gateway_;
   ASSERT_EQ(g.post(unique_key("warm")).result_int(), 201u);
   const std::string key = unique_key("commit");
