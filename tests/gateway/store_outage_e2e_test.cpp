@@ -7,8 +7,8 @@
 //     gateway answers 503 and gives the claim back by its owner once the store answers
 //     again (docs/gateway.md, "When the store fails"): the client's retry runs once, and is
 //     never held as in progress for the ghost's lease nor found outcome-uncertain.
-//   - LostCommit (disabled, fails on main): the commit after the upstream answered finds
-//     the store unreachable; once it answers, the repeat must be replayed.
+//   - LostCommit: the commit after the upstream answered finds the store unreachable; the
+//     gateway retries it once the store answers, and the repeat is replayed.
 //   - A PostgreSQL restart and a Redis Cluster master failover (kill -9) under load: no key
 //     runs twice, every answer is definitive or 503 store-unavailable within the client's
 //     deadline, lost claims are given back, and protection resumes.
