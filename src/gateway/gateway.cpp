@@ -12,6 +12,7 @@
 #include <boost/json.hpp>
 
 #include "gateway/stored_result.h"
+#include "gateway/upstream_end.h"
 #include "idem/async.h"
 
 namespace idem::gateway {
@@ -29,12 +30,6 @@ constexpr std::size_t kStreamedPrefix = 64 * 1024;
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
 
 Duration since(Steady::time_point t0) { return std::chrono::duration_cast<Duration>(Steady::now() - t0); }
-
-// Upstream answers after which a retry must run again (docs/gateway.md).
-bool releases_claim(unsigned status, bool cache_5xx) {
-  if (status >= 500) return !cache_5xx;
-  return status == 408 || status == 409 || status == 425 || status == 429;
-}
 
 StoredResult to_stored(const HttpResponse& res) {
   StoredResult r;
@@ -271,27 +266,23 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
   claim.started();
   UpstreamResult up = co_await exchange_renewing(fwd, route, claim, policy, p.max_result);
 
-  // What the upstream's answer means for the claim (docs/gateway.md, "Outcome unknown").
-  WorkEnd end = WorkEnd::unknown;
+  const Exchange exchange = up.kind == UpstreamResult::Kind::response  ? Exchange::answered
+                            : up.kind == UpstreamResult::Kind::refused ? Exchange::not_sent
+                                                                       : Exchange::unknown;
+  const unsigned status = exchange == Exchange::answered ? up.response.result_int() : 0;
+  const WorkEnd end = work_end(exchange, status, p.cache_5xx);
   std::string result;
-  if (up.kind == UpstreamResult::Kind::response) {
-    const unsigned status = up.response.result_int();
-    if (releases_claim(status, p.cache_5xx)) {
-      end = WorkEnd::failed;
-    } else if (up.tail || up.response.body().size() > p.max_result) {
+  if (end == WorkEnd::succeeded) {
+    if (up.tail || up.response.body().size() > p.max_result) {
       // Too large to replay: the record says so, and the body streams through to this
       // client only.
       StoredResult marker;
       marker.kind = StoredResult::Kind::not_stored;
       marker.response.status = status;
-      end = WorkEnd::succeeded;
       result = encode(marker);
     } else {
-      end = WorkEnd::succeeded;
       result = encode(to_stored(up.response));
     }
-  } else if (up.kind == UpstreamResult::Kind::refused) {
-    end = WorkEnd::failed;  // nothing was sent
   }
   const Settlement how = settle_for(end, policy.on_uncertain, claim.lost());
   // On a token route the user may submit again with the same token (docs/gateway.md,
