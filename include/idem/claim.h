@@ -190,7 +190,8 @@ class ClaimRunner {
                                         boost::asio::awaitable<void> work);
 
   // Renews the claim from the runner's own thread until the returned handle is destroyed:
-  // for blocking callers, whose work holds their thread. Nothing when !policy.renew.
+  // for blocking callers, whose work holds their thread. Nothing when !policy.renew. The
+  // handle (and the claim) must not outlive the runner.
   class Renewal {
    public:
     Renewal() = default;
