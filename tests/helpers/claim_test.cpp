@@ -363,6 +363,8 @@ TEST(ClaimRunner, RenewalKeepsTheClaimWhileTheWorkRunsAndStopsWithIt) {
     ASSERT_TRUE(settled.wait_for_extends(2));
     EXPECT_GT(record(store, "k")->lease_until, first_lease);
     // Moving a renewal over another stops the one it replaces (they renew the same claim).
+    // A renewal that never stops keeps the runner's thread busy, so the runner's destructor
+    // at the end of this test would never return: the test hangs and ctest fails it.
     renewal = runner.renew_in_background(*a.claim, p);
     ASSERT_TRUE(settled.wait_for_extends(3));
   }
