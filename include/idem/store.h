@@ -107,6 +107,14 @@ class Store {
   // ping: ok when the store answers (for /readyz).
   void ping(Callback<Done> cb) { do_ping(std::move(cb)); }
 
+  // ---- change detection, for caches in front of the store ---------------------------------
+  // A number that changes whenever a writer other than this Store object may have changed or
+  // removed records since the last call (another process on the same SQLite file: `idem
+  // record delete`, say); two equal answers mean nobody else wrote in between. This object's
+  // own writes never change it. nullopt when the store cannot tell (a server shared by many
+  // clients: Redis, PostgreSQL). Cheap and thread-safe: a replay cache asks it per hit.
+  virtual std::optional<std::uint64_t> foreign_writes() const noexcept { return std::nullopt; }
+
   // ---- blocking forms: the same operations, waiting for the answer ----------------------
   Result<BeginOutcome> begin(BeginArgs a);
   Result<CommitOutcome> commit(CommitArgs a);

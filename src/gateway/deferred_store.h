@@ -32,6 +32,10 @@ class DeferredStore final : public Store {
   bool opened() const noexcept { return inner_.load(std::memory_order_acquire) != nullptr; }
 
   const StoreTraits& traits() const noexcept override;
+  std::optional<std::uint64_t> foreign_writes() const noexcept override {
+    const Store* s = inner();
+    return s ? s->foreign_writes() : std::nullopt;
+  }
 
  private:
   void keep_opening(Duration first_retry, Duration max_retry);

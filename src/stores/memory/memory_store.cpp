@@ -99,6 +99,8 @@ class MemoryStore final : public Store {
                                          /*controllable_clock=*/true, /*ordered_list=*/true};
     return kTraits;
   }
+  // Nothing but this object can reach its records.
+  std::optional<std::uint64_t> foreign_writes() const noexcept override { return 0; }
 
  private:
   static constexpr std::size_t kShards = 64;
