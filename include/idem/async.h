@@ -3,15 +3,18 @@
 // and no event loop ever blocks on a store.
 //
 // The completion handler always runs on its associated executor (posted, never inline),
-// and the operation keeps that executor's work count up until it completes. The signature
-// is void(Result<T>) (status.h): errors are values here too.
+// and the operation keeps that executor's work count up until it completes; a store that
+// answers a group of calls at once posts their completions together (detail/completion_batch.h). The
+// signature is void(Result<T>) (status.h): errors are values here too.
 #pragma once
 
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <type_traits>
 
+#include "idem/detail/completion_batch.h"
 #include "idem/store.h"
 
 namespace idem {
@@ -25,6 +28,17 @@ auto async_store_op(Start start, Token&& token) {
         auto work = asio::make_work_guard(asio::get_associated_executor(handler));
         start_op([handler = std::move(handler), work = std::move(work)](Result<T> r) mutable {
           auto ex = work.get_executor();
+          using Executor = decltype(ex);
+          if constexpr (std::is_convertible_v<Executor, asio::any_io_executor>) {
+            // Answered in a group (completion_batch.h): one post per executor and batch.
+            if (CompletionBatch* batch = CompletionBatch::current()) {
+              return batch->add(
+                  ex, [handler = std::move(handler), r = std::move(r), work = std::move(work)]() mutable {
+                    std::move(handler)(std::move(r));
+                    work.reset();
+                  });
+            }
+          }
           asio::post(ex, [handler = std::move(handler), r = std::move(r)]() mutable {
             std::move(handler)(std::move(r));
           });
