@@ -537,6 +537,100 @@ TEST(SqliteFences, TwoStoresOnOneFileNeverRepeatAFence) {
   }
 }
 
+// ---- foreign writes ------------------------------------------------------------------
+
+TEST(SqliteForeignWrites, OwnWritesNeverChangeIt) {
+  TempDir dir;
+  const auto path = dir.file("own.db");
+  auto store = must_open(path);
+  ASSERT_NE(store, nullptr);
+  const auto before = store->foreign_writes();
+  ASSERT_TRUE(before.has_value());
+  for (int i = 0; i < 50; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    auto b = store->begin(begin_args(key));
+    ASSERT_TRUE(b.is_ok() && b->kind == Kind::acquired) << i;
+    EXPECT_EQ(store->foreign_writes(), before) << "after begin " << i;
+    ASSERT_TRUE(store->commit({"s", key, b->fence, "result", 1h}).is_ok());
+    EXPECT_EQ(store->foreign_writes(), before) << "after commit " << i;
+  }
+  ASSERT_TRUE(store->remove({"s", "k0"}).is_ok());
+  ASSERT_TRUE(store->lock({"L", "me", 10s}).is_ok());
+  ASSERT_TRUE(store->sweep().is_ok());
+  EXPECT_EQ(store->foreign_writes(), before);
+  // Thousands of WAL frames: the checkpointer's connection copies them back meanwhile.
+  const auto initial = std::filesystem::file_size(path);
+  constexpr int kOps = 3000;
+  std::atomic<int> answered{0};
+  std::promise<void> all;
+  for (int i = 0; i < kOps; ++i) {
+    store->begin(begin_args("big" + std::to_string(i), 30s, 1h, "s", std::string(2000, 'f')),
+                 [&](Result<BeginOutcome> r) {
+                   EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+                   EXPECT_EQ(store->foreign_writes(), before);
+                   if (answered.fetch_add(1) + 1 == kOps) all.set_value();
+                 });
+  }
+  ASSERT_EQ(all.get_future().wait_for(60s), std::future_status::ready);
+  EXPECT_TRUE(eventually([&] { return std::filesystem::file_size(path) > initial + 2'000'000; }));
+  ASSERT_TRUE(store->ping().is_ok());
+  EXPECT_EQ(store->foreign_writes(), before);
+}
+
+TEST(SqliteForeignWrites, AnotherStoreOnTheFileChangesItAndItsFencesAreAdopted) {
+  TempDir dir;
+  const auto path = dir.file("two.db");
+  auto clock = std::make_shared<ManualClock>();  // frozen: only the high-water mark separates fences
+  auto a = must_open(path, {.clock = clock});
+  auto b = must_open(path, {.clock = clock});
+  ASSERT_TRUE(a && b);
+  auto mine = a->begin(begin_args("k"));
+  ASSERT_TRUE(mine.is_ok() && a->commit({"s", "k", mine->fence, "r", 1h}).is_ok());
+  const auto before = a->foreign_writes();
+  ASSERT_TRUE(before.has_value());
+  EXPECT_EQ(a->foreign_writes(), before) << "nobody wrote in between";
+
+  auto removed = b->remove({"s", "k"});
+  ASSERT_TRUE(removed.is_ok() && *removed);
+  const auto after = a->foreign_writes();
+  EXPECT_NE(after, before) << "`idem record delete` from another process";
+  EXPECT_EQ(a->foreign_writes(), after);
+  EXPECT_EQ(b->foreign_writes(), b->foreign_writes()) << "b's own write";
+
+  // b hands out a fence; a's foreign_writes() notices first, and a's writer must still
+  // continue above b's high-water mark.
+  auto theirs = b->begin(begin_args("x"));
+  ASSERT_TRUE(theirs.is_ok() && theirs->kind == Kind::acquired);
+  EXPECT_NE(a->foreign_writes(), after);
+  auto ours = a->begin(begin_args("y"));
+  ASSERT_TRUE(ours.is_ok() && ours->kind == Kind::acquired);
+  EXPECT_GT(ours->fence, theirs->fence);
+}
+
+TEST(SqliteForeignWrites, ARawDeleteShowsWhileTheWriterIsBusy) {
+  TempDir dir;
+  const auto path = dir.file("busy.db");
+  auto store = must_open(path);
+  ASSERT_NE(store, nullptr);
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(store->begin(begin_args("doomed" + std::to_string(i))).is_ok());
+  std::atomic<bool> stop{false};
+  std::thread load([&] {  // keeps the writer inside transactions most of the time
+    for (int i = 0; !stop; ++i) {
+      auto b = store->begin(begin_args("load" + std::to_string(i)));
+      if (b.is_ok()) (void)store->commit({"s", "load" + std::to_string(i), b->fence, "r", 1h});
+    }
+  });
+  RawDb raw(path);
+  for (int i = 0; i < 100; ++i) {
+    const auto before = store->foreign_writes();
+    ASSERT_TRUE(before.has_value());
+    raw.exec("DELETE FROM idem_records WHERE rowid = (SELECT min(rowid) FROM idem_records)");
+    EXPECT_NE(store->foreign_writes(), before) << "round " << i;
+  }
+  stop = true;
+  load.join();
+}
+
 // ---- group commit --------------------------------------------------------------------
 
 TEST(SqliteGroupCommit, QueuedOperationsShareTransactions) {

@@ -148,6 +148,10 @@ Status Database::error(int rc, std::string_view what) const {
 }
 
 Result<std::unique_ptr<Database>> Database::open(const std::string& path, Sync sync, Duration busy_timeout) {
+  // SQLite's memory statistics take a global mutex on every allocation; nothing here reads
+  // them. Only possible before SQLite initializes (a no-op if someone else was first).
+  static const bool quiet_allocator = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK;
+  (void)quiet_allocator;
   sqlite3* raw = nullptr;
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);

@@ -2,16 +2,24 @@
 // and group-commits: callers only enqueue; the writer drains the queue, applies up to kMaxBatch operations in
 // one BEGIN IMMEDIATE ... COMMIT — each reads its row, lets the shared state machine (core/state_machine.h)
 // decide, and writes or deletes the row — and answers them only after COMMIT returned, outside any lock, so a
-// callback may call the store again. With WAL and synchronous=NORMAL a returned COMMIT is in the operating
-// system's hands and survives a kill -9 of this process (I8); synchronous=FULL also
-// survives a power cut.
+// callback may call the store again; the answers to coroutine callers leave in one post per executor and
+// transaction (idem/detail/completion_batch.h). With WAL and synchronous=NORMAL a returned COMMIT is in the
+// operating system's hands and survives a kill -9 of this process (I8); synchronous=FULL also survives a
+// power cut.
 //
 // Fences come from one FenceSource for the whole database; its high-water mark is
 // persisted in idem_meta once per transaction that raised it, so fences never repeat
 // across restarts, removals and clocks stepping back.
+//
+// foreign_writes() counts the commits of other connections (PRAGMA data_version on the
+// writer's connection) without waiting for a batch: while the writer holds the write lock
+// it has read data_version after taking it, and nobody else can commit until it lets go, so
+// the count it published is exact; otherwise the caller asks the connection itself, which
+// waits at most for the end of one COMMIT.
 #include "stores/sqlite/sqlite_store.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <span>
@@ -21,6 +29,7 @@
 
 #include "core/listing.h"
 #include "core/state_machine.h"
+#include "idem/detail/completion_batch.h"
 #include "stores/sqlite/sqlite_db.h"
 
 namespace idem::sqlite {
@@ -121,6 +130,13 @@ class SqliteStore final : public Store {
     static constexpr StoreTraits kTraits{"sqlite", /*native_expiry=*/false, /*durable=*/true,
                                          /*controllable_clock=*/true, /*ordered_list=*/true};
     return kTraits;
+  }
+
+  std::optional<std::uint64_t> foreign_writes() const noexcept override {
+    if (write_locked_.load(std::memory_order_acquire)) return foreign_.load(std::memory_order_acquire);
+    std::lock_guard lock(conn_mu_);
+    if (!observe_others()) return std::nullopt;  // cannot tell
+    return foreign_.load(std::memory_order_relaxed);
   }
 
  protected:
@@ -238,6 +254,8 @@ class SqliteStore final : public Store {
       any = any || !q.timed_out;
     }
     const Status committed = any ? transact(ops) : Status::ok();
+    // Coroutine callers' completions leave with one post per executor when this goes.
+    detail::CompletionBatch answers;
     for (Queued& q : ops) {
       std::visit(
           [&](auto& op) {
@@ -257,13 +275,17 @@ class SqliteStore final : public Store {
   // All of `ops` (but the timed-out ones) in one transaction; on any error it is rolled
   // back and the error is every operation's answer.
   Status transact(std::span<Queued> ops) {
+    std::lock_guard conn(conn_mu_);
     Status s = db_->begin_transaction();
     if (s) s = adopt_others_high_water();
+    // Holding the write lock, having looked: nobody else can commit until COMMIT.
+    if (s) write_locked_.store(true, std::memory_order_release);
     for (Queued& q : ops) {
       if (!s) break;
       if (!q.timed_out) s = std::visit([&](auto& op) { return execute(op, clock_->now()); }, q.op);
     }
     if (s && fences_.high_water() != persisted_high_water_) s = db_->save_high_water(fences_.high_water());
+    write_locked_.store(false, std::memory_order_release);
     if (s) s = db_->commit();
     if (!s) {
       db_->rollback();
@@ -277,12 +299,22 @@ class SqliteStore final : public Store {
   // Another process (idem CLI, a second gateway) may have handed out fences since our
   // last transaction; continue above its high-water mark.
   Status adopt_others_high_water() {
-    auto changed = db_->changed_by_others();
-    if (!changed) return changed.status();
-    if (!*changed) return Status::ok();
+    if (auto s = observe_others(); !s) return s;
+    if (!std::exchange(others_wrote_, false)) return Status::ok();
     auto theirs = db_->load_persisted_high_water();
     if (!theirs) return theirs.status();
     fences_.raise(*theirs);
+    return Status::ok();
+  }
+
+  // Under conn_mu_: notes whether another connection committed since the last look.
+  Status observe_others() const {
+    auto changed = db_->changed_by_others();
+    if (!changed) return changed.status();
+    if (*changed) {
+      others_wrote_ = true;
+      foreign_.fetch_add(1, std::memory_order_release);
+    }
     return Status::ok();
   }
 
@@ -421,13 +453,17 @@ class SqliteStore final : public Store {
   void sweep_step() {
     last_sweep_step_ = SteadyClock::now();
     SweepCounts n;
-    Status s = db_->begin_transaction();
-    if (s) s = db_->sweep_step(clock_->now(), kSweepChunk, n);
-    if (s) s = db_->commit();
-    if (s) {
-      after_commit();
-    } else {
-      db_->rollback();
+    Status s;
+    {
+      std::lock_guard conn(conn_mu_);
+      s = db_->begin_transaction();
+      if (s) s = db_->sweep_step(clock_->now(), kSweepChunk, n);
+      if (s) s = db_->commit();
+      if (s) {
+        after_commit();
+      } else {
+        db_->rollback();
+      }
     }
     const bool finished = !s || (n.records < kSweepChunk && n.tokens < kSweepChunk && n.locks < kSweepChunk);
     for (Sweeper& w : sweepers_) w.records += n.records;
@@ -491,6 +527,13 @@ class SqliteStore final : public Store {
   std::vector<Queued> queue_;  // guarded by mu_
   bool idle_ = false;          // guarded by mu_: the writer waits on cv_
   bool stopping_ = false;      // guarded by mu_
+
+  // The connection: the writer holds conn_mu_ from BEGIN to COMMIT, foreign_writes() for
+  // one PRAGMA data_version between transactions.
+  mutable std::mutex conn_mu_;
+  mutable bool others_wrote_ = false;              // guarded by conn_mu_: their high-water mark to adopt
+  mutable std::atomic<std::uint64_t> foreign_{0};  // commits of others seen (written under conn_mu_)
+  std::atomic<bool> write_locked_{false};          // the writer holds the write lock and has looked
 
   // The writer thread's alone.
   std::vector<Queued> batch_;
