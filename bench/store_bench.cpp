@@ -6,13 +6,26 @@
 // With IDEM_BENCH_REDIS_URL, IDEM_BENCH_REDIS_CLUSTER_URL or IDEM_BENCH_POSTGRES_URL set,
 // those stores run too, each under a key prefix (Redis) or tables (PostgreSQL) of its own.
 // items_per_second is pairs/s (Pairs) or hits/s (Replay).
+//
+// raw_sqlite/normal runs the SQLite store's own claim and complete statements on a bare
+// connection (one thread, BEGIN IMMEDIATE ... COMMIT around 64 claims and 64 completions,
+// synchronous=NORMAL): the ceiling of the store, printed as a ratio after the table.
+//
+// The scale run (bench/stores/scale): with IDEM_BENCH_SCALE_URI naming a store filled by
+// bench/fill_store, scale_pairs/64 runs begin+commit pairs with 64 coroutine callers, random
+// 32-character keys and 200-byte results on it; rss_mb is the process's resident set.
 #include <benchmark/benchmark.h>
 
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,16 +46,22 @@ using idem::Store;
 
 constexpr std::uint64_t kOpsPerIteration = 20'000;
 
+std::string fresh_file() {
+  static int n = 0;
+  const auto dir = std::filesystem::temp_directory_path() / "idem-bench";
+  std::filesystem::create_directories(dir);
+  const auto file = dir / ("bench-" + std::to_string(getpid()) + "-" + std::to_string(n++) + ".db");
+  for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(file.string() + ext);
+  return file.string();
+}
+
 std::unique_ptr<Store> open_fresh(const std::string& uri_base) {
   static int n = 0;
   std::string uri = uri_base;
   if (uri.rfind("sqlite:", 0) == 0) {
-    const auto dir = std::filesystem::temp_directory_path() / "idem-bench";
-    std::filesystem::create_directories(dir);
-    const auto file = dir / ("bench-" + std::to_string(getpid()) + "-" + std::to_string(n++) + ".db");
-    for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(file.string() + ext);
+    const auto file = fresh_file();
     const auto q = uri.find('?');
-    uri = "sqlite:" + file.string() + (q == std::string::npos ? "" : uri.substr(q));
+    uri = "sqlite:" + file + (q == std::string::npos ? "" : uri.substr(q));
   } else if (uri.rfind("postgres", 0) == 0) {
     uri += (uri.find('?') == std::string::npos ? "?" : "&") + std::string("table_prefix=idem_bench_") +
            std::to_string(getpid()) + "_" + std::to_string(n++) + "_";
@@ -167,6 +186,170 @@ IDEM_BENCH(replay_thread, memory, "memory:");
 IDEM_BENCH(replay_coro, sqlite_normal, "sqlite:?sync=normal");
 IDEM_BENCH(replay_thread, sqlite_normal, "sqlite:?sync=normal");
 
+// ---- the raw SQLite ceiling ------------------------------------------------------------
+
+struct RawStatement {
+  sqlite3_stmt* s = nullptr;
+  RawStatement(sqlite3* db, const char* sql) {
+    if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK)
+      throw std::runtime_error(sqlite3_errmsg(db));
+  }
+  ~RawStatement() { sqlite3_finalize(s); }
+  // Binds texts and integers in order, steps once and returns the first column of a row (0 if none).
+  template <class... A>
+  std::int64_t run(const A&... args) {
+    int i = 0;
+    (bind(++i, args), ...);
+    const int rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) throw std::runtime_error(sqlite3_errstr(rc));
+    const std::int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+    sqlite3_reset(s);
+    return v;
+  }
+  void bind(int i, const std::string& v) {
+    sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+  }
+  void bind(int i, std::int64_t v) { sqlite3_bind_int64(s, i, v); }
+};
+
+// The store's statements for one claim (read the row, insert a pending one) and one
+// completion (read it, update it to done by rowid), 64 of each per transaction; the WAL is
+// copied back by a second connection on another thread, as the store does.
+void raw_sqlite(benchmark::State& state) {
+  const std::string file = fresh_file();
+  if (!idem::open_store("sqlite:" + file)) throw std::runtime_error("raw_sqlite: cannot create the schema");
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+  sqlite3_exec(db, "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -8192",
+               nullptr, nullptr, nullptr);
+  std::atomic<bool> stop{false};
+  std::thread checkpointer([&] {
+    sqlite3* c = nullptr;
+    sqlite3_open_v2(file.c_str(), &c, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+    while (!stop) {
+      sqlite3_wal_checkpoint_v2(c, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      std::this_thread::sleep_for(10ms);
+    }
+    sqlite3_close(c);
+  });
+  {
+    RawStatement begin(db, "BEGIN IMMEDIATE"), commit(db, "COMMIT");
+    RawStatement get(db,
+                     "SELECT rowid, state, fence, fingerprint, lease_until, expires_at, result, owner FROM "
+                     "idem_records WHERE scope = ?1 AND key = ?2");
+    RawStatement insert(db,
+                        "INSERT INTO idem_records (scope, key, state, fence, fingerprint, lease_until, "
+                        "expires_at, result, owner) VALUES (?1, ?2, 'pending', ?3, 'fp', ?4, ?4, x'', x'')");
+    RawStatement update(db,
+                        "UPDATE idem_records SET state = 'done', fence = ?2, lease_until = NULL, "
+                        "expires_at = ?3, result = ?4 WHERE rowid = ?1");
+    const std::string scope = "bench", result = "{\"order\":42}";
+    constexpr int kPerTransaction = 64;
+    std::int64_t next = 0, pairs = 0;
+    std::vector<std::int64_t> claimed;
+    std::vector<std::int64_t> rowids;
+    for (auto _ : state) {
+      for (std::uint64_t done = 0; done < kOpsPerIteration; done += kPerTransaction) {
+        begin.run();
+        for (std::size_t j = 0; j < claimed.size(); ++j) {
+          const std::string key = "k" + std::to_string(claimed[j]);
+          const std::int64_t rowid = get.run(scope, key);
+          update.run(rowid, claimed[j] + 1, std::int64_t{4'000'000'000'000'000}, result);
+        }
+        pairs += static_cast<std::int64_t>(claimed.size());
+        claimed.clear();
+        for (int j = 0; j < kPerTransaction; ++j, ++next) {
+          const std::string key = "k" + std::to_string(next);
+          if (get.run(scope, key) != 0) throw std::runtime_error("raw: key exists");
+          insert.run(scope, key, next + 1, std::int64_t{4'000'000'000'000'000});
+          claimed.push_back(next);
+        }
+        commit.run();
+      }
+    }
+    state.SetItemsProcessed(pairs);
+  }
+  stop = true;
+  checkpointer.join();
+  sqlite3_close(db);
+}
+BENCHMARK(raw_sqlite)->Name("raw_sqlite/normal")->UseRealTime()->MinTime(1.0);
+
+// ---- the scale run ---------------------------------------------------------------------
+
+double rss_mb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
+  }
+  return 0;
+}
+
+// Keys as clients send them (random, 32 characters), so claims land all over the index.
+std::string random_key(std::uint64_t i) {
+  static const std::uint64_t salt = std::random_device{}();
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx",
+                static_cast<unsigned long long>(std::hash<std::uint64_t>{}(i ^ salt) * 0x9E3779B97F4A7C15ull),
+                static_cast<unsigned long long>(i));
+  return buf;
+}
+
+struct ScalePair {
+  static asio::awaitable<void> coro(Store& s, std::uint64_t i) {
+    idem::BeginArgs args = begin_args(random_key(i));
+    auto b = co_await idem::async_begin(s, std::move(args), asio::use_awaitable);
+    if (!b || b->kind != idem::BeginOutcome::Kind::acquired) throw std::runtime_error("begin failed");
+    idem::CommitArgs c{"bench", random_key(i), b->fence, std::string(200, 'x'), 1h};
+    auto r = co_await idem::async_commit(s, std::move(c), asio::use_awaitable);
+    if (!r || *r != idem::CommitOutcome::committed) throw std::runtime_error("commit failed");
+  }
+};
+
+void scale_pairs(benchmark::State& state, const char* uri) {
+  auto opened = idem::open_store(uri);
+  if (!opened) throw std::runtime_error(opened.status().to_string());
+  static std::uint64_t next = 0;  // the store persists: every run of this benchmark takes new keys
+  const std::uint64_t first = next;
+  for (auto _ : state) {
+    run_coro<ScalePair>(**opened, static_cast<int>(state.range(0)), next, kOpsPerIteration);
+    next += kOpsPerIteration;
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(next - first));
+  state.counters["rss_mb"] = rss_mb();
+}
+
+// Prints the table as usual, then each store's rate over the raw SQLite ceiling.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  RatioReporter() : ConsoleReporter(isatty(STDOUT_FILENO) ? OO_ColorTabular : OO_Tabular) {}
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      const auto it = r.counters.find("items_per_second");
+      if (it != r.counters.end()) rates_[r.benchmark_name()] = it->second;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    double raw = 0;
+    for (const auto& [name, rate] : rates_) {
+      if (name.rfind("raw_sqlite/", 0) == 0) raw = rate;
+    }
+    if (raw <= 0) return;
+    std::printf("\nraw_sqlite/normal: %.0f pairs/s\n", raw);
+    for (const auto& [name, rate] : rates_) {
+      if (name.rfind("pairs_", 0) == 0 && name.find("sqlite") != std::string::npos) {
+        std::printf("%-50s %8.0f pairs/s = %.2fx raw\n", name.c_str(), rate, rate / raw);
+      }
+    }
+  }
+
+ private:
+  std::map<std::string, double> rates_;
+};
+
 // Servers named by the environment: registered at run time.
 void register_from_env(const char* variable, const char* name) {
   const char* url = std::getenv(variable);
@@ -188,9 +371,23 @@ int main(int argc, char** argv) {
   register_from_env("IDEM_BENCH_REDIS_URL", "redis");
   register_from_env("IDEM_BENCH_REDIS_CLUSTER_URL", "redis_cluster");
   register_from_env("IDEM_BENCH_POSTGRES_URL", "postgres");
+  if (const char* uri = std::getenv("IDEM_BENCH_SCALE_URI"); uri && *uri) {
+    benchmark::RegisterBenchmark("scale_pairs", scale_pairs, uri)->Arg(64)->UseRealTime()->MinTime(1.0);
+  }
+  // The ratios go with the console table; --benchmark_format=csv|json keeps its reporter.
+  bool console = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    console = console && (a.rfind("--benchmark_format", 0) != 0 || a == "--benchmark_format=console");
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
+  if (console) {
+    RatioReporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+  } else {
+    benchmark::RunSpecifiedBenchmarks();
+  }
   benchmark::Shutdown();
   return 0;
 }
