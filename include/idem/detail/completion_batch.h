@@ -10,6 +10,7 @@
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <cstddef>
 #include <iterator>
@@ -25,7 +26,12 @@ class CompletionBatch {
   CompletionBatch() noexcept : outer_(std::exchange(current_, this)) {}
   ~CompletionBatch() {
     current_ = outer_;
-    for (Group& g : groups_) boost::asio::post(g.executor, Run{g.executor, std::move(g.completions)});
+    for (Group& g : groups_) {
+      // The executor may stop (and its owner destroy it) as soon as the completions ran,
+      // which can be before post() returns here: hold its work count until then.
+      auto work = boost::asio::make_work_guard(g.executor);
+      boost::asio::post(g.executor, Run{g.executor, std::move(g.completions)});
+    }
   }
   CompletionBatch(const CompletionBatch&) = delete;
   CompletionBatch& operator=(const CompletionBatch&) = delete;
