@@ -69,10 +69,12 @@ Status Database::prepare_all() {
       {&meta_put_,
        "INSERT INTO idem_meta (name, value) VALUES ('fence_high_water', ?1) "
        "ON CONFLICT (name) DO UPDATE SET value = excluded.value"},
+      // Every transaction that hands out fences raises the persisted mark with them, so the
+      // records (millions of rows, no index on fence) are scanned only when it is missing.
       {&high_water_,
-       "SELECT max(coalesce((SELECT max(fence) FROM idem_records), 0),"
-       "           coalesce((SELECT max(fence) FROM idem_locks), 0),"
-       "           coalesce((SELECT value FROM idem_meta WHERE name = 'fence_high_water'), 0))"},
+       "SELECT max(coalesce((SELECT value FROM idem_meta WHERE name = 'fence_high_water'),"
+       "                    (SELECT max(fence) FROM idem_records), 0),"
+       "           coalesce((SELECT max(fence) FROM idem_locks), 0))"},
       // Keys and scopes compare bytewise (BINARY): a key prefix is the range [?4, ?5).
       {&record_list_,
        "SELECT scope, key, state, fence, fingerprint, lease_until, expires_at, result, owner FROM "

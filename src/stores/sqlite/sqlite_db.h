@@ -68,8 +68,8 @@ class Database {
 
   const std::string& path() const noexcept { return path_; }
 
-  // The greatest fence this database has handed out: max(fence) over records and locks
-  // and the persisted high-water mark.
+  // The greatest fence this database has handed out: the persisted high-water mark (or,
+  // when it is missing, max(fence) over the records) and max(fence) over the locks.
   Result<Fence> load_high_water();
   // The persisted high-water mark alone (cheap), or 0.
   Result<Fence> load_persisted_high_water();
