@@ -4,6 +4,8 @@
 // (scope "bench", keys "fill-<n>" continuing after the records already there, results of
 // RESULT_BYTES, retained for 30 days) in the store's own schema: one prepared INSERT, one
 // transaction per 100,000 rows. Prints the records and bytes of the file afterwards.
+//   fill_store postgres://...?table_prefix=P 0
+// only opens that store, which creates its tables; bench/stores/scale fills them with SQL.
 #include <sqlite3.h>
 
 #include <chrono>
@@ -45,6 +47,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string path = argv[1];
+  if (path.rfind("postgres", 0) == 0) {
+    auto store = idem::open_store(path);
+    if (!store) std::fprintf(stderr, "fill_store: %s\n", store.status().to_string().c_str());
+    return store ? 0 : 1;
+  }
   const std::int64_t count = std::atoll(argv[2]);
   const std::string result(argc > 3 ? std::atoi(argv[3]) : 200, 'x');
   {

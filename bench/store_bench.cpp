@@ -11,12 +11,17 @@
 // connection (one thread, BEGIN IMMEDIATE ... COMMIT around 64 claims and 64 completions,
 // synchronous=NORMAL): the ceiling of the store, printed as a ratio after the table.
 //
+// foreign_writes_idle|busy/sqlite_normal: the time of one foreign_writes() call (a replay
+// cache asks it per hit) on an idle store and on one whose writer is busy with pairs.
+//
 // The scale run (bench/stores/scale): with IDEM_BENCH_SCALE_URI naming a store filled by
 // bench/fill_store, scale_pairs/64 runs begin+commit pairs with 64 coroutine callers, random
-// 32-character keys and 200-byte results on it; rss_mb is the process's resident set.
+// 32-character keys and 200-byte results on it (scope "scale"); rss_mb is the process's
+// resident set, cpu_us_per_pair the CPU time of all its threads per pair.
 #include <benchmark/benchmark.h>
 
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -186,6 +191,28 @@ IDEM_BENCH(replay_thread, memory, "memory:");
 IDEM_BENCH(replay_coro, sqlite_normal, "sqlite:?sync=normal");
 IDEM_BENCH(replay_thread, sqlite_normal, "sqlite:?sync=normal");
 
+// ---- foreign_writes(): what a replay cache pays per hit ---------------------------------
+
+// Calls to foreign_writes() on an idle store, and while 64 coroutine callers keep its writer
+// busy with pairs on another thread (the time per call includes waiting for a COMMIT).
+void foreign_writes(benchmark::State& state, const char* uri, bool busy) {
+  auto store = open_fresh(uri);
+  std::atomic<bool> stop{false};
+  std::thread load;
+  if (busy) {
+    load = std::thread([&] {
+      for (std::uint64_t first = 0; !stop; first += 2000) run_coro<Pair>(*store, 64, first, 2000);
+    });
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(store->foreign_writes());
+  stop = true;
+  if (load.joinable()) load.join();
+}
+void foreign_writes_idle(benchmark::State& s, const char* uri) { foreign_writes(s, uri, false); }
+void foreign_writes_busy(benchmark::State& s, const char* uri) { foreign_writes(s, uri, true); }
+BENCHMARK_CAPTURE(foreign_writes_idle, sqlite_normal, "sqlite:?sync=normal")->UseRealTime();
+BENCHMARK_CAPTURE(foreign_writes_busy, sqlite_normal, "sqlite:?sync=normal")->UseRealTime();
+
 // ---- the raw SQLite ceiling ------------------------------------------------------------
 
 struct RawStatement {
@@ -286,6 +313,13 @@ double rss_mb() {
   return 0;
 }
 
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
+
 // Keys as clients send them (random, 32 characters), so claims land all over the index.
 std::string random_key(std::uint64_t i) {
   static const std::uint64_t salt = std::random_device{}();
@@ -298,10 +332,11 @@ std::string random_key(std::uint64_t i) {
 
 struct ScalePair {
   static asio::awaitable<void> coro(Store& s, std::uint64_t i) {
-    idem::BeginArgs args = begin_args(random_key(i));
+    // A scope of their own: bench/stores/scale deletes them after each run.
+    idem::BeginArgs args{"scale", random_key(i), "fp", 60s, 1h};
     auto b = co_await idem::async_begin(s, std::move(args), asio::use_awaitable);
     if (!b || b->kind != idem::BeginOutcome::Kind::acquired) throw std::runtime_error("begin failed");
-    idem::CommitArgs c{"bench", random_key(i), b->fence, std::string(200, 'x'), 1h};
+    idem::CommitArgs c{"scale", random_key(i), b->fence, std::string(200, 'x'), 1h};
     auto r = co_await idem::async_commit(s, std::move(c), asio::use_awaitable);
     if (!r || *r != idem::CommitOutcome::committed) throw std::runtime_error("commit failed");
   }
@@ -312,12 +347,17 @@ void scale_pairs(benchmark::State& state, const char* uri) {
   if (!opened) throw std::runtime_error(opened.status().to_string());
   static std::uint64_t next = 0;  // the store persists: every run of this benchmark takes new keys
   const std::uint64_t first = next;
+  const double cpu_before = process_cpu_seconds();
   for (auto _ : state) {
     run_coro<ScalePair>(**opened, static_cast<int>(state.range(0)), next, kOpsPerIteration);
     next += kOpsPerIteration;
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(next - first));
   state.counters["rss_mb"] = rss_mb();
+  // CPU of every thread (writer, checkpointer, callers) per pair: what a shared, noisy
+  // machine changes least.
+  state.counters["cpu_us_per_pair"] = (process_cpu_seconds() - cpu_before) * 1e6 /
+                                      static_cast<double>(std::max<std::uint64_t>(next - first, 1));
 }
 
 // Prints the table as usual, then each store's rate over the raw SQLite ceiling.
