@@ -1,5 +1,6 @@
 #include "gateway/gateway.h"
 
+#include <charconv>
 #include <cstdio>
 
 #include <boost/asio/as_tuple.hpp>
@@ -106,17 +107,25 @@ Gateway::Reply Gateway::problem(const HttpRequest& req, Problem p, std::string_v
 
 void Gateway::log(const Route& route, const Identity* id, std::string_view outcome, unsigned status,
                   Duration latency) {
-  boost::json::object o;
-  o["route"] = route.name;
-  o["outcome"] = outcome;
-  o["status"] = status;
-  o["latency_us"] = latency.count();
-  if (id && !id->key.empty()) o["key_hash"] = hash_subject(id->scope + '\n' + id->record_key).substr(0, 12);
-  std::string line = boost::json::serialize(o);
-  line.push_back('\n');
+  // Written by hand into the batch: a route name is [A-Za-z0-9._-] (config checks it), an
+  // outcome one of ours and the rest numbers or hex, so nothing needs escaping, and
+  // boost::json's object cost more than the rest of a replay.
+  std::string key_hash;
+  if (id && !id->key.empty()) key_hash = hash_subject(id->scope + '\n' + id->record_key).substr(0, 12);
+  char numbers[64];
+  char* p = numbers;
+  p = std::to_chars(p, numbers + 20, status).ptr;
+  const std::size_t status_end = static_cast<std::size_t>(p - numbers);
+  p = std::to_chars(p, numbers + sizeof numbers, static_cast<long long>(latency.count())).ptr;
+  const std::string_view digits(numbers, static_cast<std::size_t>(p - numbers));
   std::lock_guard lock(log_mu_);
-  log_buffer_ += line;
-  if (log_buffer_.size() >= 16 * 1024) write_log_locked();
+  std::string& b = log_buffer_;
+  b.append(R"({"route":")").append(route.name).append(R"(","outcome":")").append(outcome);
+  b.append(R"(","status":)").append(digits.substr(0, status_end));
+  b.append(R"(,"latency_us":)").append(digits.substr(status_end));
+  if (!key_hash.empty()) b.append(R"(,"key_hash":")").append(key_hash).append("\"");
+  b.append("}\n");
+  if (b.size() >= 16 * 1024) write_log_locked();
 }
 
 void Gateway::flush_log() {
