@@ -32,15 +32,12 @@ constexpr auto kPollInterval = std::chrono::milliseconds(200);
 
 Duration since(Steady::time_point t0) { return std::chrono::duration_cast<Duration>(Steady::now() - t0); }
 
-StoredResult to_stored(const HttpResponse& res) {
-  StoredResult r;
-  r.kind = StoredResult::Kind::response;
-  r.response.status = res.result_int();
-  for (const auto& f : res)
-    if (!is_unstorable_header(f.name_string()))  // hop-by-hop fields included
-      r.response.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
-  r.response.body = res.body();
-  return r;
+// The upstream's response as its record keeps it (StoredResult codec).
+std::string stored_response(const HttpResponse& res) {
+  std::vector<std::pair<std::string_view, std::string_view>> fields;
+  fields.reserve(16);
+  for (const auto& f : res) fields.emplace_back(f.name_string(), f.value());
+  return encode_response(res.result_int(), fields, res.body());
 }
 
 Problem failure_problem(UpstreamResult::Kind k) {
@@ -331,7 +328,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
       marker.response.status = status;
       result = encode(marker);
     } else {
-      result = encode(to_stored(up.response));
+      result = stored_response(up.response);
     }
   }
   const Settlement how = settle_for(end, policy.on_uncertain, claim.lost());
