@@ -269,6 +269,7 @@ void Connection::write_some() {
   }
   if (batch_.empty()) return;
   writing_ = true;
+  ++writes_;
   // batch_ keeps the bytes alive until the write is over: the next write_some() (the
   // earliest that clears it) comes after this completion, even when the connection is
   // lost meanwhile (its next attempt connects first).

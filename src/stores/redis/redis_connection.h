@@ -118,6 +118,8 @@ class Connection {
   void close();
 
   const Endpoint& endpoint() const { return endpoint_; }
+  // Gather writes started so far (each carries every call queued when it started).
+  std::uint64_t writes() const { return writes_; }
   const std::string& name() const { return name_; }  // "host:port"
 
  private:
@@ -162,6 +164,7 @@ class Connection {
   bool timed_out_ = false;        // the connect timer fired during this attempt
   std::string write_error_;       // why the last write failed
   std::uint64_t generation_ = 0;  // one per connection attempt: stale completions see a change
+  std::uint64_t writes_ = 0;
 };
 
 }  // namespace idem::redis
