@@ -31,8 +31,8 @@ class ServedGateway {
         clock_(std::make_shared<ManualClock>()),
         store_(std::move(open_store("memory:", StoreOptions{.clock = clock_}).value())),
         upstream_(*config_.upstream),
-        gateway_(config_, *store_, upstream_, metrics_),
-        admin_(config_, *store_, metrics_),
+        gateway_(config_, *store_, upstream_, metrics_, clock_),
+        admin_(config_, *store_, metrics_, &gateway_.replay_cache()),
         server_(pool_, gateway_, admin_, metrics_, limits()) {
     port_ = server_.listen_client({"127.0.0.1", 0}).port();
     thread_ = std::thread([this] { pool_.run(); });

@@ -225,8 +225,11 @@ class ClaimRunner {
  private:
   friend class Claim;
   struct Background;
+  struct Renewer;
 
   boost::asio::awaitable<void> keep_alive(ExtendArgs args, std::shared_ptr<std::atomic<bool>> lost);
+  void arm(const std::shared_ptr<Renewer>& r);
+  boost::asio::awaitable<void> renew_due(std::shared_ptr<Renewer> r);
   // Retries a settle (or the give-back of a claim that may exist) until the store answers or
   // the claim would have expired anyway.
   void settle_later(std::string scope, std::string key, std::string owner, Fence fence, Settlement how,

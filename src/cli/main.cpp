@@ -198,7 +198,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   UpstreamClient upstream(*config.upstream, config.upstream_idle);
   Metrics metrics;
   Gateway gateway(config, *store, upstream, metrics);
-  Admin admin(config, *store, metrics);
+  Admin admin(config, *store, metrics, &gateway.replay_cache());
   Server server(pool, gateway, admin, metrics, server_limits());
   try {
     auto client = server.listen_client(config.listen);

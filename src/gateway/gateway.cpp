@@ -1,5 +1,6 @@
 #include "gateway/gateway.h"
 
+#include <charconv>
 #include <cstdio>
 
 #include <boost/asio/as_tuple.hpp>
@@ -31,15 +32,12 @@ constexpr auto kPollInterval = std::chrono::milliseconds(200);
 
 Duration since(Steady::time_point t0) { return std::chrono::duration_cast<Duration>(Steady::now() - t0); }
 
-StoredResult to_stored(const HttpResponse& res) {
-  StoredResult r;
-  r.kind = StoredResult::Kind::response;
-  r.response.status = res.result_int();
-  for (const auto& f : res)
-    if (!is_unstorable_header(f.name_string()))  // hop-by-hop fields included
-      r.response.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
-  r.response.body = res.body();
-  return r;
+// The upstream's response as its record keeps it (StoredResult codec).
+std::string stored_response(const HttpResponse& res) {
+  std::vector<std::pair<std::string_view, std::string_view>> fields;
+  fields.reserve(16);
+  for (const auto& f : res) fields.emplace_back(f.name_string(), f.value());
+  return encode_response(res.result_int(), fields, res.body());
 }
 
 Problem failure_problem(UpstreamResult::Kind k) {
@@ -68,11 +66,13 @@ std::vector<HeaderField> header_fields(const http::request_header<>& req) {
   return out;
 }
 
-Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics)
+Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,
+                 std::shared_ptr<const Clock> clock)
     : config_(config),
       store_(store),
       upstream_(upstream),
       metrics_(metrics),
+      cache_(store, {config.replay_cache.max_bytes, config.replay_cache.shared_ttl}, std::move(clock)),
       runner_(store, ClaimHooks{
                          .settled = [this](const std::string& scope,
                                            const std::string& key) { waiters_.notify(scope, key); },
@@ -104,17 +104,25 @@ Gateway::Reply Gateway::problem(const HttpRequest& req, Problem p, std::string_v
 
 void Gateway::log(const Route& route, const Identity* id, std::string_view outcome, unsigned status,
                   Duration latency) {
-  boost::json::object o;
-  o["route"] = route.name;
-  o["outcome"] = outcome;
-  o["status"] = status;
-  o["latency_us"] = latency.count();
-  if (id && !id->key.empty()) o["key_hash"] = hash_subject(id->scope + '\n' + id->record_key).substr(0, 12);
-  std::string line = boost::json::serialize(o);
-  line.push_back('\n');
+  // Written by hand into the batch: a route name is [A-Za-z0-9._-] (config checks it), an
+  // outcome one of ours and the rest numbers or hex, so nothing needs escaping, and
+  // boost::json's object cost more than the rest of a replay.
+  std::string key_hash;
+  if (id && !id->key.empty()) key_hash = hash_subject(id->scope + '\n' + id->record_key).substr(0, 12);
+  char numbers[64];
+  char* p = numbers;
+  p = std::to_chars(p, numbers + 20, status).ptr;
+  const std::size_t status_end = static_cast<std::size_t>(p - numbers);
+  p = std::to_chars(p, numbers + sizeof numbers, static_cast<long long>(latency.count())).ptr;
+  const std::string_view digits(numbers, static_cast<std::size_t>(p - numbers));
   std::lock_guard lock(log_mu_);
-  log_buffer_ += line;
-  if (log_buffer_.size() >= 16 * 1024) write_log_locked();
+  std::string& b = log_buffer_;
+  b.append(R"({"route":")").append(route.name).append(R"(","outcome":")").append(outcome);
+  b.append(R"(","status":)").append(digits.substr(0, status_end));
+  b.append(R"(,"latency_us":)").append(digits.substr(status_end));
+  if (!key_hash.empty()) b.append(R"(,"key_hash":")").append(key_hash).append("\"");
+  b.append("}\n");
+  if (b.size() >= 16 * 1024) write_log_locked();
 }
 
 void Gateway::flush_log() {
@@ -168,12 +176,41 @@ void Gateway::count_unprotected(const Route& route, unsigned status, Duration la
 awaitable<Gateway::Reply> Gateway::replay_mode(const Route& route, const Identity& id,
                                                const HttpRequest& req) {
   const Policy& p = route.policy;
-  const ClaimPolicy policy = claim_policy(p);
   const auto wait_until = Steady::now() + p.wait;
+  if (auto hit = cache_.get(id.scope, id.record_key, id.fingerprint))
+    co_return answer_replay(route, req, *hit, false);
+  // A duplicate of a request in flight here waits for its outcome without asking the store
+  // (docs/gateway.md, "Duplicates in flight"). With wait 0 a duplicate is answered at once,
+  // by the store.
+  Coalescer::Lead lead;
+  bool waited = false;
+  while (p.wait > Duration::zero()) {
+    Coalescer::Joined j = coalescer_.join(id.scope, id.record_key, id.fingerprint);
+    if (j.lead) {
+      lead = std::move(j.lead);
+      // A leader that finished between this request's cache lookup and its join left its
+      // result in the cache.
+      if (auto hit = cache_.get(id.scope, id.record_key, id.fingerprint))
+        co_return answer_replay(route, req, *hit, waited);
+      break;
+    }
+    if (!j.follow) break;  // in flight with another fingerprint: the store answers
+    std::optional<Coalescer::Outcome> o = co_await coalescer_.wait(std::move(j.follow), wait_until);
+    waited = true;
+    if (!o) break;  // the deadline passed: the store says how long the holder may still take
+    if (*o) co_return answer_replay(route, req, **o, true);
+    // The leader gave its claim back (a 5xx, a failure): lead or follow anew.
+  }
+  co_return co_await claim_and_run(route, id, req, wait_until, waited, lead);
+}
+
+awaitable<Gateway::Reply> Gateway::claim_and_run(const Route& route, const Identity& id,
+                                                 const HttpRequest& req, Steady::time_point wait_until,
+                                                 bool waited, Coalescer::Lead& lead) {
+  const ClaimPolicy policy = claim_policy(route.policy);
   // Registered on the first in_progress, then the store is asked again before waiting, so a
   // commit between the store's answer and the registration is not missed.
   std::unique_ptr<Waiters::Registration> reg;
-  bool waited = false;
   const std::string owner = runner_.next_owner();  // one per request, also across waits
   for (;;) {
     Acquired a = co_await runner_.acquire(id.scope, id.record_key, id.fingerprint, policy, owner);
@@ -186,18 +223,27 @@ awaitable<Gateway::Reply> Gateway::replay_mode(const Route& route, const Identit
       case BeginStep::mismatch:
         co_return problem(req, Problem::key_reused, "this key was used with a different request");
       case BeginStep::replay:
-      case BeginStep::uncertain:
-        co_return answer_replay(route, req, a.begun->result, waited);
+      case BeginStep::uncertain: {
+        auto stored = std::make_shared<const std::string>(std::move(a.begun->result));
+        lead.publish(stored);
+        co_return answer_replay(route, req, *stored, waited);
+      }
       case BeginStep::hold_uncertain: {
         // The previous holder died mid-request: its outcome is unknown, so nothing runs again.
+        const ReplayCache::Ticket ticket = cache_.ticket();
         Status settled = co_await runner_.settle(*a.claim, policy, Settlement::mark_uncertain);
         log_unsettled(route, settled);
+        if (settled.is_ok()) {
+          auto marker = std::make_shared<const std::string>(uncertain_marker());
+          cache_.put(ticket, id.scope, id.record_key, id.fingerprint, marker, route.policy.retention);
+          lead.publish(std::move(marker));
+        }
         co_return problem(req, Problem::outcome_uncertain,
                           "the first request with this key did not finish; its outcome is unknown");
       }
       case BeginStep::run:
         reg.reset();
-        co_return co_await run_claimed(route, id, req, *a.claim, policy);
+        co_return co_await run_claimed(route, id, req, *a.claim, policy, lead);
       case BeginStep::busy:
         break;
     }
@@ -244,7 +290,8 @@ Gateway::Reply Gateway::answer_replay(const Route& route, const HttpRequest& req
 }
 
 awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identity& id, const HttpRequest& req,
-                                               Claim& claim, const ClaimPolicy& policy) {
+                                               Claim& claim, const ClaimPolicy& policy,
+                                               Coalescer::Lead& lead) {
   const Policy& p = route.policy;
   const bool token_route = route.key.kind == KeyRule::Kind::token;
   if (token_route && !claim.recovered()) {
@@ -281,7 +328,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
       marker.response.status = status;
       result = encode(marker);
     } else {
-      result = encode(to_stored(up.response));
+      result = stored_response(up.response);
     }
   }
   const Settlement how = settle_for(end, policy.on_uncertain, claim.lost());
@@ -291,8 +338,19 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
   // (taken over, removed by an operator) re-arms nothing.
   std::optional<TokenRestore> restore;
   if (how == Settlement::release && token_route) restore = TokenRestore{id.key, config_.tokens.ttl};
+  // Duplicates waiting here replay what was committed; after a release they go to the
+  // store, where one of them may run again.
+  std::shared_ptr<const std::string> committed;
+  if (how == Settlement::commit) committed = std::make_shared<const std::string>(result);
+  const ReplayCache::Ticket ticket = cache_.ticket();
   Status settled = co_await runner_.settle(claim, policy, how, std::move(result), std::move(restore));
   log_unsettled(route, settled);
+  if (committed && settled.is_ok()) {
+    cache_.put(ticket, id.scope, id.record_key, id.fingerprint, committed, p.retention);
+    lead.publish(std::move(committed));
+  } else {
+    lead.publish(nullptr);
+  }
 
   if (up.kind == UpstreamResult::Kind::response) co_return forwarded(req, std::move(up), "forwarded");
   if (up.kind == UpstreamResult::Kind::refused)

@@ -22,9 +22,11 @@
 #include <boost/asio/awaitable.hpp>
 
 #include "gateway/admin/metrics.h"
+#include "gateway/coalescer.h"
 #include "gateway/config/config.h"
 #include "gateway/http/http_reply.h"
 #include "gateway/http/upstream.h"
+#include "gateway/replay_cache.h"
 #include "gateway/request_identity.h"
 #include "gateway/waiters.h"
 #include "idem/claim.h"
@@ -37,10 +39,20 @@ namespace idem::gateway {
 std::vector<HeaderField> header_fields(const http::request_header<>& req);
 
 class Gateway {
+  using Steady = std::chrono::steady_clock;
+
  public:
-  Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics);
+  // `clock` is the one the store judges expiry by (the system clock when null): the replay
+  // cache uses it too.
+  Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,
+          std::shared_ptr<const Clock> clock = nullptr);
 
   const Config& config() const noexcept { return config_; }
+  // The results this gateway committed, for replays without a store call; the admin API
+  // erases what it removes.
+  ReplayCache& replay_cache() noexcept { return cache_; }
+  // Requests in flight that duplicates on this instance attach to, and those attached now.
+  const Coalescer& coalescer() const noexcept { return coalescer_; }
 
   // A request of a protected route whose head was checked (`head` is check_head's answer)
   // and whose body is read. Answers, counts idem_requests_total and logs one line. A
@@ -82,8 +94,13 @@ class Gateway {
                 std::optional<Duration> retry_after = std::nullopt) const;
 
   boost::asio::awaitable<Reply> replay_mode(const Route& route, const Identity& id, const HttpRequest& req);
+  // The store's part of replay_mode: begin (waiting for a holder while `wait` lasts), then
+  // run, replay or refuse; publishes to the duplicates following `lead` what they answer.
+  boost::asio::awaitable<Reply> claim_and_run(const Route& route, const Identity& id, const HttpRequest& req,
+                                              Steady::time_point wait_until, bool waited,
+                                              Coalescer::Lead& lead);
   boost::asio::awaitable<Reply> run_claimed(const Route& route, const Identity& id, const HttpRequest& req,
-                                            Claim& claim, const ClaimPolicy& policy);
+                                            Claim& claim, const ClaimPolicy& policy, Coalescer::Lead& lead);
   boost::asio::awaitable<Reply> lock_mode(const Route& route, const Identity& id, const HttpRequest& req);
   boost::asio::awaitable<Reply> forward_unprotected(const Route& route, const HttpRequest& req, bool mark);
   boost::asio::awaitable<Reply> store_failed(const Route& route, const HttpRequest& req, const Status& s);
@@ -119,6 +136,8 @@ class Gateway {
   UpstreamClient& upstream_;
   Metrics& metrics_;
   Waiters waiters_;
+  ReplayCache cache_;
+  Coalescer coalescer_;
   ClaimRunner runner_;  // after waiters_, which its hooks use: destroyed first
   std::mutex log_mu_;
   std::string log_buffer_;  // guarded by log_mu_

@@ -98,10 +98,20 @@ Decision identify_request(const RouteMatch& match, const RequestView& request) {
 }
 
 std::string hash_subject(std::string_view value) {
+  // The algorithm is fetched once and each thread keeps its context: EVP_Digest fetches
+  // and allocates on every call, which cost more than hashing a short value.
+  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  struct Context {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    ~Context() { EVP_MD_CTX_free(ctx); }
+  };
+  thread_local Context context;
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
-  if (EVP_Digest(value.data(), value.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
-    throw std::bad_alloc();  // EVP_Digest of SHA-256 fails only when it cannot allocate
+  EVP_MD_CTX* ctx = context.ctx;
+  if (sha256 == nullptr || ctx == nullptr || EVP_DigestInit_ex2(ctx, sha256, nullptr) != 1 ||
+      EVP_DigestUpdate(ctx, value.data(), value.size()) != 1 || EVP_DigestFinal_ex(ctx, digest, &size) != 1) {
+    throw std::bad_alloc();  // SHA-256 fails only when it cannot allocate
   }
   return to_hex(std::string_view(reinterpret_cast<const char*>(digest), size));
 }

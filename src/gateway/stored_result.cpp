@@ -86,6 +86,29 @@ std::string encode(const StoredResult& r) {
   return out;
 }
 
+std::string encode_response(unsigned status,
+                            std::span<const std::pair<std::string_view, std::string_view>> fields,
+                            std::string_view body) {
+  std::size_t kept = 0, size = 1 + 2 + 4 + 4 + body.size();
+  for (const auto& [name, value] : fields)
+    if (!is_unstorable_header(name)) {
+      ++kept;
+      size += 8 + name.size() + value.size();
+    }
+  std::string out;
+  out.reserve(size);
+  out.push_back(static_cast<char>(StoredResult::Kind::response));
+  put_u16(out, status);
+  put_u32(out, kept);
+  for (const auto& [name, value] : fields)
+    if (!is_unstorable_header(name)) {
+      put_bytes(out, name);
+      put_bytes(out, value);
+    }
+  put_bytes(out, body);
+  return out;
+}
+
 Result<StoredResult> decode_stored_result(std::string_view bytes) {
   const auto bad = [](const char* why) { return invalid_argument(std::string("stored result: ") + why); };
   Reader in(bytes);

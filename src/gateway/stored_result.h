@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,6 +39,13 @@ struct StoredResult {
 };
 
 std::string encode(const StoredResult& r);
+
+// encode() of a StoredResult of kind response, read from a response held elsewhere (the
+// upstream's) without copying it into one first; unstorable fields are left out
+// (is_unstorable_header).
+std::string encode_response(unsigned status,
+                            std::span<const std::pair<std::string_view, std::string_view>> fields,
+                            std::string_view body);
 
 // invalid_argument when `bytes` is not something encode() produced (truncated, unknown
 // kind, trailing bytes). Never reads out of bounds, whatever the input.

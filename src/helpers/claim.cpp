@@ -16,7 +16,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -233,8 +232,11 @@ awaitable<void> ClaimRunner::keep_alive(ExtendArgs args, std::shared_ptr<std::at
   const Duration every = std::max<Duration>(args.lease / 3, std::chrono::milliseconds(1));
   for (;;) {
     timer.expires_after(every);
-    co_await timer.async_wait(use_awaitable);  // throws when cancelled: the work is done
-    if (lost->load()) continue;                // lost: commit would be fenced; nothing to keep
+    // Cancelled when the work is done, which is how almost every renewal ends: told by the
+    // error code, since a thrown exception costs more than the rest of a short request.
+    auto [ec] = co_await timer.async_wait(asio::as_tuple(use_awaitable));
+    if (ec) co_return;
+    if (lost->load()) continue;  // lost: commit would be fenced; nothing to keep
     ExtendArgs sent = args;
     auto call = async_extend(store_, std::move(sent), use_awaitable);
     Result<ExtendOutcome> r = co_await observe("extend", std::move(call));
@@ -245,27 +247,66 @@ awaitable<void> ClaimRunner::keep_alive(ExtendArgs args, std::shared_ptr<std::at
   }
 }
 
+// A renewal on the work's executor. Most work ends long before its first renewal is due
+// (lease/3): so until then it is one timer, and a coroutine runs only once one is due.
+struct ClaimRunner::Renewer {
+  Renewer(const asio::any_io_executor& ex, ExtendArgs a, std::shared_ptr<std::atomic<bool>> l)
+      : timer(ex),
+        args(std::move(a)),
+        lost(std::move(l)),
+        every(std::max<Duration>(args.lease / 3, std::chrono::milliseconds(1))) {}
+  asio::steady_timer timer;
+  ExtendArgs args;
+  std::shared_ptr<std::atomic<bool>> lost;
+  Duration every;
+  bool stopped = false;  // the work ended; touched only on the timer's executor
+};
+
+void ClaimRunner::arm(const std::shared_ptr<Renewer>& r) {
+  r->timer.expires_after(r->every);
+  r->timer.async_wait([this, r](const boost::system::error_code& ec) {
+    if (ec || r->stopped) return;
+    asio::co_spawn(r->timer.get_executor(), renew_due(r), asio::detached);
+  });
+}
+
+awaitable<void> ClaimRunner::renew_due(std::shared_ptr<Renewer> r) {
+  for (;;) {
+    if (!r->lost->load()) {  // lost: commit would be fenced; nothing to keep
+      ExtendArgs sent = r->args;
+      auto call = async_extend(store_, std::move(sent), use_awaitable);
+      Result<ExtendOutcome> out = co_await observe("extend", std::move(call));
+      if (r->stopped) co_return;  // the work ended meanwhile: its settle decides
+      if (out && *out == ExtendOutcome::fenced) {
+        r->lost->store(true);
+        if (hooks_.conflict) hooks_.conflict();
+      }
+    }
+    r->timer.expires_after(r->every);
+    auto [ec] = co_await r->timer.async_wait(asio::as_tuple(use_awaitable));
+    if (ec || r->stopped) co_return;
+  }
+}
+
 awaitable<void> ClaimRunner::renewing(Claim& claim, const ClaimPolicy& policy, awaitable<void> work) {
-  using namespace asio::experimental::awaitable_operators;
   if (!policy.renew) {
     co_await std::move(work);
     co_return;
   }
-  std::exception_ptr thrown;
-  // Never fails, so that `||` (which waits for the first success) ends with the work, also
-  // when it throws or is cancelled, and then cancels the renewal.
-  auto run = [&]() -> awaitable<void> {
-    try {
-      co_await std::move(work);
-    } catch (...) {
-      thrown = std::current_exception();
-    }
-  };
+  // Named locals, no temporaries beside a co_await: g++ 12 destroys those twice.
+  const asio::any_io_executor ex = co_await asio::this_coro::executor;
   ExtendArgs args{claim.scope(), claim.key(), claim.fence(), policy.lease};
-  auto done = run();
-  auto renewal = keep_alive(std::move(args), claim.lost_);
-  co_await (std::move(done) || std::move(renewal));
-  if (thrown) std::rethrow_exception(thrown);
+  auto r = std::make_shared<Renewer>(ex, std::move(args), claim.lost_);
+  arm(r);
+  // Ends the renewal however the work ends (an exception included).
+  struct Stop {
+    Renewer& r;
+    ~Stop() {
+      r.stopped = true;
+      r.timer.cancel();
+    }
+  } stop{*r};
+  co_await std::move(work);
 }
 
 ClaimRunner::Renewal ClaimRunner::renew_in_background(Claim& claim, const ClaimPolicy& policy) {

@@ -3,10 +3,12 @@
 
 #include <chrono>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/json.hpp>
 
 #include "gateway/e2e_fixture.h"
 #include "gateway/request_identity.h"
@@ -289,6 +291,24 @@ TEST_F(GatewayE2E, OutcomesAreCountedAndLoggedWithoutTheRawKey) {
   EXPECT_NE(log.find("\"outcome\":\"waited\""), std::string::npos);
   EXPECT_NE(log.find("\"outcome\":\"key_reused\""), std::string::npos);
   EXPECT_NE(log.find("\"key_hash\""), std::string::npos);
+  // Every line of the request log is one JSON object with the same fields.
+  std::istringstream lines(log);
+  int requests = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("{\"route\"")) continue;
+    boost::system::error_code ec;
+    const boost::json::value v = boost::json::parse(line, ec);
+    ASSERT_FALSE(ec) << line;
+    const auto& o = v.as_object();
+    EXPECT_EQ(o.at("route").as_string(), "orders") << line;
+    EXPECT_TRUE(o.at("status").is_int64() || o.at("status").is_uint64()) << line;
+    EXPECT_TRUE(o.at("latency_us").is_int64()) << line;
+    if (o.contains("key_hash")) {
+      EXPECT_EQ(o.at("key_hash").as_string().size(), 12u) << line;
+    }
+    ++requests;
+  }
+  EXPECT_GE(requests, 3);
 }
 
 }  // namespace

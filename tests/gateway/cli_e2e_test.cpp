@@ -468,3 +468,35 @@ TEST(GatewayProcess, SigtermFinishesTheRequestInFlightAndStoresIt) {
 
 }  // namespace
 }  // namespace idem::e2e
+
+namespace idem::e2e {
+namespace {
+
+// The replay cache is exact on SQLite (docs/gateway.md, "Replays from memory"): a record an
+// operator removes with `idem record delete` from another process runs again at the next
+// request, although the gateway had its response in memory.
+TEST(GatewayProcess, ARecordDeletedByAnotherProcessIsNotReplayedFromMemory) {
+  TempDir tmp;
+  const std::string& dir = tmp.path;
+  Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
+  const unsigned short port = free_port(), admin = free_port();
+  const std::string store = "sqlite:" + dir + "/idem.db";
+  Process idem({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:" + std::to_string(upstream.port()),
+                "--store", store, "--listen", "127.0.0.1:" + std::to_string(port), "--admin",
+                "127.0.0.1:" + std::to_string(admin)},
+               dir + "/idem.log");
+  ASSERT_TRUE(wait_healthy(admin, 5000));
+  auto post = [&] { return request(port, verb::post, "/orders", {{"Idempotency-Key", "gone"}}, "{}"); };
+  ASSERT_EQ(post().result_int(), 201u);
+  ASSERT_EQ(post()["Idempotent-Replayed"], "true");  // from memory from now on
+  std::string out;
+  ASSERT_EQ(run({IDEM_BIN, "record", "delete", "--store", store, "--key-space", "default", "gone"}, &out), 0)
+      << out;
+  const Response again = post();
+  EXPECT_EQ(again.result_int(), 201u);
+  EXPECT_EQ(again["Idempotent-Replayed"], "") << again.body();
+  EXPECT_EQ(request(upstream.port(), verb::get, "/_count?key=gone").body(), "2");
+}
+
+}  // namespace
+}  // namespace idem::e2e

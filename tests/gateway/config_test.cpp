@@ -92,6 +92,25 @@ TEST(LoadConfig, UpstreamIdleTimeout) {
   EXPECT_THROW(load("upstream_idle_timeout: soon\n"), ConfigError);
 }
 
+TEST(LoadConfig, ReplayCache) {
+  EXPECT_EQ(load("").replay_cache.max_bytes, 64u << 20);
+  EXPECT_EQ(load("").replay_cache.shared_ttl, 1s);
+  const Config c = load("replay_cache: {max_bytes: 8MiB, shared_ttl: 250ms}\n");
+  EXPECT_EQ(c.replay_cache.max_bytes, 8u << 20);
+  EXPECT_EQ(c.replay_cache.shared_ttl, 250ms);
+  EXPECT_EQ(load("replay_cache: {max_bytes: 0, shared_ttl: 0}\n").replay_cache.max_bytes, 0u);  // off
+  try {
+    load("replay_cache:\n  max_bytes: 1MiB\n  ttl: 1s\n");
+    ADD_FAILURE() << "an unknown key was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "idem.yaml:3: replay_cache.ttl: unknown key (expected one of: max_bytes, shared_ttl)")
+        << e.what();
+  }
+  EXPECT_THROW(load("replay_cache: {shared_ttl: -1s}\n"), ConfigError);
+  EXPECT_THROW(load("replay_cache: {max_bytes: 2GiB}\n"), ConfigError);
+}
+
 TEST(LoadConfig, EveryDefaultsKey) {
   Config c = load(R"(
 defaults:

@@ -86,6 +86,27 @@ TEST(Metrics, RendersTheSpecNames) {
   EXPECT_NE(text.find("idem_inflight 0\n"), std::string::npos);
 }
 
+// The upstream's response is encoded in place; it reads back as the StoredResult it is,
+// without the fields a replay must not carry.
+TEST(StoredResponse, EncodedInPlaceAsTheStoredResultItIs) {
+  const std::vector<std::pair<std::string_view, std::string_view>> fields = {
+      {"Content-Type", "application/json"},
+      {"Set-Cookie", "s=1"},
+      {"Content-Length", "7"},
+      {"X-Order", "42"},
+      {"connection", "close"},
+      {"X-Order", "43"}};
+  const std::string bytes = encode_response(201, fields, "{\"a\":1}");
+  StoredResult expected;
+  expected.response.status = 201;
+  expected.response.headers = {{"Content-Type", "application/json"}, {"X-Order", "42"}, {"X-Order", "43"}};
+  expected.response.body = "{\"a\":1}";
+  EXPECT_EQ(bytes, encode(expected));
+  auto back = decode_stored_result(bytes);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, expected);
+}
+
 TEST(RecordJson, DoneResponseAndPending) {
   Record r;
   r.scope = "";

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -23,6 +25,7 @@
 
 #include "idem/open.h"
 #include "stores/race.h"
+#include "stores/redis/redis_connection.h"
 #include "stores/redis/redis_keys.h"
 #include "stores/redis/redis_uri.h"
 #include "testutil/backends.h"
@@ -33,6 +36,7 @@ namespace {
 using namespace std::chrono_literals;
 using Kind = BeginOutcome::Kind;
 using redis::Endpoint;
+namespace asio = boost::asio;
 
 // ---- helpers --------------------------------------------------------------------------
 
@@ -133,6 +137,36 @@ bool eventually(const std::function<bool()>& done, std::chrono::milliseconds lim
     if (done()) return true;
     std::this_thread::sleep_for(50ms);
   }
+  return done();
+}
+
+// ---- one connection's pipelining --------------------------------------------------------------
+
+// Records what a Connection hands its owner.
+class RecordingEvents final : public redis::ConnectionEvents {
+ public:
+  void on_reply(redis::Connection&, redis::CallPtr, redis::Reply reply) override {
+    replies.emplace_back(reply->str, reply->len);
+  }
+  void on_down(redis::Connection&, std::vector<redis::CallPtr>, std::vector<redis::CallPtr>,
+               Status why) override {
+    down = why.to_string();
+  }
+
+  std::vector<std::string> replies;
+  std::string down;  // why the connection failed, if it did
+};
+
+redis::CallPtr echo(std::string_view text) {
+  auto call = std::make_shared<redis::Call>();
+  call->wire = redis::format_command({"ECHO", text});
+  return call;
+}
+
+// Runs `io` until `done` holds, the connection fails, or 10 s pass.
+bool run_until(asio::io_context& io, const RecordingEvents& events, const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!done() && events.down.empty() && std::chrono::steady_clock::now() < until) io.run_for(10ms);
   return done();
 }
 
@@ -505,6 +539,28 @@ TEST(Redis, DestroyingAStoreWaitsForItsCalls) {
     }
   }
   EXPECT_EQ(answered, 1000);
+}
+
+// The calls sent while one handler runs leave in one gather write, however many, and each
+// reply goes back to its own call, in order.
+TEST(RedisConnection, CallsSentInOneTurnLeaveInOneWrite) {
+  REQUIRE_SERVER(IDEM_TEST_REDIS_URL);
+  const auto config = redis::parse_uri(IDEM_TEST_REDIS_URL).value();
+  asio::io_context io;
+  RecordingEvents events;
+  redis::Connection c(io, config.nodes.front(), config, 5s, events);
+  c.send(echo("first"));  // connects
+  ASSERT_TRUE(run_until(io, events, [&] { return events.replies.size() == 1; })) << events.down;
+  const std::uint64_t before = c.writes();
+  constexpr int kCalls = 300;
+  asio::post(io, [&] {
+    for (int i = 0; i < kCalls; ++i) c.send(echo("call " + std::to_string(i)));
+  });
+  ASSERT_TRUE(run_until(io, events, [&] { return events.replies.size() == 1 + kCalls; })) << events.down;
+  EXPECT_EQ(c.writes(), before + 1);
+  for (int i = 0; i < kCalls; ++i) EXPECT_EQ(events.replies[1 + i], "call " + std::to_string(i));
+  c.close();
+  io.run_for(100ms);
 }
 
 // ---- Redis Cluster ----------------------------------------------------------------------------

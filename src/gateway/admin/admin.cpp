@@ -89,8 +89,8 @@ std::string outcome(const char* name) { return json::serialize(json::object{{"ou
 
 }  // namespace
 
-Admin::Admin(const Config& config, Store& store, Metrics& metrics)
-    : config_(config), store_(store), metrics_(metrics), token_(config.admin.token) {}
+Admin::Admin(const Config& config, Store& store, Metrics& metrics, ReplayCache* cache)
+    : config_(config), store_(store), metrics_(metrics), cache_(cache), token_(config.admin.token) {}
 
 HttpResponse Admin::store_failed(const HttpRequest& req, std::string_view op, const Status& s) const {
   std::fprintf(stderr, "idem: admin: %.*s: store failed: %s\n", static_cast<int>(op.size()), op.data(),
@@ -186,8 +186,11 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
     co_return json_response(http::status::ok, record_json(**r), v, ka);
   }
   if (req.method() == http::verb::delete_) {
+    const RecordId removed = id;
     auto call = async_remove(store_, std::move(id), use_awaitable);
     Result<bool> r = co_await std::move(call);
+    // Also when the store failed: the removal may have been applied.
+    if (cache_) cache_->erase(removed.scope, removed.key);
     if (!r) co_return store_failed(req, "DELETE /v1/records", r.status());
     if (!*r)
       co_return problem_response(404, "not-found", "Not found", "no record with this scope and key", v, ka);

@@ -15,13 +15,15 @@
 #include "gateway/admin/metrics.h"
 #include "gateway/config/config.h"
 #include "gateway/http/http_reply.h"
+#include "gateway/replay_cache.h"
 #include "idem/store.h"
 
 namespace idem::gateway {
 
 class Admin {
  public:
-  Admin(const Config& config, Store& store, Metrics& metrics);
+  // `cache` (may be null): the gateway's replay cache, which forgets what DELETE removes.
+  Admin(const Config& config, Store& store, Metrics& metrics, ReplayCache* cache);
 
   // Answers one fully read admin request. Never throws.
   boost::asio::awaitable<HttpResponse> handle(const HttpRequest& req);
@@ -36,6 +38,7 @@ class Admin {
   const Config& config_;
   Store& store_;
   Metrics& metrics_;
+  ReplayCache* cache_;
   const AdminToken token_;
   std::atomic<bool> ready_{true};  // the last /readyz outcome, so a failing store is logged once
 };

@@ -1,6 +1,7 @@
 #include "gateway/admin/metrics.h"
 
 #include <cstdio>
+#include <mutex>
 
 namespace idem::gateway {
 namespace {
@@ -51,29 +52,48 @@ void Histogram::render(std::string& out, std::string_view name, std::string_view
 }
 
 void Metrics::count_request(std::string_view route, std::string_view outcome) {
-  std::lock_guard lock(mu_);
-  ++requests_[{std::string(route), std::string(outcome)}];
+  {
+    // Every pair but the first of its kind is counted under the shared lock, without
+    // building a key: this runs once per request on every thread.
+    std::shared_lock lock(mu_);
+    if (auto r = requests_.find(route); r != requests_.end())
+      if (auto o = r->second.find(outcome); o != r->second.end()) {
+        o->second.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+  }
+  std::unique_lock lock(mu_);
+  auto r = requests_.find(route);
+  if (r == requests_.end()) r = requests_.try_emplace(std::string(route)).first;
+  auto o = r->second.find(outcome);
+  if (o == r->second.end()) o = r->second.try_emplace(std::string(outcome)).first;
+  o->second.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Metrics::observe_store(std::string_view op, Duration d) {
   Histogram* h = nullptr;
   {
-    std::lock_guard lock(mu_);
+    std::shared_lock lock(mu_);
+    if (auto it = store_.find(op); it != store_.end()) h = &it->second;  // map nodes are stable
+  }
+  if (!h) {
+    std::unique_lock lock(mu_);
     auto it = store_.find(op);
     if (it == store_.end()) it = store_.try_emplace(std::string(op)).first;
-    h = &it->second;  // map nodes are stable
+    h = &it->second;
   }
   h->observe(d);
 }
 
 std::string Metrics::render() const {
   std::string out;
-  std::lock_guard lock(mu_);
+  std::shared_lock lock(mu_);
   out += "# HELP idem_requests_total Protected requests by route and outcome.\n";
   out += "# TYPE idem_requests_total counter\n";
-  for (const auto& [k, v] : requests_)
-    out += "idem_requests_total{route=\"" + label_value(k.first) + "\",outcome=\"" + label_value(k.second) +
-           "\"} " + std::to_string(v) + "\n";
+  for (const auto& [route, outcomes] : requests_)
+    for (const auto& [outcome, v] : outcomes)
+      out += "idem_requests_total{route=\"" + label_value(route) + "\",outcome=\"" + label_value(outcome) +
+             "\"} " + std::to_string(v.load(std::memory_order_relaxed)) + "\n";
   auto counter = [&](const char* name, const char* help, std::uint64_t v) {
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " " +
            std::to_string(v) + "\n";

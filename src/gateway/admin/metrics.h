@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
-#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -48,9 +48,10 @@ class Metrics {
   std::string render() const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, std::uint64_t> requests_;  // guarded by mu_
-  std::map<std::string, Histogram, std::less<>> store_;                    // guarded by mu_ (insertion)
+  mutable std::shared_mutex mu_;  // insertions take it whole; counting and rendering share it
+  std::map<std::string, std::map<std::string, std::atomic<std::uint64_t>, std::less<>>, std::less<>>
+      requests_;                                         // route → outcome → count
+  std::map<std::string, Histogram, std::less<>> store_;  // by op
   std::atomic<std::uint64_t> tokens_issued_{0};
   std::atomic<std::uint64_t> store_errors_{0};
   std::atomic<std::uint64_t> store_conflicts_{0};

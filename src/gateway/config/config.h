@@ -51,6 +51,15 @@ struct TokensConfig {
   Subject subject;                          // defaults to defaults.subject
 };
 
+// `replay_cache` (docs/gateway.md, "Replays from memory").
+struct ReplayCacheConfig {
+  std::size_t max_bytes = 64u << 20;  // 0 turns the cache off
+  // On stores shared by many gateways (Redis, PostgreSQL): how long a cached result is
+  // served without asking the store, so how long a removal on another instance may go
+  // unseen. Memory and SQLite stores are exact and ignore it.
+  Duration shared_ttl = std::chrono::seconds(1);
+};
+
 struct Config {
   ListenAddress listen{"127.0.0.1", 8080};
   std::optional<UpstreamUrl> upstream;  // required to serve: from the file or --upstream
@@ -62,6 +71,7 @@ struct Config {
   AdminConfig admin;
   Policy defaults;
   TokensConfig tokens;
+  ReplayCacheConfig replay_cache;
   // In order; the first match wins. Never empty: without `routes` the default route
   // (default_route(defaults)).
   std::vector<Route> routes;

@@ -12,8 +12,8 @@
 namespace idem::gateway {
 namespace {
 
-const Names kTopKeys = {"listen", "upstream", "upstream_idle_timeout", "store", "admin", "defaults",
-                        "tokens", "routes"};
+const Names kTopKeys = {"listen",   "upstream", "upstream_idle_timeout", "store", "admin",
+                        "defaults", "tokens",   "replay_cache",          "routes"};
 const Names kPolicyKeys = {"retention",   "lease",          "wait",         "upstream_timeout",
                            "subject",     "on_store_error", "on_duplicate", "on_uncertain",
                            "fingerprint", "cache_5xx",      "max_body",     "max_result"};
@@ -64,6 +64,7 @@ class ConfigReader : public YamlReader {
   void read_policy(const std::vector<Entry>& es, Policy& p, PolicyOrigin& origin) const;
   void read_admin(const Entry& admin, Config& c) const;
   void read_tokens(const Entry& tokens, Config& c) const;
+  void read_replay_cache(const Entry& cache, Config& c) const;
   std::vector<std::string> methods(const Entry& e) const;
   KeyRule key_rule(const Entry& e) const;
   Route read_route(const Entry& item, const Config& c, const PolicyOrigin& defaults, Where& name_at) const;
@@ -173,6 +174,13 @@ void ConfigReader::read_tokens(const Entry& tokens, Config& c) const {
   if (const Entry* e = find(es, "ttl"))
     c.tokens.ttl = duration(*e, std::chrono::seconds(1), "must be at least 1s");
   if (const Entry* e = find(es, "subject")) c.tokens.subject = subject(*e);
+}
+
+void ConfigReader::read_replay_cache(const Entry& cache, Config& c) const {
+  std::vector<Entry> es = entries(cache.value, where(cache), {{"max_bytes", "shared_ttl"}});
+  if (const Entry* e = find(es, "max_bytes")) c.replay_cache.max_bytes = size(*e);
+  if (const Entry* e = find(es, "shared_ttl"))
+    c.replay_cache.shared_ttl = duration(*e, Duration::zero(), "must not be negative");
 }
 
 std::vector<std::string> ConfigReader::methods(const Entry& e) const {
@@ -329,6 +337,7 @@ Config ConfigReader::read(const YAML::Node& root) {
   defaults_origin.from_defaults = true;
   c.tokens.subject = c.defaults.subject;
   if (const Entry* e = find(es, "tokens")) read_tokens(*e, c);
+  if (const Entry* e = find(es, "replay_cache")) read_replay_cache(*e, c);
 
   const Entry* routes = find(es, "routes");
   if (routes && !routes->value.IsNull()) {

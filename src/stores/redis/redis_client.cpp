@@ -77,7 +77,7 @@ Client::~Client() = default;
 void Client::start(CallPtr call) {
   if (closing_) {
     call->done = true;
-    return call->complete(unavailable(description_ + ": the store is closing"));
+    return call->answer(unavailable(description_ + ": the store is closing"));
   }
   ++outstanding_;
   deadlines_.push_back(call);
@@ -121,8 +121,7 @@ void Client::finish(Call& call, Result<Reply> result) {
   if (call.done) return;
   call.done = true;
   --outstanding_;
-  auto complete = std::move(call.complete);
-  complete(std::move(result));
+  call.answer(std::move(result));
   while (!deadlines_.empty() && deadlines_.front()->done) deadlines_.pop_front();
   if (closing_ && outstanding_ == 0 && !stopped_) stop();
 }

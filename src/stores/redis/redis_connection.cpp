@@ -4,8 +4,10 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <charconv>
 #include <utility>
 #include <vector>
 
@@ -20,20 +22,46 @@ const std::string kAsking = "*1\r\n$6\r\nASKING\r\n";
 
 }  // namespace
 
-std::string format_command(std::span<const std::string_view> argv) {
-  std::vector<const char*> parts;
-  std::vector<std::size_t> sizes;
-  parts.reserve(argv.size());
-  sizes.reserve(argv.size());
-  for (std::string_view a : argv) {
-    parts.push_back(a.data());
-    sizes.push_back(a.size());
+namespace {
+
+std::size_t digits(std::size_t n) {
+  std::size_t d = 1;
+  while (n >= 10) {
+    n /= 10;
+    ++d;
   }
-  char* raw = nullptr;
-  const int n = redisFormatCommandArgv(&raw, static_cast<int>(parts.size()), parts.data(), sizes.data());
-  if (n < 0) throw std::bad_alloc();
-  std::string out(raw, static_cast<std::size_t>(n));
-  redisFreeCommand(raw);
+  return d;
+}
+
+void append_prefixed(std::string& out, char type, std::size_t n) {
+  char text[24];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, n);
+  out.push_back(type);
+  out.append(text, end);
+  out.append("\r\n");
+}
+
+}  // namespace
+
+void append_command_header(std::string& out, std::size_t arguments) { append_prefixed(out, '*', arguments); }
+
+void append_bulk(std::string& out, std::string_view argument) {
+  append_prefixed(out, '$', argument.size());
+  out.append(argument);
+  out.append("\r\n");
+}
+
+std::size_t bulk_size(std::string_view argument) {
+  return 1 + digits(argument.size()) + 2 + argument.size() + 2;
+}
+
+std::string format_command(std::span<const std::string_view> argv) {
+  std::size_t size = 1 + digits(argv.size()) + 2;
+  for (std::string_view a : argv) size += bulk_size(a);
+  std::string out;
+  out.reserve(size);
+  append_command_header(out, argv.size());
+  for (std::string_view a : argv) append_bulk(out, a);
   return out;
 }
 
@@ -54,7 +82,7 @@ Connection::~Connection() = default;
 
 void Connection::send(CallPtr call) {
   unsent_.push_back(std::move(call));
-  if (ready_) return write_some();
+  if (ready_) return schedule_write();
   if (!running_ && !closed_) {
     running_ = true;
     asio::co_spawn(io_, run(), asio::detached);
@@ -209,48 +237,62 @@ Status Connection::drain_replies() {
   }
 }
 
+// The calls sent while one handler runs (a burst of callers, the replies of one read)
+// leave in one write: it is posted, not made at once.
+void Connection::schedule_write() {
+  if (writing_ || write_scheduled_) return;
+  write_scheduled_ = true;
+  asio::post(io_, [this] {
+    write_scheduled_ = false;
+    write_some();
+  });
+}
+
 // One gather write of everything queued (up to kMaxBatch); the next starts when it ends.
 void Connection::write_some() {
   if (!ready_ || writing_ || unsent_.empty()) return;
-  std::vector<asio::const_buffer> buffers;
-  std::vector<CallPtr> batch;
-  while (!unsent_.empty() && buffers.size() + 2 <= kMaxBatch) {
+  batch_.clear();
+  buffers_.clear();
+  while (!unsent_.empty() && buffers_.size() + 2 <= kMaxBatch) {
     CallPtr c = std::move(unsent_.front());
     unsent_.pop_front();
     if (c->done) continue;
     c->asked = std::exchange(c->asking, false);
     if (c->asked) {
-      buffers.push_back(asio::buffer(kAsking));
+      buffers_.push_back(asio::buffer(kAsking));
       inflight_.push_back(nullptr);
     }
-    buffers.push_back(asio::buffer(c->bytes()));
+    buffers_.push_back(asio::buffer(c->bytes()));
     c->sent = true;
     inflight_.push_back(c);
-    batch.push_back(std::move(c));
+    batch_.push_back(std::move(c));
   }
-  if (batch.empty()) return;
+  if (batch_.empty()) return;
   writing_ = true;
-  // The batch rides along so that the bytes stay alive until the write is over.
-  asio::async_write(
-      socket_, buffers,
-      [this, gen = generation_, batch = std::move(batch)](boost::system::error_code ec, std::size_t written) {
-        if (gen != generation_) return;
-        writing_ = false;
-        if (ec) {
-          write_error_ = "write: " + ec.message();
-          take_back_unwritten(batch, written);
-          boost::system::error_code ignored;
-          socket_.close(ignored);
-          return;
-        }
-        write_some();
-      });
+  ++writes_;
+  // batch_ keeps the bytes alive until the write is over: the next write_some() (the
+  // earliest that clears it) comes after this completion, even when the connection is
+  // lost meanwhile (its next attempt connects first).
+  asio::async_write(socket_, buffers_,
+                    [this, gen = generation_](boost::system::error_code ec, std::size_t written) {
+                      if (gen != generation_) return;
+                      writing_ = false;
+                      if (ec) {
+                        write_error_ = "write: " + ec.message();
+                        take_back_unwritten(written);
+                        boost::system::error_code ignored;
+                        socket_.close(ignored);
+                        return;
+                      }
+                      write_some();
+                    });
 }
 
 // After a failed write: the calls of `batch` none of whose bytes went out (past `written`)
 // were never sent, so they go back to the queue (unavailable if they find no other way,
 // never outcome unknown).
-void Connection::take_back_unwritten(const std::vector<CallPtr>& batch, std::size_t written) {
+void Connection::take_back_unwritten(std::size_t written) {
+  const std::vector<CallPtr>& batch = batch_;
   std::size_t offset = 0, first_unwritten = batch.size();
   for (std::size_t i = 0; i < batch.size(); ++i) {
     if (offset >= written) {

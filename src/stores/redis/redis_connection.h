@@ -1,11 +1,11 @@
 // One TCP connection to one Redis node, pipelined: commands queue up, go out in batches
-// (one gather write), and replies are matched to them in order (FIFO), parsed by hiredis's
-// reader. The connection connects on demand, authenticates and selects the database
-// before anything else, and on any failure hands its calls back to its owner
-// (ConnectionEvents): those none of whose bytes were written may go elsewhere; those
-// written, wholly or in part, are in doubt (their outcome is unknown).
-// It retries nothing by itself: the owner (redis_client.h) decides about backoff and
-// redirection.
+// (one gather write of everything queued, sent once the caller's turn on the thread is
+// over, so that the calls of one burst share it), and replies are matched to them in
+// order (FIFO), parsed by hiredis's reader from each read in one go. The connection connects on demand,
+// authenticates and selects the database before anything else, and on any failure hands its calls back to its
+// owner (ConnectionEvents): those none of whose bytes were written may go elsewhere; those written, wholly or
+// in part, are in doubt (their outcome is unknown). It retries nothing by itself: the owner (redis_client.h)
+// decides about backoff and redirection.
 //
 // Thread safety: none. Everything, its owner's callbacks included, runs on one io_context
 // thread.
@@ -42,8 +42,10 @@ struct ReplyDeleter {
 using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
 // One operation on its way through the client, possibly over several connections
-// (redirects, retries) until it is answered once.
+// (redirects, retries) until it is answered once, by answer().
 struct Call {
+  virtual ~Call() = default;
+
   std::string wire;                // the command, in RESP
   std::string eval_wire;           // after NOSCRIPT: the same call as EVAL (never changed once set)
   const Script* script = nullptr;  // EVALSHA of this script: NOSCRIPT may turn it into EVAL
@@ -60,13 +62,27 @@ struct Call {
   bool (*needs_wait)(const redisReply&) = nullptr;
   bool awaiting_replicas = false;  // its WAIT is out: that call answers it
   SteadyClock::time_point deadline;
-  detail::UniqueFunction<void(Result<Reply>)> complete;
+  detail::UniqueFunction<void(Result<Reply>)> complete;  // what the default answer() runs
+
+  // Called once, with the reply or the reason there is none. The store's calls override it
+  // to parse the reply for their caller without a second allocation.
+  virtual void answer(Result<Reply> result) {
+    auto run = std::move(complete);
+    run(std::move(result));
+  }
 
   const std::string& bytes() const { return eval_wire.empty() ? wire : eval_wire; }
 };
 using CallPtr = std::shared_ptr<Call>;
 
-// A command in RESP, as hiredis formats it.
+// RESP, written straight into a string: an array header, then each argument as a bulk
+// string (append_command_header's `arguments` of them).
+void append_command_header(std::string& out, std::size_t arguments);
+void append_bulk(std::string& out, std::string_view argument);
+// The bytes append_bulk writes for `argument`.
+std::size_t bulk_size(std::string_view argument);
+
+// A command in RESP.
 std::string format_command(std::span<const std::string_view> argv);
 inline std::string format_command(std::initializer_list<std::string_view> argv) {
   return format_command(std::span<const std::string_view>(argv.begin(), argv.size()));
@@ -95,12 +111,15 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Queues the call; connects first when idle.
+  // Queues the call; connects first when idle. The write goes out after the current
+  // handler returns, with every call queued by then.
   void send(CallPtr call);
   // For good: aborts what is in progress; tells the owner nothing more.
   void close();
 
   const Endpoint& endpoint() const { return endpoint_; }
+  // Gather writes started so far (each carries every call queued when it started).
+  std::uint64_t writes() const { return writes_; }
   const std::string& name() const { return name_; }  // "host:port"
 
  private:
@@ -110,8 +129,9 @@ class Connection {
   asio::awaitable<Result<Reply>> read_reply();
   asio::awaitable<Status> serve();
   Status drain_replies();
+  void schedule_write();
   void write_some();
-  void take_back_unwritten(const std::vector<CallPtr>& batch, std::size_t written);
+  void take_back_unwritten(std::size_t written);
   Status error(const std::string& what) const;
 
   struct ReaderDeleter {
@@ -133,13 +153,18 @@ class Connection {
 
   std::deque<CallPtr> unsent_;    // waiting to be written
   std::deque<CallPtr> inflight_;  // written, in reply order; nullptr: a reply to discard (ASKING)
-  bool running_ = false;          // run() is active
-  bool ready_ = false;            // connected and handshaken: writes may go
+  // The write in progress: its calls (which keep its bytes alive) and its buffers, reused.
+  std::vector<CallPtr> batch_;
+  std::vector<asio::const_buffer> buffers_;
+  bool running_ = false;  // run() is active
+  bool ready_ = false;    // connected and handshaken: writes may go
   bool writing_ = false;
+  bool write_scheduled_ = false;  // a write_some() is posted
   bool closed_ = false;
   bool timed_out_ = false;        // the connect timer fired during this attempt
   std::string write_error_;       // why the last write failed
   std::uint64_t generation_ = 0;  // one per connection attempt: stale completions see a change
+  std::uint64_t writes_ = 0;
 };
 
 }  // namespace idem::redis

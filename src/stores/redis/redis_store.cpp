@@ -10,6 +10,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -203,6 +204,39 @@ Result<ScanStep> parse_scan(const redisReply& r) {
   return out;
 }
 
+// A server's error reply: authentication and permissions are the configuration's to fix;
+// anything else is unexpected.
+Status error_status(const std::string& store, const redisReply& reply, const char* op) {
+  const std::string error(reply.str, reply.len);
+  std::string message = store + ": " + op + ": " + error;
+  for (const char* p : {"NOAUTH", "NOPERM", "WRONGPASS"}) {
+    if (error.rfind(p, 0) == 0) return failed_precondition(std::move(message));
+  }
+  return internal_error(std::move(message));
+}
+
+// A store operation's call: answers its caller with the parsed reply. The call, its
+// callback (inline in Callback) and its parser are one allocation.
+template <class T, class Parse>
+struct StoreCall final : Call {
+  StoreCall(Callback<T> cb, Parse parse, const std::string& store, const char* op)
+      : cb_(std::move(cb)), parse_(std::move(parse)), store_(store), op_(op) {}
+
+  void answer(Result<Reply> r) override {
+    auto caller = std::move(cb_);  // nothing of the caller's stays with the call
+    if (!r) return caller(r.status());
+    const redisReply& reply = **r;
+    if (reply.type == REDIS_REPLY_ERROR) return caller(error_status(store_, reply, op_));
+    caller(parse_(reply));
+  }
+
+ private:
+  Callback<T> cb_;
+  Parse parse_;
+  const std::string& store_;  // Client::describe(), which outlives every call
+  const char* op_;            // the script's name, or the command's
+};
+
 class RedisStore final : public Store {
  public:
   RedisStore(Config config, const StoreOptions& options)
@@ -332,7 +366,7 @@ class RedisStore final : public Store {
     run->args = std::move(a);
     run->cb = std::move(cb);
     if (!cluster_) return scan_step(std::move(run));
-    submit(format_command({"CLUSTER", "SLOTS"}), nullptr, -1,
+    submit(format_command({"CLUSTER", "SLOTS"}), -1,
            Callback<std::vector<int>>([this, run](Result<std::vector<int>> masters) mutable {
              if (!masters) return run->cb(masters.status());
              if (masters->empty()) return run->cb(ListPage{});
@@ -389,8 +423,9 @@ class RedisStore final : public Store {
   }
 
   void do_ping(Callback<Done> cb) override {
-    submit(format_command({"PING"}), nullptr, -1, std::move(cb),
-           [](const redisReply&) -> Result<Done> { return Done{}; });
+    submit(
+        format_command({"PING"}), -1, std::move(cb), [](const redisReply&) -> Result<Done> { return Done{}; },
+        "PING");
   }
 
  private:
@@ -411,8 +446,8 @@ class RedisStore final : public Store {
   void scan_step(ListRunPtr run) {
     const int slot = run->at.slot;
     const std::string scan = run->at.scan;
-    submit(format_command({"SCAN", scan, "MATCH", run->pattern, "COUNT", kScanCount}), nullptr,
-           cluster_ ? slot : -1, Callback<ScanStep>([this, run](Result<ScanStep> step) mutable {
+    submit(format_command({"SCAN", scan, "MATCH", run->pattern, "COUNT", kScanCount}), cluster_ ? slot : -1,
+           Callback<ScanStep>([this, run](Result<ScanStep> step) mutable {
              if (!step) return run->cb(step.status());
              run->step = std::move(*step);
              ++run->steps;
@@ -491,42 +526,73 @@ class RedisStore final : public Store {
     run->cb(std::move(run->page));
   }
 
-  // EVALSHA script numkeys keys... args...: all keys share one slot (redis_keys.h).
+  // EVALSHA script numkeys keys... args...: all keys share one slot (redis_keys.h). The
+  // command is written straight into the call's buffer.
   template <class T, class Parse>
   void eval(const Script& script, std::initializer_list<std::string_view> keys,
             std::initializer_list<std::string_view> args, Callback<T> cb, Parse parse,
             bool (*needs_wait)(const redisReply&) = nullptr) {
-    std::vector<std::string_view> argv;
-    argv.reserve(3 + keys.size() + args.size());
-    const std::string numkeys = std::to_string(keys.size());
-    argv.insert(argv.end(), {"EVALSHA", script.sha1, numkeys});
-    argv.insert(argv.end(), keys);
-    argv.insert(argv.end(), args);
-    submit(format_command(argv), &script, key_slot(*keys.begin()), std::move(cb), std::move(parse), "EVALSHA",
-           needs_wait);
+    char digits[8];
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, keys.size());
+    const std::string_view numkeys(digits, static_cast<std::size_t>(end - digits));
+    auto call = make_call(std::move(cb), std::move(parse), script.name, needs_wait);
+    std::string& w = call->wire;
+    std::size_t size = 16 + bulk_size("EVALSHA") + bulk_size(script.sha1) + bulk_size(numkeys);
+    for (std::string_view k : keys) size += bulk_size(k);
+    for (std::string_view a : args) size += bulk_size(a);
+    w.reserve(size);
+    append_command_header(w, 3 + keys.size() + args.size());
+    append_bulk(w, "EVALSHA");
+    append_bulk(w, script.sha1);
+    append_bulk(w, numkeys);
+    for (std::string_view k : keys) append_bulk(w, k);
+    for (std::string_view a : args) append_bulk(w, a);
+    call->script = &script;
+    call->slot = cluster_ ? key_slot(*keys.begin()) : -1;
+    enqueue(std::move(call));
   }
 
-  // `command` names a call without a script in error messages.
+  // `command` names the call in error messages.
   template <class T, class Parse>
-  void submit(std::string wire, const Script* script, int slot, Callback<T> cb, Parse parse,
-              const char* command = "PING", bool (*needs_wait)(const redisReply&) = nullptr) {
-    auto call = std::make_shared<Call>();
+  void submit(std::string wire, int slot, Callback<T> cb, Parse parse, const char* command) {
+    auto call = make_call(std::move(cb), std::move(parse), command, nullptr);
     call->wire = std::move(wire);
-    call->script = script;
     call->slot = slot;
+    enqueue(std::move(call));
+  }
+
+  template <class T, class Parse>
+  std::shared_ptr<StoreCall<T, Parse>> make_call(Callback<T> cb, Parse parse, const char* op,
+                                                 bool (*needs_wait)(const redisReply&)) {
+    auto call =
+        std::make_shared<StoreCall<T, Parse>>(std::move(cb), std::move(parse), client_.describe(), op);
     if (needs_wait) {
       call->wait_replicas = wait_replicas_;
       call->needs_wait = needs_wait;
     }
     call->deadline = SteadyClock::now() + op_timeout_;
-    call->complete = [this, cb = std::move(cb), parse = std::move(parse), script,
-                      command](Result<Reply> r) mutable {
-      if (!r) return cb(r.status());
-      const redisReply& reply = **r;
-      if (reply.type == REDIS_REPLY_ERROR) return cb(error_status(reply, script ? script->name : command));
-      cb(parse(reply));
-    };
-    asio::post(io_, [this, call = std::move(call)]() mutable { client_.start(std::move(call)); });
+    return call;
+  }
+
+  // Hands the call to the store's thread. Calls made while that thread is busy wait in
+  // the inbox and are taken together, with one wake-up, and so leave in one write.
+  void enqueue(CallPtr call) {
+    bool first = false;
+    {
+      std::lock_guard lock(inbox_mutex_);
+      first = inbox_.empty();
+      inbox_.push_back(std::move(call));
+    }
+    if (first) asio::post(io_, [this] { drain_inbox(); });
+  }
+
+  void drain_inbox() {
+    {
+      std::lock_guard lock(inbox_mutex_);
+      draining_.swap(inbox_);
+    }
+    for (CallPtr& c : draining_) client_.start(std::move(c));
+    draining_.clear();
   }
 
   Status judge_eviction(const std::vector<std::string>& names,
@@ -552,24 +618,16 @@ class RedisStore final : public Store {
     return Status::ok();
   }
 
-  // A server's error reply: authentication and permissions are the configuration's to fix;
-  // anything else is unexpected.
-  Status error_status(const redisReply& reply, const char* op) const {
-    const std::string error(reply.str, reply.len);
-    std::string message = client_.describe() + ": " + op + ": " + error;
-    for (const char* p : {"NOAUTH", "NOPERM", "WRONGPASS"}) {
-      if (error.rfind(p, 0) == 0) return failed_precondition(std::move(message));
-    }
-    return internal_error(std::move(message));
-  }
-
   const bool cluster_;
   const std::string prefix_;
   const int wait_replicas_;
   const Duration op_timeout_;
-  asio::io_context io_;
+  asio::io_context io_{1};  // one thread: its own posts need no lock
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   Client client_;
+  std::mutex inbox_mutex_;
+  std::vector<CallPtr> inbox_;     // guarded by inbox_mutex_: calls not yet on the store's thread
+  std::vector<CallPtr> draining_;  // the store's thread only: the inbox being started
   std::thread thread_;
 };
 
