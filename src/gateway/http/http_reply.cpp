@@ -1,19 +1,32 @@
 #include "gateway/http/http_reply.h"
 
 #include <algorithm>
-#include <vector>
 
 #include <boost/json.hpp>
 
+#include "core/ascii.h"
 #include "core/units.h"
 
 namespace idem::gateway {
 namespace {
 
-std::string trim(std::string_view s) {
+std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return std::string(s);
+  return s;
+}
+
+// True when a Connection field of `fields` lists `name` (RFC 9110 §7.6.1).
+bool listed_in_connection(const http::fields& fields, std::string_view name) {
+  const auto [first, last] = fields.equal_range(http::field::connection);
+  for (auto it = first; it != last; ++it) {
+    for (std::string_view v = it->value(); !v.empty();) {
+      const auto comma = v.find(',');
+      if (iequals(trim(v.substr(0, comma)), name)) return true;
+      v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -53,24 +66,17 @@ HttpResponse json_response(http::status status, std::string body, unsigned versi
 }
 
 void strip_hop_by_hop(http::fields& fields) {
-  // Fields the Connection header names are hop-by-hop for this message too.
-  std::vector<std::string> named;
-  // (equal_range: several Connection fields need not be adjacent.)
-  const auto [first, last] = fields.equal_range(http::field::connection);
-  for (auto it = first; it != last; ++it) {
-    std::string_view v = it->value();
-    while (!v.empty()) {
-      auto comma = v.find(',');
-      named.push_back(trim(v.substr(0, comma)));
-      v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
-    }
+  // One pass, no copies (it runs on every forwarded request and response). The fields a
+  // Connection field names are looked up while the Connection fields, which hold those
+  // names, are still there: they go last.
+  const bool has_connection = fields.find(http::field::connection) != fields.end();
+  for (auto it = fields.begin(); it != fields.end();) {
+    const std::string_view name = it->name_string();
+    const bool drop = it->name() != http::field::connection &&
+                      (is_hop_by_hop(name) || (has_connection && listed_in_connection(fields, name)));
+    it = drop ? fields.erase(it) : std::next(it);
   }
-  for (const auto& n : named)
-    if (!n.empty()) fields.erase(n);
-  std::vector<std::string> drop;
-  for (const auto& f : fields)
-    if (is_hop_by_hop(f.name_string())) drop.emplace_back(f.name_string());
-  for (const auto& n : drop) fields.erase(n);
+  fields.erase(http::field::connection);
 }
 
 }  // namespace idem::gateway

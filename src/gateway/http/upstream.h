@@ -49,8 +49,10 @@ class ResponseTail {
  public:
   using Parser = http::response_parser<http::buffer_body>;
   // Each read waits at most `idle_timeout` for the upstream.
+  // `pool_limit`: how long the connection may idle in the pool once the body has ended.
   ResponseTail(UpstreamClient& owner, UpstreamConnection conn, std::unique_ptr<Parser> parser,
-               std::chrono::steady_clock::duration idle_timeout);
+               std::chrono::steady_clock::duration idle_timeout,
+               std::chrono::steady_clock::duration pool_limit);
   ~ResponseTail();
   ResponseTail(const ResponseTail&) = delete;
   ResponseTail& operator=(const ResponseTail&) = delete;
@@ -65,6 +67,7 @@ class ResponseTail {
   std::optional<UpstreamConnection> conn_;
   std::unique_ptr<Parser> parser_;
   std::chrono::steady_clock::duration idle_timeout_;
+  std::chrono::steady_clock::duration pool_limit_;
 };
 
 struct UpstreamResult {
@@ -129,6 +132,7 @@ class UpstreamClient {
   struct Idle {
     boost::beast::tcp_stream stream;
     std::chrono::steady_clock::time_point until;  // reused only before this
+    std::chrono::steady_clock::time_point since;  // pooled then
   };
   struct Pool {
     const boost::asio::execution_context* context;
@@ -136,9 +140,13 @@ class UpstreamClient {
   };
   Pool& pool_of(const boost::asio::execution_context& context);  // requires mu_
   std::optional<boost::beast::tcp_stream> checkout(const boost::asio::execution_context& context);
-  // Pools the connection after a response that leaves no doubt about framing; closes it
-  // otherwise.
-  void settle(UpstreamConnection conn, const ResponseTail::Parser& parser);
+  // How long a connection may idle in the pool after this response: max_idle_, or half
+  // the idle time the response's Keep-Alive field announces, when that is shorter.
+  std::chrono::steady_clock::duration pool_limit(const http::response_header<>& head) const;
+  // Pools the connection for at most `limit` after a response that leaves no doubt about
+  // framing; closes it otherwise.
+  void settle(UpstreamConnection conn, const ResponseTail::Parser& parser,
+              std::chrono::steady_clock::duration limit);
 
   UpstreamUrl url_;
   std::chrono::steady_clock::duration max_idle_;
