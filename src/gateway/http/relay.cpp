@@ -131,7 +131,7 @@ awaitable<std::optional<Answer>> relay_request(beast::tcp_stream& client, beast:
     fwd.body().data = n ? piece.data() : nullptr;
     fwd.body().size = n;
     fwd.body().more = !parser.is_done();
-    if (!co_await write_piece(up.stream, sr, timeouts.upstream))
+    if (!co_await write_piece(up.stream(), sr, timeouts.upstream))
       co_return fail(Problem::upstream_unavailable, "the upstream closed the connection");
   }
   body_complete = true;

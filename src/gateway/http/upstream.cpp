@@ -155,9 +155,9 @@ asio::awaitable<std::pair<beast::error_code, std::size_t>> ResponseTail::read(ch
   auto& body = parser_->get().body();
   body.data = out;
   body.size = size;
-  conn_->stream.expires_after(idle_timeout_);
+  conn_->stream().expires_after(idle_timeout_);
   // Some: whatever has arrived is passed on at once (an event stream's next event).
-  auto [ec, n] = co_await http::async_read_some(conn_->stream, conn_->buffer, *parser_, kTuple);
+  auto [ec, n] = co_await http::async_read_some(conn_->stream(), conn_->buffer, *parser_, kTuple);
   const std::size_t got = size - body.size;
   if (ec == http::error::need_buffer) ec = {};
   if (ec) {
@@ -178,18 +178,18 @@ UpstreamClient::Pool& UpstreamClient::pool_of(const asio::execution_context& con
   return pools_.emplace_back(Pool{&context, {}});
 }
 
-std::optional<beast::tcp_stream> UpstreamClient::checkout(const asio::execution_context& context) {
+std::unique_ptr<beast::tcp_stream> UpstreamClient::checkout(const asio::execution_context& context) {
   std::lock_guard lock(mu_);
   auto& idle = pool_of(context).idle;
   const auto now = Steady::now();
   while (!idle.empty()) {
     Idle c = std::move(idle.back());
     idle.pop_back();
-    if (now < c.until && (now - c.since < kFreshIdle || still_open(c.stream))) return std::move(c.stream);
+    if (now < c.until && (now - c.since < kFreshIdle || still_open(*c.stream))) return std::move(c.stream);
     boost::system::error_code ec;
-    c.stream.socket().close(ec);
+    c.stream->socket().close(ec);
   }
-  return std::nullopt;
+  return nullptr;
 }
 
 Steady::duration UpstreamClient::pool_limit(const http::response_header<>& head) const {
@@ -205,12 +205,12 @@ void UpstreamClient::settle(UpstreamConnection conn, const ResponseTail::Parser&
   // Any doubt about where the response ended, or bytes after it: the connection closes.
   if (!parser.is_done() || !parser.keep_alive() || conn.buffer.size() != 0) return;
   if (limit <= Steady::duration::zero()) return;
-  conn.stream.expires_never();
+  conn.stream().expires_never();
   const auto now = Steady::now();
   std::lock_guard lock(mu_);
-  auto& idle = pool_of(asio::query(conn.stream.get_executor(), asio::execution::context)).idle;
+  auto& idle = pool_of(asio::query(conn.stream().get_executor(), asio::execution::context)).idle;
   if (idle.size() >= kMaxIdle) return;
-  idle.push_back({std::move(conn.stream), now + limit, now});
+  idle.push_back({std::move(conn.socket), now + limit, now});
 }
 
 void UpstreamClient::close_idle() {
@@ -221,8 +221,9 @@ void UpstreamClient::close_idle() {
 asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_point deadline) {
   auto ex = co_await asio::this_coro::executor;
   if (auto pooled = checkout(asio::query(ex, asio::execution::context)))
-    co_return Connected{UpstreamConnection{std::move(*pooled), {}}, {}};
-  beast::tcp_stream stream(ex);
+    co_return Connected{UpstreamConnection{std::move(pooled), {}}, {}};
+  auto socket = std::make_unique<beast::tcp_stream>(ex);
+  beast::tcp_stream& stream = *socket;
   boost::system::error_code cec;
   const auto address = asio::ip::make_address(url_.host, cec);
   if (!cec) {  // an IP address: no resolver round trip
@@ -251,7 +252,7 @@ asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_
   if (cec)
     co_return Connected{std::nullopt, failed(UpstreamResult::Kind::refused, "connect: " + cec.message())};
   stream.socket().set_option(tcp::no_delay(true), cec);
-  co_return Connected{UpstreamConnection{std::move(stream), {}}, {}};
+  co_return Connected{UpstreamConnection{std::move(socket), {}}, {}};
 }
 
 asio::awaitable<UpstreamResult> UpstreamClient::exchange(const HttpRequest& request, Duration timeout,
@@ -259,8 +260,8 @@ asio::awaitable<UpstreamResult> UpstreamClient::exchange(const HttpRequest& requ
   const auto deadline = Steady::now() + timeout;
   Connected c = co_await connect(deadline);
   if (!c.conn) co_return std::move(c.failure);
-  c.conn->stream.expires_at(deadline);
-  auto [wec, written] = co_await http::async_write(c.conn->stream, request, kTuple);
+  c.conn->stream().expires_at(deadline);
+  auto [wec, written] = co_await http::async_write(c.conn->stream(), request, kTuple);
   if (wec) co_return lost(wec, "send");
   co_return co_await receive(std::move(*c.conn), request.method() == http::verb::head, deadline,
                              max_buffered);
@@ -278,8 +279,8 @@ asio::awaitable<UpstreamResult> UpstreamClient::receive(UpstreamConnection conn,
     parser->header_limit(kResponseHeaderLimit);
     parser->body_limit(boost::none);
     if (head_request) parser->skip(true);
-    conn.stream.expires_at(deadline);
-    auto [ec, n] = co_await http::async_read_header(conn.stream, conn.buffer, *parser, kTuple);
+    conn.stream().expires_at(deadline);
+    auto [ec, n] = co_await http::async_read_header(conn.stream(), conn.buffer, *parser, kTuple);
     if (ec) co_return lost(ec, "receive");
     const unsigned status = parser->get().result_int();
     if (status == 101) co_return failed(UpstreamResult::Kind::broken, "the upstream switched protocols");
@@ -303,8 +304,8 @@ asio::awaitable<UpstreamResult> UpstreamClient::receive(UpstreamConnection conn,
     auto& piece = parser->get().body();
     piece.data = body.data() + old;
     piece.size = want;
-    conn.stream.expires_at(deadline);
-    auto [ec, n] = co_await http::async_read(conn.stream, conn.buffer, *parser, kTuple);
+    conn.stream().expires_at(deadline);
+    auto [ec, n] = co_await http::async_read(conn.stream(), conn.buffer, *parser, kTuple);
     body.resize(old + want - piece.size);
     if (ec && ec != http::error::need_buffer) co_return lost(ec, "receive");
   }

@@ -37,9 +37,12 @@ namespace idem::gateway {
 class UpstreamClient;
 
 // An upstream connection for one exchange: checked out of the pool or newly connected.
+// The stream lives on the heap: a connection changes hands several times per exchange
+// (pool, exchange, tail, pool), and moving a Beast stream itself allocates a new one.
 struct UpstreamConnection {
-  boost::beast::tcp_stream stream;
+  std::unique_ptr<boost::beast::tcp_stream> socket;
   boost::beast::flat_buffer buffer;  // bytes read from the upstream but not yet parsed
+  boost::beast::tcp_stream& stream() noexcept { return *socket; }
 };
 
 // The rest of a response body that was too large to buffer. Owns the upstream connection
@@ -130,7 +133,7 @@ class UpstreamClient {
  private:
   friend class ResponseTail;
   struct Idle {
-    boost::beast::tcp_stream stream;
+    std::unique_ptr<boost::beast::tcp_stream> stream;
     std::chrono::steady_clock::time_point until;  // reused only before this
     std::chrono::steady_clock::time_point since;  // pooled then
   };
@@ -139,7 +142,7 @@ class UpstreamClient {
     std::deque<Idle> idle;  // most recently used at the back
   };
   Pool& pool_of(const boost::asio::execution_context& context);  // requires mu_
-  std::optional<boost::beast::tcp_stream> checkout(const boost::asio::execution_context& context);
+  std::unique_ptr<boost::beast::tcp_stream> checkout(const boost::asio::execution_context& context);
   // How long a connection may idle in the pool after this response: max_idle_, or half
   // the idle time the response's Keep-Alive field announces, when that is shorter.
   std::chrono::steady_clock::duration pool_limit(const http::response_header<>& head) const;
