@@ -1,6 +1,10 @@
 #include "gateway/http/http_reply.h"
 
 #include <algorithm>
+#include <array>
+#include <span>
+#include <string>
+#include <vector>
 
 #include <boost/json.hpp>
 
@@ -16,17 +20,18 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// True when a Connection field of `fields` lists `name` (RFC 9110 §7.6.1).
-bool listed_in_connection(const http::fields& fields, std::string_view name) {
+// Calls `fn` with each name the Connection fields of `fields` list (RFC 9110 §7.6.1), as
+// a view into those fields.
+template <class Fn>
+void for_each_connection_name(const http::fields& fields, Fn&& fn) {
   const auto [first, last] = fields.equal_range(http::field::connection);
   for (auto it = first; it != last; ++it) {
     for (std::string_view v = it->value(); !v.empty();) {
       const auto comma = v.find(',');
-      if (iequals(trim(v.substr(0, comma)), name)) return true;
+      if (const std::string_view name = trim(v.substr(0, comma)); !name.empty()) fn(name);
       v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
     }
   }
-  return false;
 }
 
 }  // namespace
@@ -66,14 +71,32 @@ HttpResponse json_response(http::status status, std::string body, unsigned versi
 }
 
 void strip_hop_by_hop(http::fields& fields) {
-  // One pass, no copies (it runs on every forwarded request and response). The fields a
-  // Connection field names are looked up while the Connection fields, which hold those
-  // names, are still there: they go last.
-  const bool has_connection = fields.find(http::field::connection) != fields.end();
+  // One pass, no copies (it runs on every forwarded request and response). The names the
+  // Connection fields list are views into them: those fields go last.
+  std::array<std::string_view, 8> names;
+  std::size_t n = 0;
+  bool many = false;
+  for_each_connection_name(fields, [&](std::string_view name) {
+    if (n < names.size())
+      names[n++] = name;
+    else
+      many = true;
+  });
+  if (many) {
+    // A long list: copy it and erase by name (never the Connection fields, which go last).
+    std::vector<std::string> copied;
+    for_each_connection_name(fields, [&](std::string_view name) { copied.emplace_back(name); });
+    for (const auto& name : copied)
+      if (!iequals(name, "connection")) fields.erase(name);
+    n = 0;
+  }
+  const std::span<const std::string_view> listed(names.data(), n);
   for (auto it = fields.begin(); it != fields.end();) {
     const std::string_view name = it->name_string();
-    const bool drop = it->name() != http::field::connection &&
-                      (is_hop_by_hop(name) || (has_connection && listed_in_connection(fields, name)));
+    const bool drop =
+        it->name() != http::field::connection &&
+        (is_hop_by_hop(name) ||
+         std::any_of(listed.begin(), listed.end(), [&](std::string_view l) { return iequals(l, name); }));
     it = drop ? fields.erase(it) : std::next(it);
   }
   fields.erase(http::field::connection);
