@@ -48,6 +48,29 @@ TEST(HopByHop, StrippedWithTheFieldsConnectionNames) {
   EXPECT_EQ(fwd[http::field::content_length], "2");
 }
 
+// Names listed in several Connection fields, in any case, and more of them than
+// strip_hop_by_hop keeps inline (8): all are removed, nothing else is.
+TEST(HopByHop, EveryNameOfEveryConnectionFieldIsStripped) {
+  for (const int listed : {1, 8, 9, 20}) {
+    http::fields f;
+    std::string first, second;
+    for (int i = 0; i < listed; ++i) {
+      std::string& list = i % 2 ? second : first;
+      list += (list.empty() ? "" : " , ") + std::string("x-p") + std::to_string(i);
+      f.insert("X-P" + std::to_string(i), "1");
+    }
+    f.insert(http::field::connection, first + ", , connection");
+    if (!second.empty()) f.insert(http::field::connection, second);
+    f.insert("Upgrade", "h2c");
+    f.insert("X-Kept", "yes");
+    f.insert("Content-Length", "2");
+    strip_hop_by_hop(f);
+    std::vector<std::string> left;
+    for (const auto& field : f) left.emplace_back(field.name_string());
+    EXPECT_EQ(left, (std::vector<std::string>{"X-Kept", "Content-Length"})) << listed << " names listed";
+  }
+}
+
 TEST(HopByHop, OneListForForwardingAndStoring) {
   for (std::string_view name : kHopByHopFields) {
     std::string upper(name);

@@ -1,19 +1,37 @@
 #include "gateway/http/http_reply.h"
 
 #include <algorithm>
+#include <array>
+#include <span>
+#include <string>
 #include <vector>
 
 #include <boost/json.hpp>
 
+#include "core/ascii.h"
 #include "core/units.h"
 
 namespace idem::gateway {
 namespace {
 
-std::string trim(std::string_view s) {
+std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return std::string(s);
+  return s;
+}
+
+// Calls `fn` with each name the Connection fields of `fields` list (RFC 9110 §7.6.1), as
+// a view into those fields.
+template <class Fn>
+void for_each_connection_name(const http::fields& fields, Fn&& fn) {
+  const auto [first, last] = fields.equal_range(http::field::connection);
+  for (auto it = first; it != last; ++it) {
+    for (std::string_view v = it->value(); !v.empty();) {
+      const auto comma = v.find(',');
+      if (const std::string_view name = trim(v.substr(0, comma)); !name.empty()) fn(name);
+      v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
+    }
+  }
 }
 
 }  // namespace
@@ -53,24 +71,35 @@ HttpResponse json_response(http::status status, std::string body, unsigned versi
 }
 
 void strip_hop_by_hop(http::fields& fields) {
-  // Fields the Connection header names are hop-by-hop for this message too.
-  std::vector<std::string> named;
-  // (equal_range: several Connection fields need not be adjacent.)
-  const auto [first, last] = fields.equal_range(http::field::connection);
-  for (auto it = first; it != last; ++it) {
-    std::string_view v = it->value();
-    while (!v.empty()) {
-      auto comma = v.find(',');
-      named.push_back(trim(v.substr(0, comma)));
-      v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
-    }
+  // One pass, no copies (it runs on every forwarded request and response). The names the
+  // Connection fields list are views into them: those fields go last.
+  std::array<std::string_view, 8> names;
+  std::size_t n = 0;
+  bool many = false;
+  for_each_connection_name(fields, [&](std::string_view name) {
+    if (n < names.size())
+      names[n++] = name;
+    else
+      many = true;
+  });
+  if (many) {
+    // A long list: copy it and erase by name (never the Connection fields, which go last).
+    std::vector<std::string> copied;
+    for_each_connection_name(fields, [&](std::string_view name) { copied.emplace_back(name); });
+    for (const auto& name : copied)
+      if (!iequals(name, "connection")) fields.erase(name);
+    n = 0;
   }
-  for (const auto& n : named)
-    if (!n.empty()) fields.erase(n);
-  std::vector<std::string> drop;
-  for (const auto& f : fields)
-    if (is_hop_by_hop(f.name_string())) drop.emplace_back(f.name_string());
-  for (const auto& n : drop) fields.erase(n);
+  const std::span<const std::string_view> listed(names.data(), n);
+  for (auto it = fields.begin(); it != fields.end();) {
+    const std::string_view name = it->name_string();
+    const bool drop =
+        it->name() != http::field::connection &&
+        (is_hop_by_hop(name) ||
+         std::any_of(listed.begin(), listed.end(), [&](std::string_view l) { return iequals(l, name); }));
+    it = drop ? fields.erase(it) : std::next(it);
+  }
+  fields.erase(http::field::connection);
 }
 
 }  // namespace idem::gateway

@@ -1,6 +1,7 @@
 #include "gateway/http/relay.h"
 
 #include <array>
+#include <tuple>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -19,6 +20,27 @@ constexpr std::size_t kPiece = 16 * 1024;
 
 // One step of a serializer whose buffer_body is fed piece by piece: need_buffer means the
 // piece is written and the next one is wanted.
+// The next part of the client's body into `piece` (the parser's body tells how much):
+// parsed from what `buffer` already holds when that is enough (no waiting, no trip
+// through the scheduler); else, with `wait`, read from the client. need_buffer (the
+// piece is full) is not an error.
+awaitable<beast::error_code> read_piece(beast::tcp_stream& client, beast::flat_buffer& buffer,
+                                        StreamParser& parser, std::array<char, kPiece>& piece, bool wait,
+                                        Steady::duration timeout) {
+  auto& body = parser.get().body();
+  body.data = piece.data();
+  body.size = piece.size();
+  beast::error_code ec;
+  if (buffer.size() > 0) {
+    buffer.consume(parser.put(buffer.data(), ec));
+    if (ec != http::error::need_more) co_return ec == http::error::need_buffer ? beast::error_code{} : ec;
+  }
+  if (!wait || body.size != piece.size()) co_return beast::error_code{};
+  client.expires_after(timeout);
+  std::tie(ec, std::ignore) = co_await http::async_read_some(client, buffer, parser, kTuple);
+  co_return ec == http::error::need_buffer ? beast::error_code{} : ec;
+}
+
 template <class Serializer>
 awaitable<bool> write_piece(beast::tcp_stream& stream, Serializer& sr, Steady::duration timeout) {
   stream.expires_after(timeout);
@@ -35,7 +57,7 @@ awaitable<bool> write_answer(beast::tcp_stream& client, Answer& answer, Steady::
     co_return !ec && answer.response.keep_alive();
   }
   http::response<http::buffer_body> out;
-  out.base() = answer.response.base();
+  out.base() = std::move(answer.response.base());
   if (out.find(http::field::content_length) == out.end()) {
     if (out.version() >= 11)
       out.chunked(true);
@@ -64,53 +86,52 @@ awaitable<std::optional<Answer>> relay_request(beast::tcp_stream& client, beast:
                                                StreamParser& parser, ChunkGuard& guard,
                                                UpstreamClient& upstream, RelayTimeouts timeouts,
                                                bool& body_complete) {
-  const auto& in = parser.get();
-  const unsigned version = in.version();
-  const bool keep_alive = in.keep_alive();
-  const bool head = in.method() == http::verb::head;
+  const unsigned version = parser.get().version();
+  const bool keep_alive = parser.get().keep_alive();
+  const bool head = parser.get().method() == http::verb::head;
   body_complete = parser.is_done();
   auto fail = [&](Problem p, std::string_view detail) {
     return Answer{problem_response(p, detail, version, keep_alive && body_complete)};
   };
 
+  // The head moves to the forwarded request: from here on the parser needs only its state
+  // (and its fields hold nothing but the trailers it may still read, which the guard
+  // counts and drops).
   http::request<http::buffer_body> fwd;
-  fwd.base() = in.base();
+  fwd.base() = std::move(parser.get().base());
   prepare_forward_head(fwd.base(), upstream.url());
   if (parser.chunked())
     fwd.chunked(true);
   else if (auto length = parser.content_length())
     fwd.content_length(*length);
-  else if (in.method() == http::verb::post || in.method() == http::verb::put ||
-           in.method() == http::verb::patch)
+  else if (fwd.method() == http::verb::post || fwd.method() == http::verb::put ||
+           fwd.method() == http::verb::patch)
     fwd.content_length(0);
 
   auto connected = co_await upstream.connect(Steady::now() + timeouts.upstream);
   if (!connected.conn) co_return fail(Problem::upstream_unavailable, "the upstream is unavailable");
   UpstreamConnection& up = *connected.conn;
   http::request_serializer<http::buffer_body> sr{fwd};
-  fwd.body().data = nullptr;
-  fwd.body().more = !parser.is_done();
-  if (!co_await write_piece(up.stream, sr, timeouts.upstream))
-    co_return fail(Problem::upstream_unavailable, "the upstream closed the connection");
-
   guard.attach(parser);
   std::array<char, kPiece> piece;
-  while (!parser.is_done()) {
-    auto& body = parser.get().body();
-    body.data = piece.data();
-    body.size = piece.size();
-    client.expires_after(timeouts.client_read);
-    auto [rec, rn] = co_await http::async_read_some(client, buffer, parser, kTuple);
-    if (rec && rec != http::error::need_buffer) {
-      guard.read_failed(rec);
-      co_return std::nullopt;  // the upstream sees a cut request
+  // The head goes out with the first part of the body, so a request that arrived whole
+  // (the usual case) is forwarded in one write.
+  for (bool first = true; first || !parser.is_done(); first = false) {
+    std::size_t n = 0;
+    if (!parser.is_done()) {
+      // The first part is only what is already buffered: the head is not held back
+      // waiting for a slow client's body.
+      if (auto rec = co_await read_piece(client, buffer, parser, piece, !first, timeouts.client_read)) {
+        guard.read_failed(rec);
+        co_return std::nullopt;  // the upstream sees a cut request
+      }
+      n = piece.size() - parser.get().body().size;
+      if (parser.is_done() && !guard.finish(parser.get())) co_return std::nullopt;
     }
-    if (parser.is_done() && !guard.finish(parser.get())) co_return std::nullopt;
-    const std::size_t n = piece.size() - body.size;
     fwd.body().data = n ? piece.data() : nullptr;
     fwd.body().size = n;
     fwd.body().more = !parser.is_done();
-    if (!co_await write_piece(up.stream, sr, timeouts.upstream))
+    if (!co_await write_piece(up.stream(), sr, timeouts.upstream))
       co_return fail(Problem::upstream_unavailable, "the upstream closed the connection");
   }
   body_complete = true;

@@ -41,6 +41,22 @@ bool still_open(beast::tcp_stream& s) {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
+// A connection back in the pool for less than this is reused without the peek (a system
+// call on every request under load, where connections are reused within microseconds).
+// Why that is safe: what the peek catches is a close by the upstream that has already
+// arrived. An upstream closes an idle keep-alive connection when its idle timer fires,
+// seconds after its last response (nginx 75 s, Node.js 5 s), never within a millisecond
+// of it, and the pool stops reusing a connection well before that (`until`). Any other
+// close (an upstream that closes right after answering without saying
+// `Connection: close`, or that restarts) can meet a request at any moment, peek or no
+// peek; the peek only narrows the window. Met within this millisecond, such a close is
+// classified as it always was: the request is written into a connection the upstream has
+// closed, the read ends with nothing of a response, and the exchange is `broken` (outcome
+// unknown), never `refused`, since from here the upstream having read the request and
+// died looks the same. The answer is conservative (the key may be held as uncertain; the
+// request is never sent twice), and connections idle longer keep the peek.
+constexpr Steady::duration kFreshIdle = std::chrono::milliseconds(1);
+
 // `timeout=N` of a Keep-Alive field ("timeout=5, max=100"), in seconds.
 std::optional<std::chrono::seconds> keep_alive_timeout(std::string_view value) {
   for (;;) {
@@ -63,6 +79,28 @@ UpstreamResult failed(UpstreamResult::Kind kind, std::string error) {
   r.kind = kind;
   r.error = std::move(error);
   return r;
+}
+
+// Takes the body bytes that already arrived with the head (no waiting), into `body`, up
+// to `limit` bytes of body. An error: the response is malformed.
+beast::error_code take_buffered(ResponseTail::Parser& parser, beast::flat_buffer& in, std::string& body,
+                                std::size_t limit) {
+  while (!parser.is_done() && in.size() > 0 && body.size() < limit) {
+    const std::size_t old = body.size();
+    const std::size_t want = std::min(limit - old, in.size());
+    body.resize(old + want);
+    auto& piece = parser.get().body();
+    piece.data = body.data() + old;
+    piece.size = want;
+    beast::error_code ec;
+    const std::size_t n = parser.put(in.data(), ec);
+    in.consume(n);
+    body.resize(old + want - piece.size);
+    if (ec == http::error::need_more) return {};
+    if (ec && ec != http::error::need_buffer) return ec;
+    if (n == 0 && !ec) return {};
+  }
+  return {};
 }
 
 // A read or write that failed after the request was (maybe) sent: the outcome is unknown.
@@ -103,8 +141,12 @@ HttpResponse make_client_response(HttpResponse upstream, unsigned version, bool 
 }
 
 ResponseTail::ResponseTail(UpstreamClient& owner, UpstreamConnection conn, std::unique_ptr<Parser> parser,
-                           Steady::duration idle_timeout)
-    : owner_(owner), conn_(std::move(conn)), parser_(std::move(parser)), idle_timeout_(idle_timeout) {}
+                           Steady::duration idle_timeout, Steady::duration pool_limit)
+    : owner_(owner),
+      conn_(std::move(conn)),
+      parser_(std::move(parser)),
+      idle_timeout_(idle_timeout),
+      pool_limit_(pool_limit) {}
 
 ResponseTail::~ResponseTail() = default;  // an unfinished body: the connection closes
 
@@ -113,15 +155,15 @@ asio::awaitable<std::pair<beast::error_code, std::size_t>> ResponseTail::read(ch
   auto& body = parser_->get().body();
   body.data = out;
   body.size = size;
-  conn_->stream.expires_after(idle_timeout_);
+  conn_->stream().expires_after(idle_timeout_);
   // Some: whatever has arrived is passed on at once (an event stream's next event).
-  auto [ec, n] = co_await http::async_read_some(conn_->stream, conn_->buffer, *parser_, kTuple);
+  auto [ec, n] = co_await http::async_read_some(conn_->stream(), conn_->buffer, *parser_, kTuple);
   const std::size_t got = size - body.size;
   if (ec == http::error::need_buffer) ec = {};
   if (ec) {
     conn_.reset();
   } else if (parser_->is_done()) {
-    owner_.settle(std::move(*conn_), *parser_);
+    owner_.settle(std::move(*conn_), *parser_, pool_limit_);
     conn_.reset();
   }
   co_return std::pair{ec, got};
@@ -136,34 +178,39 @@ UpstreamClient::Pool& UpstreamClient::pool_of(const asio::execution_context& con
   return pools_.emplace_back(Pool{&context, {}});
 }
 
-std::optional<beast::tcp_stream> UpstreamClient::checkout(const asio::execution_context& context) {
+std::unique_ptr<beast::tcp_stream> UpstreamClient::checkout(const asio::execution_context& context) {
   std::lock_guard lock(mu_);
   auto& idle = pool_of(context).idle;
   const auto now = Steady::now();
   while (!idle.empty()) {
     Idle c = std::move(idle.back());
     idle.pop_back();
-    if (now < c.until && still_open(c.stream)) return std::move(c.stream);
+    if (now < c.until && (now - c.since < kFreshIdle || still_open(*c.stream))) return std::move(c.stream);
     boost::system::error_code ec;
-    c.stream.socket().close(ec);
+    c.stream->socket().close(ec);
   }
-  return std::nullopt;
+  return nullptr;
 }
 
-void UpstreamClient::settle(UpstreamConnection conn, const ResponseTail::Parser& parser) {
-  // Any doubt about where the response ended, or bytes after it: the connection closes.
-  if (!parser.is_done() || !parser.keep_alive() || conn.buffer.size() != 0) return;
+Steady::duration UpstreamClient::pool_limit(const http::response_header<>& head) const {
   Steady::duration limit = max_idle_;
-  const auto& head = parser.get();
   if (auto it = head.find(http::field::keep_alive); it != head.end())
     if (auto announced = keep_alive_timeout(it->value()))
       limit = std::min<Steady::duration>(limit, *announced / 2);
+  return limit;
+}
+
+void UpstreamClient::settle(UpstreamConnection conn, const ResponseTail::Parser& parser,
+                            Steady::duration limit) {
+  // Any doubt about where the response ended, or bytes after it: the connection closes.
+  if (!parser.is_done() || !parser.keep_alive() || conn.buffer.size() != 0) return;
   if (limit <= Steady::duration::zero()) return;
+  conn.stream().expires_never();
+  const auto now = Steady::now();
   std::lock_guard lock(mu_);
-  conn.stream.expires_never();
-  auto& idle = pool_of(asio::query(conn.stream.get_executor(), asio::execution::context)).idle;
+  auto& idle = pool_of(asio::query(conn.stream().get_executor(), asio::execution::context)).idle;
   if (idle.size() >= kMaxIdle) return;
-  idle.push_back({std::move(conn.stream), Steady::now() + limit});
+  idle.push_back({std::move(conn.socket), now + limit, now});
 }
 
 void UpstreamClient::close_idle() {
@@ -174,8 +221,9 @@ void UpstreamClient::close_idle() {
 asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_point deadline) {
   auto ex = co_await asio::this_coro::executor;
   if (auto pooled = checkout(asio::query(ex, asio::execution::context)))
-    co_return Connected{UpstreamConnection{std::move(*pooled), {}}, {}};
-  beast::tcp_stream stream(ex);
+    co_return Connected{UpstreamConnection{std::move(pooled), {}}, {}};
+  auto socket = std::make_unique<beast::tcp_stream>(ex);
+  beast::tcp_stream& stream = *socket;
   boost::system::error_code cec;
   const auto address = asio::ip::make_address(url_.host, cec);
   if (!cec) {  // an IP address: no resolver round trip
@@ -204,7 +252,7 @@ asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_
   if (cec)
     co_return Connected{std::nullopt, failed(UpstreamResult::Kind::refused, "connect: " + cec.message())};
   stream.socket().set_option(tcp::no_delay(true), cec);
-  co_return Connected{UpstreamConnection{std::move(stream), {}}, {}};
+  co_return Connected{UpstreamConnection{std::move(socket), {}}, {}};
 }
 
 asio::awaitable<UpstreamResult> UpstreamClient::exchange(const HttpRequest& request, Duration timeout,
@@ -212,8 +260,8 @@ asio::awaitable<UpstreamResult> UpstreamClient::exchange(const HttpRequest& requ
   const auto deadline = Steady::now() + timeout;
   Connected c = co_await connect(deadline);
   if (!c.conn) co_return std::move(c.failure);
-  c.conn->stream.expires_at(deadline);
-  auto [wec, written] = co_await http::async_write(c.conn->stream, request, kTuple);
+  c.conn->stream().expires_at(deadline);
+  auto [wec, written] = co_await http::async_write(c.conn->stream(), request, kTuple);
   if (wec) co_return lost(wec, "send");
   co_return co_await receive(std::move(*c.conn), request.method() == http::verb::head, deadline,
                              max_buffered);
@@ -231,8 +279,8 @@ asio::awaitable<UpstreamResult> UpstreamClient::receive(UpstreamConnection conn,
     parser->header_limit(kResponseHeaderLimit);
     parser->body_limit(boost::none);
     if (head_request) parser->skip(true);
-    conn.stream.expires_at(deadline);
-    auto [ec, n] = co_await http::async_read_header(conn.stream, conn.buffer, *parser, kTuple);
+    conn.stream().expires_at(deadline);
+    auto [ec, n] = co_await http::async_read_header(conn.stream(), conn.buffer, *parser, kTuple);
     if (ec) co_return lost(ec, "receive");
     const unsigned status = parser->get().result_int();
     if (status == 101) co_return failed(UpstreamResult::Kind::broken, "the upstream switched protocols");
@@ -240,8 +288,11 @@ asio::awaitable<UpstreamResult> UpstreamClient::receive(UpstreamConnection conn,
   }
 
   // The body, up to one byte more than the caller buffers (to know it is larger); a caller
-  // that buffers nothing gets the head as soon as it arrives (an event stream's, say).
+  // that buffers nothing gets the head as soon as it arrives (an event stream's, say),
+  // with what of the body came with it. What already arrived is taken without waiting.
   std::string body;
+  if (auto ec = take_buffered(*parser, conn.buffer, body, max_buffered > 0 ? max_buffered + 1 : kPiece))
+    co_return lost(ec, "receive");
   while (max_buffered > 0 && !parser->is_done() && body.size() <= max_buffered) {
     const std::size_t room = max_buffered + 1 - body.size();
     const auto remaining = parser->content_length();  // of a Content-Length body, still unread
@@ -253,20 +304,22 @@ asio::awaitable<UpstreamResult> UpstreamClient::receive(UpstreamConnection conn,
     auto& piece = parser->get().body();
     piece.data = body.data() + old;
     piece.size = want;
-    conn.stream.expires_at(deadline);
-    auto [ec, n] = co_await http::async_read(conn.stream, conn.buffer, *parser, kTuple);
+    conn.stream().expires_at(deadline);
+    auto [ec, n] = co_await http::async_read(conn.stream(), conn.buffer, *parser, kTuple);
     body.resize(old + want - piece.size);
     if (ec && ec != http::error::need_buffer) co_return lost(ec, "receive");
   }
 
   UpstreamResult r;
   r.kind = UpstreamResult::Kind::response;
-  r.response.base() = parser->get().base();
+  // The head moves out of the parser (a tail's parser needs only its state from here on).
+  const Steady::duration limit = pool_limit(parser->get());
+  r.response.base() = std::move(parser->get().base());
   r.response.body() = std::move(body);
   if (parser->is_done())
-    settle(std::move(conn), *parser);
+    settle(std::move(conn), *parser, limit);
   else
-    r.tail = std::make_unique<ResponseTail>(*this, std::move(conn), std::move(parser), idle_timeout);
+    r.tail = std::make_unique<ResponseTail>(*this, std::move(conn), std::move(parser), idle_timeout, limit);
   strip_hop_by_hop(r.response.base());
   co_return r;
 }

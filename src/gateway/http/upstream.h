@@ -37,9 +37,12 @@ namespace idem::gateway {
 class UpstreamClient;
 
 // An upstream connection for one exchange: checked out of the pool or newly connected.
+// The stream lives on the heap: a connection changes hands several times per exchange
+// (pool, exchange, tail, pool), and moving a Beast stream itself allocates a new one.
 struct UpstreamConnection {
-  boost::beast::tcp_stream stream;
+  std::unique_ptr<boost::beast::tcp_stream> socket;
   boost::beast::flat_buffer buffer;  // bytes read from the upstream but not yet parsed
+  boost::beast::tcp_stream& stream() noexcept { return *socket; }
 };
 
 // The rest of a response body that was too large to buffer. Owns the upstream connection
@@ -49,8 +52,10 @@ class ResponseTail {
  public:
   using Parser = http::response_parser<http::buffer_body>;
   // Each read waits at most `idle_timeout` for the upstream.
+  // `pool_limit`: how long the connection may idle in the pool once the body has ended.
   ResponseTail(UpstreamClient& owner, UpstreamConnection conn, std::unique_ptr<Parser> parser,
-               std::chrono::steady_clock::duration idle_timeout);
+               std::chrono::steady_clock::duration idle_timeout,
+               std::chrono::steady_clock::duration pool_limit);
   ~ResponseTail();
   ResponseTail(const ResponseTail&) = delete;
   ResponseTail& operator=(const ResponseTail&) = delete;
@@ -65,6 +70,7 @@ class ResponseTail {
   std::optional<UpstreamConnection> conn_;
   std::unique_ptr<Parser> parser_;
   std::chrono::steady_clock::duration idle_timeout_;
+  std::chrono::steady_clock::duration pool_limit_;
 };
 
 struct UpstreamResult {
@@ -127,18 +133,23 @@ class UpstreamClient {
  private:
   friend class ResponseTail;
   struct Idle {
-    boost::beast::tcp_stream stream;
+    std::unique_ptr<boost::beast::tcp_stream> stream;
     std::chrono::steady_clock::time_point until;  // reused only before this
+    std::chrono::steady_clock::time_point since;  // pooled then
   };
   struct Pool {
     const boost::asio::execution_context* context;
     std::deque<Idle> idle;  // most recently used at the back
   };
   Pool& pool_of(const boost::asio::execution_context& context);  // requires mu_
-  std::optional<boost::beast::tcp_stream> checkout(const boost::asio::execution_context& context);
-  // Pools the connection after a response that leaves no doubt about framing; closes it
-  // otherwise.
-  void settle(UpstreamConnection conn, const ResponseTail::Parser& parser);
+  std::unique_ptr<boost::beast::tcp_stream> checkout(const boost::asio::execution_context& context);
+  // How long a connection may idle in the pool after this response: max_idle_, or half
+  // the idle time the response's Keep-Alive field announces, when that is shorter.
+  std::chrono::steady_clock::duration pool_limit(const http::response_header<>& head) const;
+  // Pools the connection for at most `limit` after a response that leaves no doubt about
+  // framing; closes it otherwise.
+  void settle(UpstreamConnection conn, const ResponseTail::Parser& parser,
+              std::chrono::steady_clock::duration limit);
 
   UpstreamUrl url_;
   std::chrono::steady_clock::duration max_idle_;
