@@ -42,7 +42,12 @@ void ReplayCache::drop(Shard& s, std::list<Entry>::iterator it) {
 
 void ReplayCache::check_foreign() {
   const std::optional<std::uint64_t> now = store_.foreign_writes();
-  if (!now) return;
+  if (!now) {
+    // A store that could tell and now cannot (it failed to look): what was kept as exact
+    // may be stale. Later entries live shared_ttl, as on a shared store.
+    if (foreign_known_.exchange(false, std::memory_order_acq_rel)) clear();
+    return;
+  }
   if (foreign_known_.load(std::memory_order_acquire) && foreign_seen_.load(std::memory_order_acquire) == *now)
     return;
   // Someone else wrote the store: any record may be gone. Bump the generation first, so a

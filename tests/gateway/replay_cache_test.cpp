@@ -103,6 +103,14 @@ TEST_F(ReplayCacheTest, APutWhoseCommitRacedAForeignWriteIsRefused) {
   EXPECT_FALSE(c.get("s", "k", "fp"));
 }
 
+TEST_F(ReplayCacheTest, AStoreThatCanNoLongerTellEmptiesIt) {
+  ReplayCache c = make();
+  c.put(c.ticket(), "s", "k", "fp", bytes("r"), 1h);
+  store_.shared = true;  // the SQLite store failed to read data_version, say
+  EXPECT_FALSE(c.get("s", "k", "fp"));
+  EXPECT_EQ(c.bytes(), 0u);
+}
+
 TEST_F(ReplayCacheTest, OnASharedStoreAnEntryLivesSharedTtlAtMost) {
   store_.shared = true;
   ReplayCache zero = make({.max_bytes = 1 << 20, .shared_ttl = 0s});
