@@ -15,10 +15,7 @@ ReplayCache::ReplayCache(const Store& store, Options options, std::shared_ptr<co
       shared_ttl_(options.shared_ttl),
       clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()),
       shards_(kShards) {
-  if (std::optional<std::uint64_t> f = store_.foreign_writes()) {
-    foreign_seen_.store(*f);
-    foreign_known_.store(true);
-  }
+  if (std::optional<std::uint64_t> f = store_.foreign_writes()) foreign_seen_.store(*f);
 }
 
 std::string ReplayCache::make_id(std::string_view scope, std::string_view key) {
@@ -40,25 +37,24 @@ void ReplayCache::drop(Shard& s, std::list<Entry>::iterator it) {
   s.lru.erase(it);
 }
 
-void ReplayCache::check_foreign() {
-  const std::optional<std::uint64_t> now = store_.foreign_writes();
-  if (!now) {
-    // A store that could tell and now cannot (it failed to look): what was kept as exact
-    // may be stale. Later entries live shared_ttl, as on a shared store.
-    if (foreign_known_.exchange(false, std::memory_order_acq_rel)) clear();
-    return;
-  }
-  if (foreign_known_.load(std::memory_order_acquire) && foreign_seen_.load(std::memory_order_acquire) == *now)
-    return;
-  // Someone else wrote the store: any record may be gone. Bump the generation first, so a
-  // put with an older ticket is refused, then empty every shard.
+bool ReplayCache::still_exact(std::optional<std::uint64_t> now) {
+  const std::uint64_t seen = foreign_seen_.load(std::memory_order_acquire);
+  const std::uint64_t value = now ? *now : kUnknown;
+  if (value == seen) return true;
+  // Someone else wrote the store (any record may be gone), or a store that could tell no
+  // longer can (it failed to look): what was kept may be stale. Bump the generation first,
+  // so a put with an older ticket is refused, then empty every shard.
   clear();
-  foreign_seen_.store(*now, std::memory_order_release);
-  foreign_known_.store(true, std::memory_order_release);
+  foreign_seen_.store(value, std::memory_order_release);
+  return false;
 }
 
 ReplayCache::Ticket ReplayCache::ticket() const {
-  return Ticket{generation_.load(std::memory_order_acquire), store_.foreign_writes(), clock_->now()};
+  // The foreign writes last seen, not asked afresh: put() asks once, and a foreign write
+  // between the two refuses the put (also one before this ticket: the safe side).
+  const std::uint64_t seen = foreign_seen_.load(std::memory_order_acquire);
+  return Ticket{generation_.load(std::memory_order_acquire),
+                seen == kUnknown ? std::nullopt : std::optional<std::uint64_t>(seen), clock_->now()};
 }
 
 void ReplayCache::put(const Ticket& ticket, std::string_view scope, std::string_view key,
@@ -67,8 +63,10 @@ void ReplayCache::put(const Ticket& ticket, std::string_view scope, std::string_
   if (!enabled()) return;
   // Written by someone else since the ticket: that write may have removed this record.
   const std::optional<std::uint64_t> foreign = store_.foreign_writes();
-  if (foreign != ticket.foreign) return;
-  check_foreign();
+  if (foreign != ticket.foreign) {
+    (void)still_exact(foreign);
+    return;
+  }
   Entry e;
   e.id = make_id(scope, key);
   e.fingerprint = std::string(fingerprint);
@@ -95,21 +93,27 @@ void ReplayCache::put(const Ticket& ticket, std::string_view scope, std::string_
 std::shared_ptr<const std::string> ReplayCache::get(std::string_view scope, std::string_view key,
                                                     std::string_view fingerprint) {
   if (!enabled() || bytes() == 0) return nullptr;
-  check_foreign();
   const std::string id = make_id(scope, key);
   Shard& s = shard_of(id);
-  std::lock_guard lock(s.mu);
-  auto found = s.index.find(std::string_view(id));
-  if (found == s.index.end()) return nullptr;
-  auto it = found->second;
-  if (clock_->now() >= it->expires_at || std::chrono::steady_clock::now() >= it->fresh_until) {
-    drop(s, it);
-    return nullptr;
+  std::shared_ptr<const std::string> hit;
+  {
+    std::lock_guard lock(s.mu);
+    auto found = s.index.find(std::string_view(id));
+    if (found == s.index.end()) return nullptr;
+    auto it = found->second;
+    if (clock_->now() >= it->expires_at || std::chrono::steady_clock::now() >= it->fresh_until) {
+      drop(s, it);
+      return nullptr;
+    }
+    if (it->fingerprint != fingerprint) return nullptr;
+    s.lru.splice(s.lru.begin(), s.lru, it);
+    hit = it->stored;
   }
-  if (it->fingerprint != fingerprint) return nullptr;
-  s.lru.splice(s.lru.begin(), s.lru, it);
+  // Asked only for a hit, after the lookup: a foreign write that came before this request
+  // shows here, and empties the cache.
+  if (!still_exact(store_.foreign_writes())) return nullptr;
   hits_.fetch_add(1, std::memory_order_relaxed);
-  return it->stored;
+  return hit;
 }
 
 void ReplayCache::erase(std::string_view scope, std::string_view key) {

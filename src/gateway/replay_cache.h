@@ -90,16 +90,17 @@ class ReplayCache {
   static std::string make_id(std::string_view scope, std::string_view key);
   Shard& shard_of(std::string_view id);
   void drop(Shard& s, std::list<Entry>::iterator it);  // requires s.mu
-  // Empties the cache when the store says someone else wrote since it last looked.
-  void check_foreign();
+  // False (and the cache emptied) when `now`, the store's foreign_writes(), differs from
+  // what the cache last saw.
+  bool still_exact(std::optional<std::uint64_t> now);
+  static constexpr std::uint64_t kUnknown = ~std::uint64_t{0};  // the store cannot tell
 
   const Store& store_;
   const std::size_t max_bytes_;
   const Duration shared_ttl_;
   std::shared_ptr<const Clock> clock_;
   std::atomic<std::uint64_t> generation_{0};  // bumped by every erase and clear
-  std::atomic<std::uint64_t> foreign_seen_{0};
-  std::atomic<bool> foreign_known_{false};
+  std::atomic<std::uint64_t> foreign_seen_{kUnknown};
   std::atomic<std::size_t> bytes_{0};
   std::atomic<std::uint64_t> hits_{0};
   std::vector<Shard> shards_;
