@@ -50,8 +50,8 @@ bool ReplayCache::still_exact(std::optional<std::uint64_t> now) {
 }
 
 ReplayCache::Ticket ReplayCache::ticket() const {
-  // The foreign writes last seen, not asked afresh: put() asks once, and a foreign write
-  // between the two refuses the put (also one before this ticket: the safe side).
+  // The foreign writes last seen, not asked afresh: get() asks, and a foreign write since
+  // then (also one before this ticket: the safe side) makes the entry unusable.
   const std::uint64_t seen = foreign_seen_.load(std::memory_order_acquire);
   return Ticket{generation_.load(std::memory_order_acquire),
                 seen == kUnknown ? std::nullopt : std::optional<std::uint64_t>(seen), clock_->now()};
@@ -61,12 +61,6 @@ void ReplayCache::put(const Ticket& ticket, std::string_view scope, std::string_
                       std::string_view fingerprint, std::shared_ptr<const std::string> stored,
                       Duration retention) {
   if (!enabled()) return;
-  // Written by someone else since the ticket: that write may have removed this record.
-  const std::optional<std::uint64_t> foreign = store_.foreign_writes();
-  if (foreign != ticket.foreign) {
-    (void)still_exact(foreign);
-    return;
-  }
   Entry e;
   e.id = make_id(scope, key);
   e.fingerprint = std::string(fingerprint);
@@ -74,8 +68,11 @@ void ReplayCache::put(const Ticket& ticket, std::string_view scope, std::string_
   if (e.size > max_bytes_ / kShards) return;  // would push out a whole shard
   e.stored = std::move(stored);
   e.expires_at = ticket.taken + retention;
-  e.fresh_until =
-      foreign ? std::chrono::steady_clock::time_point::max() : std::chrono::steady_clock::now() + shared_ttl_;
+  // Valid while nobody else has written since the ticket: get() compares, so a put asks
+  // the store nothing.
+  e.foreign = ticket.foreign ? *ticket.foreign : kUnknown;
+  e.fresh_until = ticket.foreign ? std::chrono::steady_clock::time_point::max()
+                                 : std::chrono::steady_clock::now() + shared_ttl_;
   Shard& s = shard_of(e.id);
   std::lock_guard lock(s.mu);
   // Checked under the shard's lock, which erase() holds while it bumps the generation: a
@@ -96,6 +93,7 @@ std::shared_ptr<const std::string> ReplayCache::get(std::string_view scope, std:
   const std::string id = make_id(scope, key);
   Shard& s = shard_of(id);
   std::shared_ptr<const std::string> hit;
+  std::uint64_t foreign_at_put = kUnknown;
   {
     std::lock_guard lock(s.mu);
     auto found = s.index.find(std::string_view(id));
@@ -108,10 +106,12 @@ std::shared_ptr<const std::string> ReplayCache::get(std::string_view scope, std:
     if (it->fingerprint != fingerprint) return nullptr;
     s.lru.splice(s.lru.begin(), s.lru, it);
     hit = it->stored;
+    foreign_at_put = it->foreign;
   }
-  // Asked only for a hit, after the lookup: a foreign write that came before this request
-  // shows here, and empties the cache.
-  if (!still_exact(store_.foreign_writes())) return nullptr;
+  // Asked only for a hit, after the lookup: a foreign write since the entry's ticket (one
+  // before this request included) shows here. A change empties the cache.
+  const std::optional<std::uint64_t> now = store_.foreign_writes();
+  if (!still_exact(now) || (now ? *now : kUnknown) != foreign_at_put) return nullptr;
   hits_.fetch_add(1, std::memory_order_relaxed);
   return hit;
 }

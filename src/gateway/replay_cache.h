@@ -11,7 +11,8 @@
 //     not seen, so an entry lives at most `shared_ttl` there, and a removal elsewhere may
 //     go unseen that long (a repeat is replayed rather than run again: the safe side).
 // Bounded in bytes (least recently used entries go first). A put races with a removal
-// safely: a put whose commit began before a removal or a foreign write is refused.
+// safely: an entry whose commit began before a removal is refused, and one whose commit
+// began before a foreign write is never served.
 // Safe for concurrent use.
 #pragma once
 
@@ -45,8 +46,8 @@ class ReplayCache {
 
   bool enabled() const noexcept { return max_bytes_ > 0; }
 
-  // Taken just before a commit is sent; put() refuses an entry whose ticket is older than
-  // the last removal or foreign write.
+  // Taken just before a commit is sent: put() refuses an entry whose ticket is older than
+  // the last removal, and get() one whose ticket is older than a foreign write.
   struct Ticket {
     std::uint64_t generation = 0;
     std::optional<std::uint64_t> foreign;
@@ -77,6 +78,7 @@ class ReplayCache {
     std::shared_ptr<const std::string> stored;
     TimePoint expires_at;
     std::chrono::steady_clock::time_point fresh_until;  // shared stores: shared_ttl after put
+    std::uint64_t foreign;  // the store's foreign writes at its ticket (kUnknown: cannot tell)
     std::size_t size;
   };
   struct Shard {
