@@ -36,7 +36,7 @@ namespace idem::gateway {
 class ReplayCache {
  public:
   struct Options {
-    std::size_t max_bytes = 64u << 20;  // 0: no cache
+    std::size_t max_bytes = 16u << 20;  // 0: no cache
     Duration shared_ttl = std::chrono::seconds(1);
   };
 

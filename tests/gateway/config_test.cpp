@@ -93,7 +93,7 @@ TEST(LoadConfig, UpstreamIdleTimeout) {
 }
 
 TEST(LoadConfig, ReplayCache) {
-  EXPECT_EQ(load("").replay_cache.max_bytes, 64u << 20);
+  EXPECT_EQ(load("").replay_cache.max_bytes, 16u << 20);
   EXPECT_EQ(load("").replay_cache.shared_ttl, 1s);
   const Config c = load("replay_cache: {max_bytes: 8MiB, shared_ttl: 250ms}\n");
   EXPECT_EQ(c.replay_cache.max_bytes, 8u << 20);
