@@ -8,6 +8,8 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "gateway/local_key.h"
+
 namespace idem::gateway {
 namespace asio = boost::asio;
 
@@ -38,10 +40,7 @@ void Coalescer::Lead::publish(Outcome outcome) {
 
 Coalescer::Joined Coalescer::join(std::string_view scope, std::string_view key,
                                   std::string_view fingerprint) {
-  std::string id;
-  id.reserve(scope.size() + key.size() + 1);
-  id.append(scope).push_back('\0');
-  id.append(key);
+  std::string id = local_key(scope, key);
   std::lock_guard lock(mu_);
   auto [it, fresh] = flights_.try_emplace(std::move(id));
   if (fresh) {

@@ -1,5 +1,7 @@
 #include "gateway/replay_cache.h"
 
+#include "gateway/local_key.h"
+
 #include <functional>
 
 namespace idem::gateway {
@@ -16,14 +18,6 @@ ReplayCache::ReplayCache(const Store& store, Options options, std::shared_ptr<co
       clock_(clock ? std::move(clock) : std::make_shared<SystemClock>()),
       shards_(kShards) {
   if (std::optional<std::uint64_t> f = store_.foreign_writes()) foreign_seen_.store(*f);
-}
-
-std::string ReplayCache::make_id(std::string_view scope, std::string_view key) {
-  std::string id;
-  id.reserve(scope.size() + key.size() + 1);
-  id.append(scope).push_back('\0');
-  id.append(key);
-  return id;
 }
 
 ReplayCache::Shard& ReplayCache::shard_of(std::string_view id) {
@@ -62,7 +56,7 @@ void ReplayCache::put(const Ticket& ticket, std::string_view scope, std::string_
                       Duration retention) {
   if (!enabled()) return;
   Entry e;
-  e.id = make_id(scope, key);
+  e.id = local_key(scope, key);
   e.fingerprint = std::string(fingerprint);
   e.size = e.id.size() + e.fingerprint.size() + stored->size() + kEntryOverhead;
   if (e.size > max_bytes_ / kShards) return;  // would push out a whole shard
@@ -90,7 +84,7 @@ void ReplayCache::put(const Ticket& ticket, std::string_view scope, std::string_
 std::shared_ptr<const std::string> ReplayCache::get(std::string_view scope, std::string_view key,
                                                     std::string_view fingerprint) {
   if (!enabled() || bytes() == 0) return nullptr;
-  const std::string id = make_id(scope, key);
+  const std::string id = local_key(scope, key);
   Shard& s = shard_of(id);
   std::shared_ptr<const std::string> hit;
   std::uint64_t foreign_at_put = kUnknown;
@@ -117,7 +111,7 @@ std::shared_ptr<const std::string> ReplayCache::get(std::string_view scope, std:
 }
 
 void ReplayCache::erase(std::string_view scope, std::string_view key) {
-  const std::string id = make_id(scope, key);
+  const std::string id = local_key(scope, key);
   Shard& s = shard_of(id);
   std::lock_guard lock(s.mu);
   generation_.fetch_add(1, std::memory_order_acq_rel);

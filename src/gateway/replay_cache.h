@@ -89,7 +89,6 @@ class ReplayCache {
   };
   static constexpr std::size_t kShards = 16;
 
-  static std::string make_id(std::string_view scope, std::string_view key);
   Shard& shard_of(std::string_view id);
   void drop(Shard& s, std::list<Entry>::iterator it);  // requires s.mu
   // False (and the cache emptied) when `now`, the store's foreign_writes(), differs from

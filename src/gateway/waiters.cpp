@@ -2,15 +2,9 @@
 
 #include <boost/asio/post.hpp>
 
-namespace idem::gateway {
+#include "gateway/local_key.h"
 
-std::string Waiters::id(std::string_view scope, std::string_view key) {
-  std::string s;
-  s.reserve(scope.size() + key.size() + 1);
-  s.append(scope).push_back('\0');
-  s.append(key);
-  return s;
-}
+namespace idem::gateway {
 
 Waiters::Registration::Registration(Waiters& w, std::string i, std::shared_ptr<Waiter> waiter)
     : owner_(w), id_(std::move(i)), waiter_(std::move(waiter)) {}
@@ -28,7 +22,7 @@ Waiters::Registration::~Registration() {
 std::unique_ptr<Waiters::Registration> Waiters::add(std::string_view scope, std::string_view key,
                                                     const boost::asio::any_io_executor& ex) {
   auto waiter = std::make_shared<Waiter>(ex);
-  std::string i = id(scope, key);
+  std::string i = local_key(scope, key);
   {
     std::lock_guard lock(mu_);
     waiting_.emplace(i, waiter);
@@ -38,7 +32,7 @@ std::unique_ptr<Waiters::Registration> Waiters::add(std::string_view scope, std:
 
 void Waiters::notify(std::string_view scope, std::string_view key) {
   std::lock_guard lock(mu_);
-  auto [b, e] = waiting_.equal_range(id(scope, key));
+  auto [b, e] = waiting_.equal_range(local_key(scope, key));
   for (auto it = b; it != e; ++it) {
     it->second->notified.store(true, std::memory_order_release);
     // The timer belongs to the waiter's executor (a strand): cancel it there.

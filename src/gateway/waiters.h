@@ -48,7 +48,6 @@ class Waiters {
   void notify(std::string_view scope, std::string_view key);
 
  private:
-  static std::string id(std::string_view scope, std::string_view key);
   std::mutex mu_;
   std::multimap<std::string, std::shared_ptr<Waiter>> waiting_;  // guarded by mu_
 };

@@ -21,6 +21,18 @@ struct TempDir {
   ~TempDir() { remove_dir(path); }
 };
 
+// `idem serve` with its flags on a SQLite file of its own, in front of the test upstream.
+struct SqliteGateway {
+  TempDir tmp;
+  Process upstream{{IDEM_TEST_UPSTREAM}, tmp.path + "/upstream.log", true};
+  unsigned short port = free_port(), admin = free_port();
+  std::string store = "sqlite:" + tmp.path + "/idem.db";
+  Process idem{{IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:" + std::to_string(upstream.port()),
+                "--store", store, "--listen", "127.0.0.1:" + std::to_string(port), "--admin",
+                "127.0.0.1:" + std::to_string(admin)},
+               tmp.path + "/idem.log"};
+};
+
 TEST(GatewayProcess, ConnectionRefusedIs502AndReleases) {
   TempDir tmp;
   const std::string& dir = tmp.path;
@@ -425,16 +437,10 @@ INSTANTIATE_TEST_SUITE_P(OnUncertain, KilledGateway, ::testing::Values("hold", "
                          [](const auto& p) { return p.param; });
 
 TEST(GatewayProcess, SigtermFinishesTheRequestInFlightAndStoresIt) {
-  TempDir tmp;
-  const std::string& dir = tmp.path;
-  Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
-  const unsigned short port = free_port(), admin = free_port();
-  const std::string store = "sqlite:" + dir + "/idem.db";
-  Process idem({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:" + std::to_string(upstream.port()),
-                "--store", store, "--listen", "127.0.0.1:" + std::to_string(port), "--admin",
-                "127.0.0.1:" + std::to_string(admin)},
-               dir + "/idem.log");
-  ASSERT_TRUE(wait_healthy(admin, 5000));
+  SqliteGateway g;
+  const std::string& store = g.store;
+  const unsigned short port = g.port;
+  ASSERT_TRUE(wait_healthy(g.admin, 5000));
   Response answer;
   std::thread client([&] {
     answer =
@@ -445,10 +451,10 @@ TEST(GatewayProcess, SigtermFinishesTheRequestInFlightAndStoresIt) {
   boost::asio::ip::tcp::socket idle(ioc);
   idle.connect({boost::asio::ip::make_address("127.0.0.1"), port});
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  idem.signal(SIGTERM);
+  g.idem.signal(SIGTERM);
   client.join();
   EXPECT_EQ(answer.result_int(), 201u);
-  EXPECT_EQ(idem.wait(3000), 0) << "an idle connection delayed the shutdown";
+  EXPECT_EQ(g.idem.wait(3000), 0) << "an idle connection delayed the shutdown";
   std::string out;
   // The default route's key space: the stored key, or the key as sent with --key-space.
   EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "--key-space", "default", "term"}, &out), 0)
@@ -466,26 +472,14 @@ TEST(GatewayProcess, SigtermFinishesTheRequestInFlightAndStoresIt) {
   EXPECT_EQ(run({IDEM_BIN, "record", "delete", "--store", store, "default:term"}), 1);
 }
 
-}  // namespace
-}  // namespace idem::e2e
-
-namespace idem::e2e {
-namespace {
-
 // The replay cache is exact on SQLite (docs/gateway.md, "Replays from memory"): a record an
 // operator removes with `idem record delete` from another process runs again at the next
 // request, although the gateway had its response in memory.
 TEST(GatewayProcess, ARecordDeletedByAnotherProcessIsNotReplayedFromMemory) {
-  TempDir tmp;
-  const std::string& dir = tmp.path;
-  Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
-  const unsigned short port = free_port(), admin = free_port();
-  const std::string store = "sqlite:" + dir + "/idem.db";
-  Process idem({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:" + std::to_string(upstream.port()),
-                "--store", store, "--listen", "127.0.0.1:" + std::to_string(port), "--admin",
-                "127.0.0.1:" + std::to_string(admin)},
-               dir + "/idem.log");
-  ASSERT_TRUE(wait_healthy(admin, 5000));
+  SqliteGateway g;
+  const std::string& store = g.store;
+  const unsigned short port = g.port;
+  ASSERT_TRUE(wait_healthy(g.admin, 5000));
   auto post = [&] { return request(port, verb::post, "/orders", {{"Idempotency-Key", "gone"}}, "{}"); };
   ASSERT_EQ(post().result_int(), 201u);
   ASSERT_EQ(post()["Idempotent-Replayed"], "true");  // from memory from now on
@@ -495,7 +489,7 @@ TEST(GatewayProcess, ARecordDeletedByAnotherProcessIsNotReplayedFromMemory) {
   const Response again = post();
   EXPECT_EQ(again.result_int(), 201u);
   EXPECT_EQ(again["Idempotent-Replayed"], "") << again.body();
-  EXPECT_EQ(request(upstream.port(), verb::get, "/_count?key=gone").body(), "2");
+  EXPECT_EQ(request(g.upstream.port(), verb::get, "/_count?key=gone").body(), "2");
 }
 
 }  // namespace
