@@ -1,8 +1,8 @@
 #include "gateway/replay_cache.h"
 
-#include "gateway/local_key.h"
-
 #include <functional>
+
+#include "gateway/local_key.h"
 
 namespace idem::gateway {
 namespace {
@@ -36,10 +36,11 @@ bool ReplayCache::still_exact(std::optional<std::uint64_t> now) {
   const std::uint64_t value = now ? *now : kUnknown;
   if (value == seen) return true;
   // Someone else wrote the store (any record may be gone), or a store that could tell no
-  // longer can (it failed to look): what was kept may be stale. Bump the generation first,
-  // so a put with an older ticket is refused, then empty every shard.
-  clear();
+  // longer can (it failed to look): what was kept may be stale. The new value first, so
+  // that a ticket taken from here on carries it; then clear() bumps the generation, so a
+  // put with an older ticket is refused, and empties every shard.
   foreign_seen_.store(value, std::memory_order_release);
+  clear();
   return false;
 }
 
@@ -105,7 +106,15 @@ std::shared_ptr<const std::string> ReplayCache::get(std::string_view scope, std:
   // Asked only for a hit, after the lookup: a foreign write since the entry's ticket (one
   // before this request included) shows here. A change empties the cache.
   const std::optional<std::uint64_t> now = store_.foreign_writes();
-  if (!still_exact(now) || (now ? *now : kUnknown) != foreign_at_put) return nullptr;
+  if (!still_exact(now)) return nullptr;
+  if ((now ? *now : kUnknown) != foreign_at_put) {
+    // Put under a ticket older than a foreign write the cache has already seen: never
+    // usable again, so it goes rather than costing every later lookup a store call.
+    std::lock_guard lock(s.mu);
+    if (auto it = s.index.find(std::string_view(id)); it != s.index.end() && it->second->stored == hit)
+      drop(s, it->second);
+    return nullptr;
+  }
   hits_.fetch_add(1, std::memory_order_relaxed);
   return hit;
 }

@@ -103,6 +103,23 @@ TEST_F(ReplayCacheTest, APutWhoseCommitRacedAForeignWriteIsRefused) {
   EXPECT_FALSE(c.get("s", "k", "fp"));
 }
 
+// An entry whose ticket is older than a foreign write the cache has already seen (a put
+// racing the emptying) is never served, and goes at the first lookup.
+TEST_F(ReplayCacheTest, AnEntryOlderThanASeenForeignWriteIsDropped) {
+  ReplayCache c = make();
+  store_.writes++;
+  c.put(c.ticket(), "s", "other", "fp", bytes("r"), 1h);
+  EXPECT_FALSE(c.get("s", "other", "fp"));  // the cache sees the write (and empties)
+  ReplayCache::Ticket old = c.ticket();
+  old.foreign = 0;  // as a ticket taken before the write
+  c.put(old, "s", "k", "fp", bytes("r"), 1h);
+  ASSERT_GT(c.bytes(), 0u);
+  EXPECT_FALSE(c.get("s", "k", "fp"));
+  EXPECT_EQ(c.bytes(), 0u) << "the stale entry stayed";
+  c.put(c.ticket(), "s", "k", "fp", bytes("r"), 1h);
+  EXPECT_TRUE(c.get("s", "k", "fp"));
+}
+
 TEST_F(ReplayCacheTest, AStoreThatCanNoLongerTellEmptiesIt) {
   ReplayCache c = make();
   c.put(c.ticket(), "s", "k", "fp", bytes("r"), 1h);
