@@ -31,6 +31,7 @@
 #include "gateway/route.h"
 #include "idem/open.h"
 #include "idem/store_uri.h"
+#include "idem/version.h"
 
 namespace asio = boost::asio;
 using namespace idem;
@@ -233,6 +234,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
 int main(int argc, char** argv) {
   CLI::App app{"idem: an idempotency gateway, library and control API"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "idem " + std::string(kVersion), "Print the version and exit");
 
   std::string config_file;
   CliOverrides flags;
@@ -341,7 +343,7 @@ int main(int argc, char** argv) {
     return kOk;
   }
   if (*version_cmd) {
-    std::cout << "idem 0.1.0\n";
+    std::cout << "idem " << kVersion << "\n";
     return kOk;
   }
   return kUsage;
