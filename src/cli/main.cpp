@@ -206,8 +206,8 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     auto admin_ep = server.listen_admin(config.admin.listen);
     std::cerr << "idem: serving on " << client << " (admin " << admin_ep << ", upstream "
               << config.upstream->text << ", store " << redact_uri(config.store) << ")" << std::endl;
-  } catch (const std::exception& e) {
-    std::cerr << "idem: cannot listen: " << e.what() << "\n";
+  } catch (const ListenError& e) {
+    std::cerr << "idem: " << e.what() << "\n";
     return kRuntime;
   }
 
