@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <thread>
 
@@ -155,6 +156,55 @@ asio::awaitable<void> flush_log_periodically(Gateway& gateway) {
   }
 }
 
+// SIGHUP (docs/operations.md, "Reloading the config"): the file is read again; its routes,
+// policies, tokens and admin token apply to new requests. Listeners, store, upstream and
+// replay cache stay as they started (changing them needs a restart, which the log says).
+// An invalid file changes nothing.
+void reload(const std::string& config_file, const CliOverrides& flags, Gateway& gateway, Admin& admin) {
+  if (config_file.empty()) {
+    std::cerr << "idem: SIGHUP: there is no --config file to reload" << std::endl;
+    return;
+  }
+  const std::shared_ptr<const Config> running = gateway.config();
+  Config next;
+  try {
+    next = load_config_file(config_file);
+    apply_overrides(next, flags);
+    require_upstream(next);
+  } catch (const ConfigError& e) {
+    std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
+    return;
+  }
+  std::vector<std::string> kept;
+  auto keep = [&](const char* key, auto& value, const auto& old) {
+    if (value == old) return;
+    value = old;
+    kept.push_back(key);
+  };
+  keep("listen", next.listen, running->listen);
+  keep("admin.listen", next.admin.listen, running->admin.listen);
+  keep("store", next.store, running->store);
+  keep("upstream", next.upstream, running->upstream);
+  keep("upstream_idle_timeout", next.upstream_idle, running->upstream_idle);
+  keep("replay_cache", next.replay_cache, running->replay_cache);
+  try {
+    // The running admin address with the new token setting: never an open admin port.
+    require_admin_token_off_loopback(next);
+  } catch (const ConfigError& e) {
+    std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
+    return;
+  }
+  auto shared = std::make_shared<const Config>(std::move(next));
+  gateway.reload(shared);
+  admin.reload(shared);
+  std::cerr << "idem: reloaded " << config_file << " (" << shared->routes.size() << " route"
+            << (shared->routes.size() == 1 ? "" : "s") << ")";
+  for (std::size_t i = 0; i < kept.size(); ++i)
+    std::cerr << (i == 0 ? "; kept the running " : ", ") << kept[i];
+  if (!kept.empty()) std::cerr << " (a restart applies them)";
+  std::cerr << std::endl;
+}
+
 int serve(const std::string& config_file, const CliOverrides& flags) {
   Config config;
   try {
@@ -211,16 +261,38 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     return kRuntime;
   }
 
-  asio::signal_set signals(pool.main(), SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int) {
+  asio::signal_set stop_signals(pool.main(), SIGINT, SIGTERM);
+  std::function<void(const boost::system::error_code&, int)> on_stop;
+  bool stopping = false;
+  on_stop = [&](const boost::system::error_code& ec, int) {
     if (ec) return;
+    if (stopping) {
+      // A second signal: the operator will not wait. What is in flight stays pending and
+      // its records turn uncertain when their leases run out (docs/operations.md).
+      std::cerr << "idem: second signal: stopping without waiting for the drain" << std::endl;
+      pool.stop();
+      return;
+    }
+    stopping = true;
     std::cerr << "idem: shutting down" << std::endl;
+    admin.set_draining();
     server.shutdown();
-    asio::co_spawn(
-        pool.main(),
-        drain(server, gateway, upstream, pool, longest_upstream_timeout(config) + std::chrono::seconds(5)),
-        asio::detached);
-  });
+    asio::co_spawn(pool.main(),
+                   drain(server, gateway, upstream, pool,
+                         longest_upstream_timeout(*gateway.config()) + std::chrono::seconds(5)),
+                   asio::detached);
+    stop_signals.async_wait(on_stop);
+  };
+  stop_signals.async_wait(on_stop);
+
+  asio::signal_set reload_signals(pool.main(), SIGHUP);
+  std::function<void(const boost::system::error_code&, int)> on_reload;
+  on_reload = [&](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    reload(config_file, flags, gateway, admin);
+    reload_signals.async_wait(on_reload);
+  };
+  reload_signals.async_wait(on_reload);
 
   asio::co_spawn(pool.main(), flush_log_periodically(gateway), asio::detached);
   pool.run();

@@ -34,6 +34,7 @@ enum class Problem {
   unsupported_media_type,  // 415 control API POST whose body is not application/json
   request_invalid,         // 400 malformed control API request
   overloaded,              // 503 the request bodies held in memory reached their cap
+  shutting_down,           // 503 /readyz while the gateway drains (SIGTERM)
   version_not_supported,   // 505 not HTTP/1.0 or HTTP/1.1 (an HTTP/2 preface, say)
 };
 

@@ -75,6 +75,8 @@ struct ReplayCacheConfig {
   // served without asking the store, so how long a removal on another instance may go
   // unseen. Memory and SQLite stores are exact and ignore it.
   Duration shared_ttl = std::chrono::seconds(1);
+
+  friend bool operator==(const ReplayCacheConfig&, const ReplayCacheConfig&) = default;
 };
 
 struct Config {

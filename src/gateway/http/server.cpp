@@ -281,7 +281,7 @@ awaitable<void> Server::accept_loop(Listener& listener) {
       co_await listener.gate.async_wait(kTuple);
     }
     auto [ec, socket] = co_await acceptor.async_accept(pool_.next(), kTuple);
-    if (stopping_.load()) co_return;
+    if (stopping_.load() && !listener.admin) co_return;
     if (ec) {
       if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
       // EMFILE and friends: keep serving the connections we have, and do not spin.
@@ -292,7 +292,7 @@ awaitable<void> Server::accept_loop(Listener& listener) {
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     auto conn = std::make_shared<Conn>(std::move(socket));
-    {
+    if (!listener.admin) {
       std::lock_guard lock(mu_);
       if (++accepted_ % 256 == 0) conns_.remove_if([](const std::weak_ptr<Conn>& w) { return w.expired(); });
       conns_.push_back(conn);
@@ -314,12 +314,15 @@ void Server::connection_closed(Listener& listener) {
 void Server::shutdown() {
   stopping_.store(true);
   std::lock_guard lock(mu_);
+  // The admin listener stays: probes see /readyz 503 while the drain lasts, and metrics
+  // can be read until the end (docs/operations.md, "Stopping").
   for (auto& l : listeners_)
-    asio::post(l->acceptor.get_executor(), [l = l.get()] {
-      boost::system::error_code ec;
-      l->acceptor.close(ec);
-      l->gate.cancel();
-    });
+    if (!l->admin)
+      asio::post(l->acceptor.get_executor(), [l = l.get()] {
+        boost::system::error_code ec;
+        l->acceptor.close(ec);
+        l->gate.cancel();
+      });
   // Idle connections wait for a request head that is not coming: cancel that read. The
   // check runs on the connection's thread, so it cannot race with the session.
   for (auto& w : conns_)
@@ -341,7 +344,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
   beast::flat_buffer buffer(limits_.header_limit + kBufferSlack);
   bool unread_body = false;  // answered before the body was read: the client may still send
   for (;;) {
-    if (stopping_.load()) break;
+    if (stopping_.load() && !admin) break;
     Request req;
     req.head.header_limit(static_cast<std::uint32_t>(limits_.header_limit));
     req.head.body_limit(boost::none);  // each route sets its own when the body is read
@@ -374,7 +377,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
       break;
     }
 
-    ActiveGuard guard(active_, admin ? nullptr : &metrics_);
+    ActiveGuard guard(admin ? admin_active_ : active_, admin ? nullptr : &metrics_);
     std::optional<Answer> answer;
     if (auto refusal = refuse_head(req.head.get()))
       answer.emplace(std::move(*refusal));
@@ -384,7 +387,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
       answer = co_await handle(*conn, buffer, req);
     if (!answer) break;
     unread_body = !req.body_done;
-    const bool keep = answer->response.keep_alive() && !stopping_.load() && !unread_body;
+    const bool keep = answer->response.keep_alive() && (admin || !stopping_.load()) && !unread_body;
     answer->response.keep_alive(keep);
     const bool usable = co_await write_answer(stream, *answer, limits_.write_timeout);
     if (!usable || !keep) break;
@@ -474,8 +477,9 @@ awaitable<std::optional<Answer>> Server::handle(Conn& conn, beast::flat_buffer& 
     co_return Answer{co_await gateway_.issue_token(body.parser->get())};
   }
 
-  const auto& routes = gateway_.config().routes;
-  auto match = match_route(routes, head.method_string(), head.target());
+  // Held until the answer: the route matched stays valid across a reload.
+  const std::shared_ptr<const Config> config = gateway_.config();
+  auto match = match_route(config->routes, head.method_string(), head.target());
   if (!match) co_return co_await relay(conn, buffer, req, nullptr);
 
   // Cheap checks first: nothing is read or claimed for a request rejected on its head.
@@ -523,7 +527,7 @@ awaitable<std::optional<Answer>> Server::relay(Conn& conn, beast::flat_buffer& b
   }
   const auto t0 = Steady::now();
   const Duration timeout =
-      route ? route->policy.upstream_timeout : gateway_.config().defaults.upstream_timeout;
+      route ? route->policy.upstream_timeout : gateway_.config()->defaults.upstream_timeout;
   auto answer = co_await relay_request(conn.stream, buffer, parser, guard, gateway_.upstream(),
                                        {limits_.body_timeout, timeout}, req.body_done);
   metrics_.observe_upstream(std::chrono::duration_cast<Duration>(Steady::now() - t0));

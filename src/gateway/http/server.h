@@ -13,8 +13,9 @@
 // dropped), a request on no route streams to the upstream, and the request bodies held
 // whole across all connections share one cap (past it: 503 overloaded).
 //
-// Shutdown (SIGTERM): stop accepting, close idle connections, let requests in flight
-// finish (their results are stored), then report drained.
+// Shutdown (SIGTERM): stop accepting clients, close idle client connections, let requests
+// in flight finish (their results are stored), then report drained. The admin listener
+// serves until the process stops.
 // Threads: listeners run on the pool's main context; each connection is accepted onto the
 // pool's next context and runs there alone (IoPool). shutdown() may be called from any thread.
 #pragma once
@@ -71,9 +72,10 @@ class Server {
   boost::asio::ip::tcp::endpoint listen_client(const ListenAddress& address);
   boost::asio::ip::tcp::endpoint listen_admin(const ListenAddress& address);
 
-  // Stops accepting and closes idle connections; requests in flight run to the end.
+  // Stops accepting clients and closes idle client connections; requests in flight run to
+  // the end. The admin listener and its connections are left alone.
   void shutdown();
-  // True once shutdown() was called and no request is in flight.
+  // True once shutdown() was called and no client request is in flight.
   bool drained() const noexcept { return stopping_.load() && active_.load() == 0; }
 
  private:
@@ -127,7 +129,8 @@ class Server {
   Metrics& metrics_;
   ServerLimits limits_;
   std::atomic<bool> stopping_{false};
-  std::atomic<int> active_{0};  // requests between head read and response written
+  std::atomic<int> admin_active_{0};  // admin requests: not waited for by the drain
+  std::atomic<int> active_{0};        // requests between head read and response written
   BodyBudget budget_;
   std::mutex mu_;
   std::list<std::unique_ptr<Listener>> listeners_;  // guarded by mu_
