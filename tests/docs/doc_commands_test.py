@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""Every command a doc shows is run, and every config it shows is checked.
+
+Usage: doc_commands_test.py --idem BIN --upstream BIN --root SRC [FILE.md ...]
+(default files: README.md, README.zh-CN.md and every docs/**/*.md under SRC).
+
+The conventions a page follows (docs/README.md, "How the examples are tested"):
+
+- Every ```yaml block must pass `idem check`, unless the line before it (blank lines
+  aside) is `<!-- doc-test: partial -->` (a fragment of a config).
+- `<!-- doc-test: serve -->` before a ```yaml block: that config is written to idem.yaml in
+  the page's working directory and `idem serve --config idem.yaml` is (re)started with it,
+  in front of a fresh test upstream (tests/gateway/test_upstream.cpp); the page's later
+  commands run against it. `<!-- doc-test: file NAME -->` writes the block to NAME only.
+- ```console blocks: `$ command` lines (a trailing `\\` continues a command), each followed
+  by the output it must print (standard output and standard error together). In the
+  expected output, a line `...` stands for any number of lines and `…` for any text
+  within a line. The commands of one block run in one bash, in order.
+- ```sh blocks are run and must exit 0; their output is not checked.
+- `<!-- doc-test: skip REASON -->` before a ```sh or ```console block: not run (a command
+  that installs packages, runs for minutes, or needs servers the test does not start).
+
+Ports: the pages write the gateway as 127.0.0.1:8080 (or localhost:8080), the admin
+listener as 127.0.0.1:9901 and the upstream as 127.0.0.1:9000; the test replaces them by
+free ports in configs and commands, and back in the output it compares. `idem` is on the
+PATH, IDEM_ADMIN_TOKEN is set, and each page runs in an empty directory of its own.
+Exits 1 naming the file and line of every block that failed.
+"""
+
+import argparse
+import glob
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ADMIN_TOKEN = "s3cr3t-admin-token"
+DOC_GATEWAY = "8080"
+DOC_ADMIN = "9901"
+DOC_UPSTREAM = "9000"
+BLOCK_TIMEOUT = 30
+DIRECTIVE = re.compile(r"^<!--\s*doc-test:\s*(\w+)\s*(.*?)\s*-->\s*$")
+FENCE = re.compile(r"^(\s*)```\s*([\w.+-]*)\s*$")
+SEPARATOR = "\x1edoc-test-end\x1e"
+
+
+class Block:
+    def __init__(self, lang, line, text, directives):
+        self.lang = lang
+        self.line = line  # 1-based line of the opening fence
+        self.text = text
+        self.directives = directives  # {name: argument} of the doc-test comments before it
+
+
+def parse_blocks(path):
+    """The fenced blocks of a Markdown file, with the directive that precedes each."""
+    blocks = []
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    i = 0
+    directives = {}
+    while i < len(lines):
+        line = lines[i]
+        d = DIRECTIVE.match(line.strip())
+        if d:
+            directives[d.group(1)] = d.group(2)
+            i += 1
+            continue
+        m = FENCE.match(line)
+        if m:
+            indent, lang = m.group(1), m.group(2)
+            start = i + 1
+            body = []
+            i += 1
+            while i < len(lines) and not re.match(r"^\s*```\s*$", lines[i]):
+                body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i])
+                i += 1
+            blocks.append(Block(lang, start, "\n".join(body) + "\n", directives))
+            directives = {}
+            i += 1
+            continue
+        if line.strip():
+            directives = {}
+        i += 1
+    return blocks
+
+
+def free_port():
+    # Below the ephemeral range, so no outgoing connection holds it, as the C++ harness does.
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randint(20000, 24999)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError("no free port")
+
+
+def get(url, headers=None, timeout=2):
+    req = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return None
+
+
+class Page:
+    """One Markdown file's run: a working directory, an upstream, at most one gateway."""
+
+    def __init__(self, args, path):
+        self.args = args
+        self.path = path
+        self.dir = tempfile.mkdtemp(prefix="idem-doc-")
+        self.bin = os.path.join(self.dir, ".bin")
+        os.mkdir(self.bin)
+        os.symlink(os.path.abspath(args.idem), os.path.join(self.bin, "idem"))
+        self.env = dict(os.environ)
+        self.env["PATH"] = self.bin + os.pathsep + self.env.get("PATH", "/usr/bin:/bin")
+        self.env["IDEM_ADMIN_TOKEN"] = ADMIN_TOKEN
+        self.env.pop("http_proxy", None)
+        self.env.pop("HTTP_PROXY", None)
+        self.gateway = None
+        self.upstream = None
+        self.ports = {DOC_GATEWAY: str(free_port()), DOC_ADMIN: str(free_port()),
+                      DOC_UPSTREAM: None}
+
+    def to_real(self, text):
+        for doc, real in self.ports.items():
+            if real:
+                text = re.sub(r"(127\.0\.0\.1|localhost):" + doc + r"\b",
+                              lambda m, real=real: m.group(1) + ":" + real, text)
+        return text
+
+    def to_doc(self, text):
+        for doc, real in self.ports.items():
+            if real:
+                text = re.sub(r"(127\.0\.0\.1|localhost):" + real + r"\b",
+                              lambda m, doc=doc: m.group(1) + ":" + doc, text)
+        return text
+
+    def start_upstream(self):
+        self.upstream = subprocess.Popen([self.args.upstream], stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, text=True)
+        self.ports[DOC_UPSTREAM] = self.upstream.stdout.readline().strip()
+
+    def stop_gateway(self):
+        if self.gateway and self.gateway.poll() is None:
+            self.gateway.send_signal(signal.SIGTERM)
+            try:
+                self.gateway.wait(15)
+            except subprocess.TimeoutExpired:
+                self.gateway.kill()
+                self.gateway.wait()
+        self.gateway = None
+
+    def serve(self, config_text):
+        """(Re)starts idem serve with this config; None, or why it did not become ready."""
+        self.stop_gateway()
+        if self.upstream:
+            self.upstream.kill()
+            self.upstream.wait()
+        self.start_upstream()
+        for name in ("idem.db", "idem.db-wal", "idem.db-shm"):
+            if os.path.exists(os.path.join(self.dir, name)):
+                os.remove(os.path.join(self.dir, name))
+        with open(os.path.join(self.dir, "idem.yaml"), "w", encoding="utf-8") as f:
+            f.write(self.to_real(config_text))
+        log = open(os.path.join(self.dir, "serve.log"), "w")
+        self.gateway = subprocess.Popen(
+            [self.args.idem, "serve", "--config", "idem.yaml",
+             "--listen", "127.0.0.1:" + self.ports[DOC_GATEWAY],
+             "--admin", "127.0.0.1:" + self.ports[DOC_ADMIN]],
+            cwd=self.dir, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if self.gateway.poll() is not None:
+                break
+            if get("http://127.0.0.1:%s/readyz" % self.ports[DOC_ADMIN]) == 200:
+                return None
+            time.sleep(0.02)
+        self.stop_gateway()
+        with open(os.path.join(self.dir, "serve.log")) as f:
+            return "idem serve did not become ready:\n" + f.read()
+
+    def check_config(self, text):
+        fd, name = tempfile.mkstemp(suffix=".yaml", dir=self.dir)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        r = subprocess.run([self.args.idem, "check", name], cwd=self.dir, env=self.env,
+                           capture_output=True, text=True, timeout=BLOCK_TIMEOUT)
+        os.remove(name)
+        if r.returncode != 0:
+            return "idem check exited %d: %s" % (r.returncode, (r.stdout + r.stderr).strip())
+        return None
+
+    def run_sh(self, text):
+        try:
+            r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", self.to_real(text)],
+                               cwd=self.dir, env=self.env, capture_output=True, text=True,
+                               timeout=BLOCK_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return "timed out after %d s" % BLOCK_TIMEOUT
+        if r.returncode != 0:
+            return "exited %d:\n%s" % (r.returncode, self.to_doc(r.stdout + r.stderr))
+        return None
+
+    def run_console(self, text):
+        commands = parse_console(text)
+        script = ["exec 2>&1"]
+        for cmd, _ in commands:
+            script.append(self.to_real(cmd))
+            script.append("printf '\\n%s\\n'" % SEPARATOR)
+        script.append("wait")
+        try:
+            r = subprocess.run(["bash", "-c", "\n".join(script)], cwd=self.dir, env=self.env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL, text=True, timeout=BLOCK_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return "timed out after %d s" % BLOCK_TIMEOUT
+        outputs = self.to_doc(r.stdout.replace("\r", "")).split("\n" + SEPARATOR + "\n")
+        problems = []
+        for n, (cmd, expected) in enumerate(commands):
+            actual = outputs[n] if n < len(outputs) else "<no output: the shell ended early>"
+            actual_lines = trim(actual.split("\n"))
+            if not lines_match(trim(expected), actual_lines):
+                problems.append("$ %s\n--- expected:\n%s\n--- got:\n%s" % (
+                    cmd, "\n".join(trim(expected)), "\n".join(actual_lines)))
+        return "\n".join(problems) or None
+
+    def close(self):
+        self.stop_gateway()
+        if self.upstream:
+            self.upstream.kill()
+            self.upstream.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def parse_console(text):
+    """[(command, [expected output lines])] of a console block."""
+    commands = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("$ "):
+            cmd = line[2:]
+            while cmd.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                cmd += "\n" + lines[i]
+            commands.append((cmd, []))
+        elif commands:
+            commands[-1][1].append(line)
+        elif line.strip():
+            raise ValueError("console block: output before the first '$ ' command")
+        i += 1
+    return commands
+
+
+def trim(lines):
+    lines = [l.rstrip() for l in lines]
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return lines
+
+
+def line_matches(pattern, line):
+    regex = ".*?".join(re.escape(part) for part in pattern.split("…"))
+    return re.fullmatch(regex, line) is not None
+
+
+def lines_match(expected, actual):
+    memo = {}
+
+    def match(i, j):
+        if (i, j) in memo:
+            return memo[(i, j)]
+        if i == len(expected):
+            ok = j == len(actual)
+        elif expected[i] == "...":
+            ok = any(match(i + 1, k) for k in range(j, len(actual) + 1))
+        else:
+            ok = j < len(actual) and line_matches(expected[i], actual[j]) and match(i + 1, j + 1)
+        memo[(i, j)] = ok
+        return ok
+
+    return match(0, 0)
+
+
+def run_file(args, path):
+    """The failures of one file, as 'file:line: why' strings; and how many blocks ran."""
+    rel = os.path.relpath(path, args.root)
+    failures = []
+    ran = 0
+    page = Page(args, path)
+    try:
+        for b in parse_blocks(path):
+            where = "%s:%d" % (rel, b.line)
+            d = b.directives
+            if b.lang == "yaml":
+                why = None
+                if "partial" not in d:
+                    why = page.check_config(b.text)
+                    ran += 1
+                if not why and "file" in d:
+                    with open(os.path.join(page.dir, d["file"]), "w", encoding="utf-8") as f:
+                        f.write(page.to_real(b.text))
+                if not why and "serve" in d:
+                    why = page.serve(b.text)
+                if why:
+                    failures.append("%s: %s" % (where, why))
+                    if "serve" in d:
+                        break  # the commands that follow need this gateway
+            elif b.lang in ("sh", "console"):
+                if "skip" in d:
+                    if not d["skip"]:
+                        failures.append("%s: doc-test: skip needs a reason" % where)
+                    continue
+                why = page.run_sh(b.text) if b.lang == "sh" else page.run_console(b.text)
+                ran += 1
+                if why:
+                    failures.append("%s: %s" % (where, why))
+    finally:
+        page.close()
+    return failures, ran
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--idem", required=True)
+    p.add_argument("--upstream", required=True)
+    p.add_argument("--root", required=True)
+    p.add_argument("files", nargs="*")
+    args = p.parse_args()
+    files = args.files or sorted(
+        [os.path.join(args.root, f) for f in ("README.md", "README.zh-CN.md")
+         if os.path.exists(os.path.join(args.root, f))] +
+        glob.glob(os.path.join(args.root, "docs", "**", "*.md"), recursive=True))
+    all_failures = []
+    for path in files:
+        started = time.monotonic()
+        failures, ran = run_file(args, path)
+        print("%-40s %3d blocks  %5.1f s  %s" % (os.path.relpath(path, args.root), ran,
+                                               time.monotonic() - started,
+                                               "FAILED" if failures else "ok"))
+        all_failures += failures
+    for f in all_failures:
+        print("\n" + f)
+    return 1 if all_failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
