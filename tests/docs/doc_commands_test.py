@@ -134,6 +134,7 @@ class Page:
         self.env.pop("HTTP_PROXY", None)
         self.gateway = None
         self.upstream = None
+        self.filled = []  # --fill: (command, its output) where the page shows none
         self.ports = {DOC_GATEWAY: str(free_port()), DOC_ADMIN: str(free_port()),
                       DOC_UPSTREAM: None}
 
@@ -235,7 +236,9 @@ class Page:
         for n, (cmd, expected) in enumerate(commands):
             actual = outputs[n] if n < len(outputs) else "<no output: the shell ended early>"
             actual_lines = trim(actual.split("\n"))
-            if not lines_match(trim(expected), actual_lines):
+            if self.args.fill and not trim(expected) and actual_lines:
+                self.filled.append((cmd, actual_lines))
+            elif not lines_match(trim(expected), actual_lines):
                 problems.append("$ %s\n--- expected:\n%s\n--- got:\n%s" % (
                     cmd, "\n".join(trim(expected)), "\n".join(actual_lines)))
         return "\n".join(problems) or None
@@ -336,7 +339,25 @@ def run_file(args, path):
                     failures.append("%s: %s" % (where, why))
     finally:
         page.close()
+    if page.filled:
+        fill(path, page.filled)
     return failures, ran
+
+
+def fill(path, filled):
+    """--fill: writes the output of commands whose page shows none under them (for the
+    author to check and replace variable parts with placeholders)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    for cmd, lines in filled:
+        anchor = "$ " + cmd + "\n"
+        at = text.find(anchor)
+        if at < 0:
+            continue
+        at += len(anchor)
+        text = text[:at] + "\n".join(lines) + "\n" + text[at:]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def main():
@@ -344,6 +365,8 @@ def main():
     p.add_argument("--idem", required=True)
     p.add_argument("--upstream", required=True)
     p.add_argument("--root", required=True)
+    p.add_argument("--fill", action="store_true",
+                   help="write the output of commands that show none into the page")
     p.add_argument("files", nargs="*")
     args = p.parse_args()
     files = args.files or sorted(
