@@ -182,6 +182,7 @@ class Page:
         log = open(os.path.join(self.dir, "serve.log"), "w")
         self.gateway = subprocess.Popen(
             [self.args.idem, "serve", "--config", "idem.yaml",
+             "--upstream", "http://127.0.0.1:" + self.ports[DOC_UPSTREAM],
              "--listen", "127.0.0.1:" + self.ports[DOC_GATEWAY],
              "--admin", "127.0.0.1:" + self.ports[DOC_ADMIN]],
             cwd=self.dir, env=self.env, stdout=log, stderr=subprocess.STDOUT)
