@@ -15,7 +15,8 @@ The conventions a page follows (docs/README.md, "How the examples are tested"):
 - ```console blocks: `$ command` lines (a trailing `\\` continues a command), each followed
   by the output it must print (standard output and standard error together). In the
   expected output, a line `...` stands for any number of lines and `…` for any text
-  within a line. The commands of one block run in one bash, in order.
+  within a line. The commands of one block run in one bash, in order; the variables and
+  functions they define are kept for the page's later blocks, as in one terminal.
 - ```sh blocks are run and must exit 0; their output is not checked.
 - `<!-- doc-test: skip REASON -->` before a ```sh or ```console block: not run (a command
   that installs packages, runs for minutes, or needs servers the test does not start).
@@ -219,13 +220,17 @@ class Page:
             return "exited %d:\n%s" % (r.returncode, self.to_doc(r.stdout + r.stderr))
         return None
 
-    def run_console(self, text):
+    def run_console(self, text, line=0):
         commands = parse_console(text)
-        script = ["exec 2>&1"]
+        # One shell session per page: variables and functions a block defines are kept
+        # for the page's later blocks (saved to .state after each).
+        script = ["__base=$(compgen -v)", "[ -f .state ] && source .state 2>/dev/null", "exec 2>&1"]
         for cmd, _ in commands:
             script.append(self.to_real(cmd))
             script.append("printf '\\n%s\\n'" % SEPARATOR)
         script.append("wait")
+        script.append("{ declare -f; for __v in $(comm -13 <(echo \"$__base\" | sort) <(compgen -v | sort)); do"
+                      " [ \"$__v\" = __base ] || declare -p \"$__v\"; done; } > .state 2>/dev/null")
         try:
             r = subprocess.run(["bash", "-c", "\n".join(script)], cwd=self.dir, env=self.env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -238,7 +243,7 @@ class Page:
             actual = outputs[n] if n < len(outputs) else "<no output: the shell ended early>"
             actual_lines = trim(actual.split("\n"))
             if self.args.fill and not trim(expected) and actual_lines:
-                self.filled.append((cmd, actual_lines))
+                self.filled.append((line, n, cmd, actual_lines))
             elif not lines_match(trim(expected), actual_lines):
                 problems.append("$ %s\n--- expected:\n%s\n--- got:\n%s" % (
                     cmd, "\n".join(trim(expected)), "\n".join(actual_lines)))
@@ -334,7 +339,7 @@ def run_file(args, path):
                     if not d["skip"]:
                         failures.append("%s: doc-test: skip needs a reason" % where)
                     continue
-                why = page.run_sh(b.text) if b.lang == "sh" else page.run_console(b.text)
+                why = page.run_sh(b.text) if b.lang == "sh" else page.run_console(b.text, b.line)
                 ran += 1
                 if why:
                     failures.append("%s: %s" % (where, why))
@@ -349,16 +354,21 @@ def fill(path, filled):
     """--fill: writes the output of commands whose page shows none under them (for the
     author to check and replace variable parts with placeholders)."""
     with open(path, encoding="utf-8") as f:
-        text = f.read()
-    for cmd, lines in filled:
-        anchor = "$ " + cmd + "\n"
-        at = text.find(anchor)
-        if at < 0:
-            continue
-        at += len(anchor)
-        text = text[:at] + "\n".join(lines) + "\n" + text[at:]
+        lines = f.read().split("\n")
+    by_block = {}
+    for line, n, cmd, out in filled:
+        by_block.setdefault(line, []).append((n, cmd, out))
+    for line in sorted(by_block, reverse=True):  # later blocks first: earlier lines stay put
+        i = line  # the first line inside the block (0-based)
+        for n, cmd, out in sorted(by_block[line], key=lambda x: x[0]):
+            first = "$ " + cmd.split("\n")[0]
+            while i < len(lines) and lines[i] != first:
+                i += 1
+            i += cmd.count("\n") + 1
+            lines[i:i] = out
+            i += len(out)
     with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+        f.write("\n".join(lines))
 
 
 def main():
