@@ -12,7 +12,8 @@ The conventions a page follows (docs/README.md, "How the examples are tested"):
   the page's working directory and `idem serve --config idem.yaml` is (re)started with it,
   in front of a fresh test upstream (tests/gateway/test_upstream.cpp); the page's later
   commands run against it. `<!-- doc-test: file NAME -->` writes the block to NAME only.
-- ```console blocks: `$ command` lines (a trailing `\\` continues a command), each followed
+- ```console blocks: `$ command` lines (a trailing `\\` continues a command, and a
+  here-document's lines up to its terminator belong to it), each followed
   by the output it must print (standard output and standard error together). In the
   expected output, a line `...` stands for any number of lines and `…` for any text
   within a line. The commands of one block run in one bash, in order; the variables and
@@ -269,6 +270,13 @@ def parse_console(text):
             while cmd.endswith("\\") and i + 1 < len(lines):
                 i += 1
                 cmd += "\n" + lines[i]
+            heredoc = re.search(r"<<-?\s*'?\"?(\w+)", cmd)
+            if heredoc:  # the here-document's lines belong to the command
+                while i + 1 < len(lines):
+                    i += 1
+                    cmd += "\n" + lines[i]
+                    if lines[i].strip() == heredoc.group(1):
+                        break
             commands.append((cmd, []))
         elif commands:
             commands[-1][1].append(line)
