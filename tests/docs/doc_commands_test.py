@@ -51,6 +51,9 @@ BLOCK_TIMEOUT = 30
 DIRECTIVE = re.compile(r"^<!--\s*doc-test:\s*(\w+)\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)```\s*([\w.+-]*)\s*$")
 SEPARATOR = "\x1edoc-test-end\x1e"
+DIRECTIVE_LANGS = {"partial": ("yaml",), "serve": ("yaml",), "file": ("yaml",),
+                   "skip": ("sh", "console")}
+KNOWN_DIRECTIVES = set(DIRECTIVE_LANGS)
 
 
 class Block:
@@ -72,6 +75,8 @@ def parse_blocks(path):
         line = lines[i]
         d = DIRECTIVE.match(line.strip())
         if d:
+            if d.group(1) not in KNOWN_DIRECTIVES:
+                raise ValueError("line %d: unknown directive doc-test: %s" % (i + 1, d.group(1)))
             directives[d.group(1)] = d.group(2)
             i += 1
             continue
@@ -84,6 +89,12 @@ def parse_blocks(path):
             while i < len(lines) and not re.match(r"^\s*```\s*$", lines[i]):
                 body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i])
                 i += 1
+            if i == len(lines):
+                raise ValueError("line %d: a ``` block that is never closed" % start)
+            for name in directives:
+                if lang not in DIRECTIVE_LANGS[name]:
+                    raise ValueError("line %d: doc-test: %s does not apply to a ```%s block" %
+                                     (start, name, lang))
             blocks.append(Block(lang, start, "\n".join(body) + "\n", directives))
             directives = {}
             i += 1
@@ -323,9 +334,13 @@ def run_file(args, path):
     rel = os.path.relpath(path, args.root)
     failures = []
     ran = 0
+    try:
+        blocks = parse_blocks(path)
+    except ValueError as e:
+        return ["%s: %s" % (rel, e)], 0
     page = Page(args, path)
     try:
-        for b in parse_blocks(path):
+        for b in blocks:
             where = "%s:%d" % (rel, b.line)
             d = b.directives
             if b.lang == "yaml":
@@ -379,6 +394,66 @@ def fill(path, filled):
         f.write("\n".join(lines))
 
 
+SELF_TEST_PAGE = """
+<!-- doc-test: serve -->
+```yaml
+upstream: http://127.0.0.1:9000
+routes:
+  - name: orders
+    match: { method: POST, path: /orders }
+```
+
+```console
+$ curl -s -X POST http://127.0.0.1:8080/orders -H 'Idempotency-Key: a' -d '{}'
+{"key":"a","execution":1,…}
+$ curl -s -X POST http://127.0.0.1:8080/orders -H 'Idempotency-Key: a' -d '{}'
+{"key":"a","execution":2,…}
+$ printf 'one\\ntwo\\nthree\\n'
+one
+...
+three
+$ echo gone
+```
+
+```yaml
+listen: nowhere
+```
+
+```sh
+false
+```
+"""
+
+
+def self_test(args):
+    """The runner must fail where a page is wrong: a wrong output (a replay is not a second
+    execution), output a page does not show, an invalid config, a failing sh block, an
+    unknown directive and an unclosed block; and pass what is right."""
+    d = tempfile.mkdtemp(prefix="idem-doc-selftest-")
+    try:
+        def run(text):
+            path = os.path.join(d, "page.md")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            return run_file(args, path)[0]
+        failures = run(SELF_TEST_PAGE)
+        text = "\n".join(failures)
+        expected = ['"execution":2', "$ echo gone", "listen", "exited 1"]
+        assert len(failures) == 3, text  # the console block, the yaml, the sh
+        for e in expected:
+            assert e in text, "no failure mentions %r:\n%s" % (e, text)
+        assert "printf" not in text, "'...' and '…' must match:\n" + text
+        assert "unknown directive" in run("<!-- doc-test: skp x -->\n```sh\ntrue\n```\n")[0]
+        assert "never closed" in run("```sh\ntrue\n")[0]
+        assert "does not apply" in run("<!-- doc-test: serve -->\n```sh\ntrue\n```\n")[0]
+        assert run("<!-- doc-test: skip reason -->\n```sh\nfalse\n```\n") == []
+        assert lines_match(["a…c", "...", "z"], ["abbc", "x", "y", "z"])
+        assert not lines_match(["a"], ["a", "b"])
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    print("self-test: ok")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--idem", required=True)
@@ -386,8 +461,17 @@ def main():
     p.add_argument("--root", required=True)
     p.add_argument("--fill", action="store_true",
                    help="write the output of commands that show none into the page")
+    p.add_argument("--self-test", action="store_true",
+                   help="check that the runner fails on wrong pages, then run the pages")
     p.add_argument("files", nargs="*")
     args = p.parse_args()
+    # The commands run in directories of their own: every path is made absolute.
+    args.idem, args.upstream, args.root = (os.path.abspath(x) for x in (args.idem, args.upstream, args.root))
+    for binary in (args.idem, args.upstream):
+        if not os.access(binary, os.X_OK):
+            p.error("not an executable: " + binary)
+    if args.self_test:
+        self_test(args)
     files = args.files or sorted(
         [os.path.join(args.root, f) for f in ("README.md", "README.zh-CN.md")
          if os.path.exists(os.path.join(args.root, f))] +
