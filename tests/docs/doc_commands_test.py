@@ -26,7 +26,9 @@ Ports: the pages write the gateway as 127.0.0.1:8080 (or localhost:8080), the ad
 listener as 127.0.0.1:9901 and the upstream as 127.0.0.1:9000; the test replaces them by
 free ports in configs and commands, and back in the output it compares. `idem` is on the
 PATH, IDEM_ADMIN_TOKEN is set, and each page runs in an empty directory of its own.
-Exits 1 naming the file and line of every block that failed.
+Also: every relative link between the pages leads to a file, and every
+`docs/PAGE.md, "Section"` a comment in include/ or src/ cites names a page and a section
+that exist. Exits 1 naming the file and line of every block (or citation) that failed.
 """
 
 import argparse
@@ -454,6 +456,42 @@ def self_test(args):
     print("self-test: ok")
 
 
+def check_references(root):
+    """Links between the pages, and the docs that comments in include/ and src/ cite
+    (`docs/gateway.md, "Key spaces"`), must exist: page and section."""
+    failures = []
+    pages = glob.glob(os.path.join(root, "docs", "**", "*.md"), recursive=True)
+    headings = {}
+    for page in pages:
+        with open(page, encoding="utf-8") as f:
+            headings[os.path.relpath(page, root)] = [l.lstrip("#").strip() for l in f if l.startswith("#")]
+    for page in pages + [os.path.join(root, f) for f in ("README.md", "README.zh-CN.md")]:
+        if not os.path.exists(page):
+            continue
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        for m in re.finditer(r"\]\(([^)#\s]+)(#[^)]*)?\)", text):
+            target = m.group(1)
+            if re.match(r"\w+:", target):
+                continue
+            if not os.path.exists(os.path.join(os.path.dirname(page), target)):
+                failures.append("%s: a link to %s, which does not exist" % (os.path.relpath(page, root), target))
+    sources = glob.glob(os.path.join(root, "include", "**", "*.h"), recursive=True) + \
+        glob.glob(os.path.join(root, "src", "**", "*.[ch]*"), recursive=True)
+    for source in sources:
+        with open(source, encoding="utf-8") as f:
+            text = re.sub(r"\n\s*//\s*", " ", f.read())  # comments joined across lines
+        for m in re.finditer(r'(docs/[\w/.-]+\.(?:md|yaml))(?:,? "([^"]+)")?', text):
+            cited, section = m.group(1), m.group(2)
+            where = os.path.relpath(source, root)
+            if not os.path.exists(os.path.join(root, cited)):
+                failures.append("%s: cites %s, which does not exist" % (where, cited))
+            elif section and cited.endswith(".md") and \
+                    not any(h.startswith(section) for h in headings.get(cited, [])):
+                failures.append('%s: cites %s, "%s", a section it does not have' % (where, cited, section))
+    return failures
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--idem", required=True)
@@ -476,7 +514,8 @@ def main():
         [os.path.join(args.root, f) for f in ("README.md", "README.zh-CN.md")
          if os.path.exists(os.path.join(args.root, f))] +
         glob.glob(os.path.join(args.root, "docs", "**", "*.md"), recursive=True))
-    all_failures = []
+    all_failures = check_references(args.root)
+    print("%-40s %s" % ("links and citations", "FAILED" if all_failures else "ok"))
     for path in files:
         started = time.monotonic()
         failures, ran = run_file(args, path)
