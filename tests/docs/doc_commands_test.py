@@ -11,7 +11,8 @@ The conventions a page follows (docs/README.md, "How the examples are tested"):
 - `<!-- doc-test: serve -->` before a ```yaml block: that config is written to idem.yaml in
   the page's working directory and `idem serve --config idem.yaml` is (re)started with it,
   in front of a fresh test upstream (tests/gateway/test_upstream.cpp); the page's later
-  commands run against it. `<!-- doc-test: file NAME -->` writes the block to NAME only.
+  commands run against it. `serve unready` waits for /healthz instead of /readyz (a config
+  whose store is down on purpose). `<!-- doc-test: file NAME -->` writes the block to NAME only.
 - ```console blocks: `$ command` lines (a trailing `\\` continues a command, and a
   here-document's lines up to its terminator belong to it), each followed
   by the output it must print (standard output and standard error together). In the
@@ -145,8 +146,8 @@ class Page:
         self.env = dict(os.environ)
         self.env["PATH"] = self.bin + os.pathsep + self.env.get("PATH", "/usr/bin:/bin")
         self.env["IDEM_ADMIN_TOKEN"] = ADMIN_TOKEN
-        self.env.pop("http_proxy", None)
-        self.env.pop("HTTP_PROXY", None)
+        for proxy in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+            self.env.pop(proxy, None)
         self.gateway = None
         self.upstream = None
         self.filled = []  # --fill: (command, its output) where the page shows none
@@ -182,8 +183,9 @@ class Page:
                 self.gateway.wait()
         self.gateway = None
 
-    def serve(self, config_text):
-        """(Re)starts idem serve with this config; None, or why it did not become ready."""
+    def serve(self, config_text, ready=True):
+        """(Re)starts idem serve with this config; None, or why it did not become ready
+        (or, with ready=False, healthy: for a config whose store is down on purpose)."""
         self.stop_gateway()
         if self.upstream:
             self.upstream.kill()
@@ -205,7 +207,8 @@ class Page:
         while time.monotonic() < deadline:
             if self.gateway.poll() is not None:
                 break
-            if get("http://127.0.0.1:%s/readyz" % self.ports[DOC_ADMIN]) == 200:
+            probe = "readyz" if ready else "healthz"
+            if get("http://127.0.0.1:%s/%s" % (self.ports[DOC_ADMIN], probe)) == 200:
                 return None
             time.sleep(0.02)
         self.stop_gateway()
@@ -354,7 +357,7 @@ def run_file(args, path):
                     with open(os.path.join(page.dir, d["file"]), "w", encoding="utf-8") as f:
                         f.write(page.to_real(b.text))
                 if not why and "serve" in d:
-                    why = page.serve(b.text)
+                    why = page.serve(b.text, ready=d["serve"] != "unready")
                 if why:
                     failures.append("%s: %s" % (where, why))
                     if "serve" in d:
