@@ -64,6 +64,81 @@ TEST(GatewayProcess, CheckExitCodes) {
   EXPECT_EQ(run({IDEM_BIN, "version"}), 0);
 }
 
+// `idem version` and `idem --version` (README.md) print the same line.
+TEST(GatewayProcess, VersionTwoWays) {
+  std::string a, b;
+  EXPECT_EQ(run({IDEM_BIN, "version"}, &a), 0);
+  EXPECT_EQ(run({IDEM_BIN, "--version"}, &b), 0);
+  EXPECT_EQ(a, b);
+  EXPECT_TRUE(a.starts_with("idem ")) << a;
+  EXPECT_NE(a.find('.'), std::string::npos) << a;
+}
+
+// `idem check` reports unset variables as warnings, `--strict` as errors
+// (docs/configuration.md, "Secrets from the environment").
+TEST(GatewayProcess, CheckWarnsOfUnsetVariablesAndStrictRefuses) {
+  TempDir tmp;
+  const std::string file = tmp.path + "/idem.yaml";
+  write_file(file,
+             "upstream: http://127.0.0.1:9000\n"
+             "store: redis://:${IDEM_TEST_UNSET_PASSWORD}@127.0.0.1:6379\n"
+             "admin:\n"
+             "  token_env: IDEM_TEST_UNSET_TOKEN\n");
+  ::unsetenv("IDEM_TEST_UNSET_PASSWORD");
+  ::unsetenv("IDEM_TEST_UNSET_TOKEN");
+  std::string out;
+  EXPECT_EQ(run({IDEM_BIN, "check", file}, &out), 0) << out;
+  EXPECT_NE(out.find("warning: " + file +
+                     ":2: store: the environment variable IDEM_TEST_UNSET_PASSWORD is not set"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(
+      out.find("warning: " + file + ":4: admin.token_env: the environment variable IDEM_TEST_UNSET_TOKEN"),
+      std::string::npos)
+      << out;
+  EXPECT_NE(out.find(": ok (1 route, 2 warnings)"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "check", "--strict", file}, &out), 2) << out;
+  EXPECT_NE(out.find(file + ":2: store: the environment variable IDEM_TEST_UNSET_PASSWORD is not set"),
+            std::string::npos)
+      << out;
+  // serve is strict: it never runs with a secret missing.
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "serve", "--config", file}, &out), 2) << out;
+  ::setenv("IDEM_TEST_UNSET_PASSWORD", "pw", 1);
+  ::setenv("IDEM_TEST_UNSET_TOKEN", "tok", 1);
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "check", "--strict", file}, &out), 0) << out;
+  EXPECT_EQ(out.find("warning"), std::string::npos) << out;
+  ::unsetenv("IDEM_TEST_UNSET_PASSWORD");
+  ::unsetenv("IDEM_TEST_UNSET_TOKEN");
+}
+
+// A port in use: the message names the listener and the address, exit 1.
+TEST(GatewayProcess, AListenerThatCannotBindIsNamed) {
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::acceptor taken(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  const std::string busy = "127.0.0.1:" + std::to_string(taken.local_endpoint().port());
+  const std::string free_address = "127.0.0.1:" + std::to_string(free_port());
+  struct Case {
+    std::string listen, admin, expected;
+  };
+  for (const Case& c :
+       {Case{busy, free_address,
+             "idem: cannot listen on " + busy + " (client listener): address already in use"},
+        Case{free_address, busy,
+             "idem: cannot listen on " + busy + " (admin listener): address already in use"}}) {
+    std::string out;
+    EXPECT_EQ(run({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:9", "--store", "memory:", "--listen",
+                   c.listen, "--admin", c.admin},
+                  &out),
+              1)
+        << out;
+    EXPECT_NE(out.find(c.expected), std::string::npos) << out;
+    EXPECT_EQ(out.find("boost"), std::string::npos) << out;
+  }
+}
+
 TEST(GatewayProcess, AdminTokenAndNonLoopbackRefusal) {
   TempDir tmp;
   const std::string& dir = tmp.path;

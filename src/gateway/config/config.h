@@ -2,10 +2,12 @@
 // `idem serve --upstream URL` runs with, and the command-line flags that override both.
 // Loading validates everything a config can get wrong, so a running gateway never meets
 // an invalid setting; any mistake throws ConfigError naming the file, line and key.
-// Loading has no global state (it reads the environment for admin.token_env, and the file
-// in load_config_file); a loaded Config is immutable and safe to share between threads.
+// Loading has no global state (it reads the environment through a ConfigEnvironment, and
+// the file in load_config_file); a loaded Config is immutable and safe to share between
+// threads.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -38,6 +40,21 @@ class ConfigError : public std::runtime_error {
   int line_;
   std::string key_;
   std::string reason_;
+};
+
+// How a config reads the environment: the variable admin.token_env names, and `${NAME}` in
+// any string value (docs/configuration.md, "Secrets from the environment").
+struct ConfigEnvironment {
+  // The variable's value, or nullopt when it is unset. Null: the process environment.
+  std::function<std::optional<std::string>(const std::string& name)> lookup = {};
+  // True (`idem serve`, `idem check --strict`): an unset variable is a ConfigError naming
+  // it. False (`idem check`): it is a warning, added to `warnings`, and reads as empty (an
+  // unset token_env as a token that is set), so a config can be checked on a machine that
+  // does not hold its secrets.
+  bool strict = true;
+  std::vector<ConfigError>* warnings = nullptr;
+
+  std::optional<std::string> get(const std::string& name) const;
 };
 
 struct AdminConfig {
@@ -90,10 +107,13 @@ Config default_config();
 // route; unique route names; templates naming path parameters the route has) throw
 // ConfigError, as do YAML syntax errors and more than one YAML document. An empty text is
 // the default config.
-Config load_config_text(std::string_view yaml, std::string_view name);
+// `${NAME}` in a value is replaced by the variable's value (not read again for `${`), `$${`
+// is a literal `${`, and a `$` before anything else is itself; a `${` without its `}` or
+// with a name that is not letters, digits and `_` (not starting with a digit) is an error.
+Config load_config_text(std::string_view yaml, std::string_view name, const ConfigEnvironment& env = {});
 
 // load_config_text of the file at `path`; ConfigError also when it cannot be read.
-Config load_config_file(const std::string& path);
+Config load_config_file(const std::string& path, const ConfigEnvironment& env = {});
 
 // Command-line flags (docs/configuration.md, "Command line"), which override the config file.
 struct CliOverrides {

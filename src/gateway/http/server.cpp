@@ -242,17 +242,25 @@ tcp::endpoint Server::listen(const ListenAddress& address, bool admin) {
   auto listener = std::make_unique<Listener>(pool_.main(), admin,
                                              admin ? limits_.max_admin_connections : limits_.max_connections);
   tcp::acceptor& acceptor = listener->acceptor;
-  if (address.every_interface()) {
-    bind_every_interface(acceptor, address.port);
-  } else {
-    tcp::resolver resolver(pool_.main());
-    auto results = resolver.resolve(address.host, std::to_string(address.port));
-    const tcp::endpoint ep = results.begin()->endpoint();
-    acceptor.open(ep.protocol());
-    acceptor.set_option(asio::socket_base::reuse_address(true));
-    acceptor.bind(ep);
+  try {
+    if (address.every_interface()) {
+      bind_every_interface(acceptor, address.port);
+    } else {
+      tcp::resolver resolver(pool_.main());
+      auto results = resolver.resolve(address.host, std::to_string(address.port));
+      const tcp::endpoint ep = results.begin()->endpoint();
+      acceptor.open(ep.protocol());
+      acceptor.set_option(asio::socket_base::reuse_address(true));
+      acceptor.bind(ep);
+    }
+    acceptor.listen(asio::socket_base::max_listen_connections);
+  } catch (const boost::system::system_error& e) {
+    // The system's words ("Address already in use"), without Boost's source location.
+    std::string why = e.code().message();
+    if (!why.empty() && why[0] >= 'A' && why[0] <= 'Z') why[0] = static_cast<char>(why[0] - 'A' + 'a');
+    throw ListenError("cannot listen on " + address.to_string() + " (" + (admin ? "admin" : "client") +
+                      " listener): " + why);
   }
-  acceptor.listen(asio::socket_base::max_listen_connections);
   const tcp::endpoint bound = acceptor.local_endpoint();
   Listener& ref = *listener;
   {

@@ -54,11 +54,18 @@ struct ServerLimits {
   std::size_t max_admin_connections = 64;
 };
 
+// What a listener that cannot be opened says: "cannot listen on 127.0.0.1:8080 (client
+// listener): address already in use".
+class ListenError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class Server {
  public:
   Server(IoPool& pool, Gateway& gateway, Admin& admin, Metrics& metrics, ServerLimits limits = {});
 
-  // Binds and listens; throws boost::system::system_error when the address cannot be bound.
+  // Binds and listens; throws ListenError when the address cannot be resolved or bound.
   // Every interface (:PORT) is IPv6 and IPv4 on one socket, or IPv4 alone on a system
   // without IPv6. Returns the bound endpoint (port 0 picks a free port).
   boost::asio::ip::tcp::endpoint listen_client(const ListenAddress& address);
