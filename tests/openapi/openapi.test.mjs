@@ -3,7 +3,8 @@
 // Validates the file as OpenAPI 3.1 (@apidevtools/swagger-parser), then starts `idem serve`
 // (SQLite in a temporary directory, an admin token) in front of test_upstream and calls
 // every operation the file lists, each in the answers it can give (acquired, replay,
-// in_progress, mismatch, fenced, busy, not_owner, 404, 401, 415, 400 ...). Each answer's
+// in_progress, mismatch, fenced, busy, not_owner, 404, 401, 415, 400 ...; and, on a second
+// gateway without a token whose store is down, 403 and 503). Each answer's
 // status must be one the file declares for that operation, its Content-Type one declared
 // for that status, and its body must validate against the declared schema (ajv, JSON
 // Schema 2020-12). An operation of the file without a call fails the test, so a new
@@ -61,6 +62,7 @@ function stopAll() {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
   rmSync(dir, { recursive: true, force: true });
 }
+process.on('exit', stopAll);  // also when an expectation fails before the checks begin
 
 const upstream = spawn(upstreamBin, [], { stdio: ['ignore', 'pipe', 'ignore'] });
 children.push(upstream);
@@ -69,7 +71,24 @@ const upstreamPort = await new Promise((done, fail) => {
   upstream.once('exit', () => fail(new Error('test_upstream exited')));
 });
 const [port, adminPort] = [await freePort(), await freePort()];
-writeFileSync(join(dir, 'idem.yaml'), `
+// Starts idem serve with this config; resolves once `probe` answers 200.
+async function serve(name, config, adminPort, probe, env = {}) {
+  writeFileSync(join(dir, `${name}.yaml`), config);
+  const log = openSync(join(dir, `${name}.log`), 'w');
+  const child = spawn(idemBin, ['serve', '--config', join(dir, `${name}.yaml`)],
+                      { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', log, log] });
+  children.push(child);
+  for (let i = 0;; ++i) {
+    expect(child.exitCode === null, `idem serve (${name}) exited: ` + readFileSync(join(dir, `${name}.log`), 'utf8'));
+    const ok = await fetch(`http://127.0.0.1:${adminPort}/${probe}`).then(r => r.status === 200, () => false);
+    if (ok) return child;
+    expect(i < 500, `idem serve (${name}) ready within 10 s`);
+    await new Promise(r => setTimeout(r, 20));
+  }
+}
+const admin = `http://127.0.0.1:${adminPort}`;
+await serve('idem', `
+listen: 127.0.0.1:${port}
 upstream: http://127.0.0.1:${upstreamPort}
 store: sqlite:${join(dir, 'idem.db')}
 admin:
@@ -78,30 +97,18 @@ admin:
 routes:
   - name: orders
     match: { method: POST, path: /orders }
-`);
-const log = openSync(join(dir, 'serve.log'), 'w');
-const idem = spawn(idemBin, ['serve', '--config', join(dir, 'idem.yaml'), '--listen', `127.0.0.1:${port}`],
-                   { cwd: dir, env: { ...process.env, IDEM_ADMIN_TOKEN: TOKEN }, stdio: ['ignore', log, log] });
-children.push(idem);
-const admin = `http://127.0.0.1:${adminPort}`;
-for (let i = 0;; ++i) {
-  expect(idem.exitCode === null, 'idem serve exited: ' + readFileSync(join(dir, 'serve.log'), 'utf8'));
-  const ok = await fetch(`${admin}/readyz`).then(r => r.status === 200, () => false);
-  if (ok) break;
-  expect(i < 500, 'idem serve ready within 10 s');
-  await new Promise(r => setTimeout(r, 20));
-}
+`, adminPort, 'readyz', { IDEM_ADMIN_TOKEN: TOKEN });
 
 // call(operationId, {path params, query, body, headers}) -> {status, body}: checks the
 // answer against the file.
-async function call(id, { params = {}, query = '', body, headers = {}, auth = true, raw } = {}) {
+async function call(id, { params = {}, query = '', body, headers = {}, auth = true, raw, base = admin } = {}) {
   const entry = operations.get(id);
   expect(entry, `operation ${id} is in the file`);
   let path = entry.path.replace(/\{(\w+)\}/g, (_, n) => encodeURIComponent(params[n]));
   const h = { ...headers };
   if (auth) h.authorization = `Bearer ${TOKEN}`;
   if (body !== undefined && !h['content-type']) h['content-type'] = 'application/json';
-  const res = await fetch(`${admin}${path}${query}`, {
+  const res = await fetch(`${base}${path}${query}`, {
     method: entry.method.toUpperCase(), headers: h,
     body: raw !== undefined ? raw : body === undefined ? undefined : JSON.stringify(body),
   });
@@ -210,6 +217,28 @@ try {
   expect((await call('getRecord', { params: { scope, key: 'job-1' }, auth: false })).status === 401, 'getRecord 401');
   expect((await call('listRecords', { auth: false })).status === 401, 'listRecords 401');
   expect((await call('deleteRecord', { params: { scope, key: 'job-1' }, auth: false })).status === 401, 'deleteRecord 401');
+
+  // A second gateway without a token, on a store nobody runs: 403 for a browser's
+  // request, 503 store-unavailable (with Retry-After) from readiness, records and claims.
+  const [port2, adminPort2] = [await freePort(), await freePort()];
+  await serve('down', `
+listen: 127.0.0.1:${port2}
+upstream: http://127.0.0.1:${upstreamPort}
+store: postgres://idem:secret@127.0.0.1:1/idem
+admin:
+  listen: 127.0.0.1:${adminPort2}
+`, adminPort2, 'healthz');
+  const down = { base: `http://127.0.0.1:${adminPort2}`, auth: false };
+  const f = await call('healthz', { ...down, headers: { origin: 'https://evil.example' } });
+  expect(f.status === 403 && f.body.type === 'urn:idem:problem:forbidden', 'healthz with Origin: 403');
+  expect((await call('listRecords', { ...down, headers: { origin: 'https://evil.example' } })).status === 403, 'listRecords with Origin: 403');
+  for (const [id, opts] of [['readyz', {}], ['getRecord', { params: { scope: '_', key: 'k' } }],
+                            ['deleteRecord', { params: { scope: '_', key: 'k' } }], ['listRecords', {}],
+                            ['begin', { body: { scope: '', key: 'k' } }]]) {
+    const r = await call(id, { ...down, ...opts });
+    expect(r.status === 503 && r.body.type === 'urn:idem:problem:store-unavailable' &&
+           Number(r.headers.get('retry-after')) >= 1, `${id} 503 store-unavailable with Retry-After`);
+  }
 
   for (const id of operations.keys()) expect(called.has(id), `operation ${id} was called`);
   const n = [...called.values()].reduce((a, s) => a + s.size, 0);
