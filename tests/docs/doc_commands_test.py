@@ -7,7 +7,8 @@ Usage: doc_commands_test.py --idem BIN --upstream BIN --root SRC [FILE.md ...]
 The conventions a page follows (docs/README.md, "How the examples are tested"):
 
 - Every ```yaml block must pass `idem check`, unless the line before it (blank lines
-  aside) is `<!-- doc-test: partial -->` (a fragment of a config).
+  aside) is `<!-- doc-test: partial -->` (a fragment of a config) or
+  `<!-- doc-test: invalid -->` (a mistake shown on purpose, which `idem check` must refuse).
 - `<!-- doc-test: serve -->` before a ```yaml block: that config is written to idem.yaml in
   the page's working directory and `idem serve --config idem.yaml` is (re)started with it,
   in front of a fresh test upstream (tests/gateway/test_upstream.cpp); the page's later
@@ -54,7 +55,7 @@ BLOCK_TIMEOUT = 30
 DIRECTIVE = re.compile(r"^<!--\s*doc-test:\s*(\w+)\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)```\s*([\w.+-]*)\s*$")
 SEPARATOR = "\x1edoc-test-end\x1e"
-DIRECTIVE_LANGS = {"partial": ("yaml",), "serve": ("yaml",), "file": ("yaml",),
+DIRECTIVE_LANGS = {"partial": ("yaml",), "invalid": ("yaml",), "serve": ("yaml",), "file": ("yaml",),
                    "skip": ("sh", "console")}
 KNOWN_DIRECTIVES = set(DIRECTIVE_LANGS)
 
@@ -350,7 +351,11 @@ def run_file(args, path):
             d = b.directives
             if b.lang == "yaml":
                 why = None
-                if "partial" not in d:
+                if "invalid" in d:  # a mistake shown on purpose: idem check must refuse it
+                    if page.check_config(b.text) is None:
+                        why = "doc-test: invalid, but idem check accepts it"
+                    ran += 1
+                elif "partial" not in d:
                     why = page.check_config(b.text)
                     ran += 1
                 if not why and "file" in d:
@@ -452,6 +457,8 @@ def self_test(args):
         assert "never closed" in run("```sh\ntrue\n")[0]
         assert "does not apply" in run("<!-- doc-test: serve -->\n```sh\ntrue\n```\n")[0]
         assert run("<!-- doc-test: skip reason -->\n```sh\nfalse\n```\n") == []
+        assert "idem check accepts it" in run("<!-- doc-test: invalid -->\n```yaml\nlisten: :1\n```\n")[0]
+        assert run("<!-- doc-test: invalid -->\n```yaml\nlisten: nowhere\n```\n") == []
         assert lines_match(["a…c", "...", "z"], ["abbc", "x", "y", "z"])
         assert not lines_match(["a"], ["a", "b"])
     finally:
