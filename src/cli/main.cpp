@@ -1,6 +1,6 @@
-// The `idem` command (README.md, docs/admin.md): serve, check, record get|delete|list, sweep, version.
-// Exit codes: 0 ok, 2 usage or config error, 1 runtime failure. Diagnostics go to standard
-// error; `idem serve` writes one JSON line per protected request to standard output.
+// The `idem` command (docs/configuration.md, "Command line"; docs/operations.md): serve, check, record
+// get|delete|list, sweep, version. Exit codes: 0 ok, 2 usage or config error, 1 runtime failure. Diagnostics
+// go to standard error; `idem serve` writes one JSON line per protected request to standard output.
 #include <signal.h>
 #include <sys/resource.h>
 

@@ -332,7 +332,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
     }
   }
   const Settlement how = settle_for(end, policy.on_uncertain, claim.lost());
-  // On a token route the user may submit again with the same token (docs/gateway.md,
+  // On a token route the user may submit again with the same token (docs/http.md,
   // "One-time tokens"): the store re-arms it in the same step that releases the claim, so
   // a duplicate waiting for the key finds both, and a claim that was not ours to release
   // (taken over, removed by an operator) re-arms nothing.

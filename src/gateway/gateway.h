@@ -1,4 +1,4 @@
-// The request pipeline of `idem serve` (docs/gateway.md): what happens to a request once
+// The request pipeline of `idem serve` (docs/http.md, docs/gateway.md): what happens to a request once
 // the HTTP layer has read it. validate → claim → forward or local reply → capture the
 // response → store or release → answer, with every store and upstream call bounded by a
 // deadline and every outcome counted and logged once.

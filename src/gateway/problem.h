@@ -1,4 +1,4 @@
-// The problems the gateway itself answers with (docs/gateway.md, docs/admin.md), as values: the core
+// The problems the gateway itself answers with (docs/http.md, docs/control-api.md), as values: the core
 // decides which problem applies, the HTTP layer turns it into an application/problem+json
 // reply with the status given here. This is the one place that maps problems to HTTP
 // status codes. Pure; safe for concurrent use.

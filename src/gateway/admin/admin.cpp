@@ -106,7 +106,7 @@ HttpResponse Admin::store_failed(const HttpRequest& req, std::string_view op, co
                s.to_string().c_str());
   // Unavailable: nothing was applied, the caller retries as is. Outcome unknown: the call
   // may have been applied, so the caller reads the record before it retries
-  // (docs/admin.md, "Control API").
+  // (docs/control-api.md, "Errors").
   if (s.code() == StatusCode::deadline_exceeded)
     return problem_response(Problem::store_timeout,
                             "the idempotency store did not answer: the call may have been applied; read the "

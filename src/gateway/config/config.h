@@ -1,4 +1,4 @@
-// The gateway's configuration (docs/gateway.md) and how it is read: a YAML file, the defaults
+// The gateway's configuration (docs/configuration.md) and how it is read: a YAML file, the defaults
 // `idem serve --upstream URL` runs with, and the command-line flags that override both.
 // Loading validates everything a config can get wrong, so a running gateway never meets
 // an invalid setting; any mistake throws ConfigError naming the file, line and key.
@@ -117,7 +117,7 @@ Config load_config_text(std::string_view yaml, std::string_view name, const Conf
 // load_config_text of the file at `path`; ConfigError also when it cannot be read.
 Config load_config_file(const std::string& path, const ConfigEnvironment& env = {});
 
-// Command-line flags (README.md), which override the config file.
+// Command-line flags (docs/configuration.md, "Command line"), which override the config file.
 struct CliOverrides {
   std::optional<std::string> listen{};    // --listen ADDR
   std::optional<std::string> upstream{};  // --upstream URL
