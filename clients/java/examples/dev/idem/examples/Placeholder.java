@@ -1,0 +1,1 @@
+package dev.idem.examples; final class Placeholder {}
