@@ -140,19 +140,20 @@ public final class Idem {
    * unless extended; {@code retention} how long a committed result is replayed.
    */
   public BeginOutcome begin(String scope, String key, String fingerprint, Duration lease, Duration retention) {
-    JsonValue.Obj o = call("/v1/begin", JsonValue.object(
+    return call("/v1/begin", JsonValue.object(
         "scope", name(scope, "scope"), "key", nonEmpty(key, "key"),
         "fingerprint", fingerprint == null || fingerprint.isEmpty() ? null : fingerprint,
-        "lease_ms", millis(lease, "lease"), "retention_ms", millis(retention, "retention")), false);
-    String outcome = outcome(o);
-    return switch (outcome) {
-      case "acquired" -> new BeginOutcome.Acquired(
-          o.require("fence").asLong(), o.get("recovered").map(JsonValue::asBoolean).orElse(false));
-      case "replay" -> new BeginOutcome.Replay(o.get("result").orElse(JsonValue.NULL));
-      case "in_progress" -> new BeginOutcome.InProgress(Duration.ofMillis(o.require("retry_after_ms").asLong()));
-      case "mismatch" -> new BeginOutcome.Mismatch();
-      default -> throw unexpected("/v1/begin", outcome);
-    };
+        "lease_ms", millis(lease, "lease"), "retention_ms", millis(retention, "retention")), false, o -> {
+      String outcome = outcome(o);
+      return switch (outcome) {
+        case "acquired" -> new BeginOutcome.Acquired(
+            positiveFence(o), o.get("recovered").map(JsonValue::asBoolean).orElse(false));
+        case "replay" -> new BeginOutcome.Replay(o.get("result").orElse(JsonValue.NULL));
+        case "in_progress" -> new BeginOutcome.InProgress(Duration.ofMillis(o.require("retry_after_ms").asLong()));
+        case "mismatch" -> new BeginOutcome.Mismatch();
+        default -> throw unexpected("/v1/begin", outcome);
+      };
+    });
   }
 
   /**
@@ -161,14 +162,15 @@ public final class Idem {
    */
   public CommitOutcome commit(String scope, String key, long fence, JsonValue result, Duration retention) {
     Objects.requireNonNull(result, "result (JsonValue.NULL for JSON null)");
-    JsonValue.Obj o = call("/v1/commit", JsonValue.object(
+    return call("/v1/commit", JsonValue.object(
         "scope", name(scope, "scope"), "key", nonEmpty(key, "key"), "fence", fence(fence),
-        "result", result, "retention_ms", millis(retention, "retention")), true);
-    return switch (outcome(o)) {
-      case "committed" -> CommitOutcome.COMMITTED;
-      case "fenced" -> CommitOutcome.FENCED;
-      default -> throw unexpected("/v1/commit", outcome(o));
-    };
+        "result", result, "retention_ms", millis(retention, "retention")), true, o -> {
+      return switch (outcome(o)) {
+        case "committed" -> CommitOutcome.COMMITTED;
+        case "fenced" -> CommitOutcome.FENCED;
+        default -> throw unexpected("/v1/commit", outcome(o));
+      };
+    });
   }
 
   public CommitOutcome commit(String scope, String key, long fence, JsonValue result) {
@@ -177,91 +179,99 @@ public final class Idem {
 
   /** Gives the claim back (nothing is stored), so that a retry acquires it again. */
   public ReleaseOutcome release(String scope, String key, long fence) {
-    JsonValue.Obj o = call("/v1/release", JsonValue.object(
-        "scope", name(scope, "scope"), "key", nonEmpty(key, "key"), "fence", fence(fence)), true);
-    return switch (outcome(o)) {
-      case "released" -> ReleaseOutcome.RELEASED;
-      case "fenced" -> ReleaseOutcome.FENCED;
-      default -> throw unexpected("/v1/release", outcome(o));
-    };
+    return call("/v1/release", JsonValue.object(
+        "scope", name(scope, "scope"), "key", nonEmpty(key, "key"), "fence", fence(fence)), true, o -> {
+      return switch (outcome(o)) {
+        case "released" -> ReleaseOutcome.RELEASED;
+        case "fenced" -> ReleaseOutcome.FENCED;
+        default -> throw unexpected("/v1/release", outcome(o));
+      };
+    });
   }
 
   /** Extends the claim's lease to {@code lease} from now; FENCED: the claim was lost. */
   public ExtendOutcome extend(String scope, String key, long fence, Duration lease) {
-    JsonValue.Obj o = call("/v1/extend", JsonValue.object(
+    return call("/v1/extend", JsonValue.object(
         "scope", name(scope, "scope"), "key", nonEmpty(key, "key"), "fence", fence(fence),
-        "lease_ms", millis(Objects.requireNonNull(lease, "lease"), "lease")), true);
-    return switch (outcome(o)) {
-      case "extended" -> ExtendOutcome.EXTENDED;
-      case "fenced" -> ExtendOutcome.FENCED;
-      default -> throw unexpected("/v1/extend", outcome(o));
-    };
+        "lease_ms", millis(Objects.requireNonNull(lease, "lease"), "lease")), true, o -> {
+      return switch (outcome(o)) {
+        case "extended" -> ExtendOutcome.EXTENDED;
+        case "fenced" -> ExtendOutcome.FENCED;
+        default -> throw unexpected("/v1/extend", outcome(o));
+      };
+    });
   }
 
   // ---- one-time tokens -----------------------------------------------------------------------
 
   /** Issues a one-time token bound to {@code scope}; {@code ttl} null: {@code tokens.ttl}. */
   public String issueToken(String scope, Duration ttl) {
-    JsonValue.Obj o = call("/v1/tokens", JsonValue.object("scope", name(scope, "scope"), "ttl_ms", millis(ttl, "ttl")),
-        false);
-    String token = o.require("token").asString();
-    if (token.isEmpty()) throw new ProtocolException("/v1/tokens answered an empty token", 200, null);
-    return token;
+    return call("/v1/tokens", JsonValue.object("scope", name(scope, "scope"), "ttl_ms", millis(ttl, "ttl")),
+        false, o -> {
+      String token = o.require("token").asString();
+      if (token.isEmpty()) throw new ProtocolException("/v1/tokens answered an empty token", 200, null);
+      return token;
+    });
   }
 
   /** Consumes the token: of concurrent consumers exactly one gets CONSUMED. */
   public ConsumeOutcome consumeToken(String scope, String token) {
-    JsonValue.Obj o = call("/v1/tokens/consume",
-        JsonValue.object("scope", name(scope, "scope"), "token", Objects.requireNonNull(token, "token")), false);
-    return switch (outcome(o)) {
-      case "consumed" -> ConsumeOutcome.CONSUMED;
-      case "invalid" -> ConsumeOutcome.INVALID;
-      default -> throw unexpected("/v1/tokens/consume", outcome(o));
-    };
+    return call("/v1/tokens/consume",
+        JsonValue.object("scope", name(scope, "scope"), "token", Objects.requireNonNull(token, "token")), false, o -> {
+      return switch (outcome(o)) {
+        case "consumed" -> ConsumeOutcome.CONSUMED;
+        case "invalid" -> ConsumeOutcome.INVALID;
+        default -> throw unexpected("/v1/tokens/consume", outcome(o));
+      };
+    });
   }
 
   /** Re-arms a consumed token after a failure, so the user can submit again. */
   public RestoreOutcome restoreToken(String scope, String token, Duration ttl) {
-    JsonValue.Obj o = call("/v1/tokens/restore", JsonValue.object("scope", name(scope, "scope"),
-        "token", Objects.requireNonNull(token, "token"), "ttl_ms", millis(ttl, "ttl")), false);
-    return switch (outcome(o)) {
-      case "restored" -> RestoreOutcome.RESTORED;
-      case "invalid" -> RestoreOutcome.INVALID;
-      default -> throw unexpected("/v1/tokens/restore", outcome(o));
-    };
+    return call("/v1/tokens/restore", JsonValue.object("scope", name(scope, "scope"),
+        "token", Objects.requireNonNull(token, "token"), "ttl_ms", millis(ttl, "ttl")), false, o -> {
+      return switch (outcome(o)) {
+        case "restored" -> RestoreOutcome.RESTORED;
+        case "invalid" -> RestoreOutcome.INVALID;
+        default -> throw unexpected("/v1/tokens/restore", outcome(o));
+      };
+    });
   }
 
   // ---- locks ---------------------------------------------------------------------------------
 
   /** Takes the lock {@code name} for {@code owner} for {@code ttl}, or says who has it for how long. */
   public LockOutcome acquireLock(String name, String owner, Duration ttl) {
-    JsonValue.Obj o = call("/v1/locks/acquire", lockBody(name, owner, ttl), false);
-    return switch (outcome(o)) {
-      case "locked" -> new LockOutcome.Locked(o.require("fence").asLong());
-      case "busy" -> new LockOutcome.Busy(Duration.ofMillis(o.require("retry_after_ms").asLong()));
-      default -> throw unexpected("/v1/locks/acquire", outcome(o));
-    };
+    return call("/v1/locks/acquire", lockBody(name, owner, ttl), false, o -> {
+      return switch (outcome(o)) {
+        case "locked" -> new LockOutcome.Locked(positiveFence(o));
+        case "busy" -> new LockOutcome.Busy(Duration.ofMillis(o.require("retry_after_ms").asLong()));
+        default -> throw unexpected("/v1/locks/acquire", outcome(o));
+      };
+    });
   }
 
   /** Frees the lock if {@code owner} holds it; never another owner's. */
   public UnlockOutcome releaseLock(String name, String owner) {
-    JsonValue.Obj o = call("/v1/locks/release",
-        JsonValue.object("name", nonEmpty(name, "name"), "owner", nonEmpty(owner, "owner")), true);
-    return switch (outcome(o)) {
-      case "released" -> UnlockOutcome.RELEASED;
-      case "not_owner" -> UnlockOutcome.NOT_OWNER;
-      default -> throw unexpected("/v1/locks/release", outcome(o));
-    };
+    return call("/v1/locks/release",
+        JsonValue.object("name", nonEmpty(name, "name"), "owner", nonEmpty(owner, "owner")), true, o -> {
+      return switch (outcome(o)) {
+        case "released" -> UnlockOutcome.RELEASED;
+        case "not_owner" -> UnlockOutcome.NOT_OWNER;
+        default -> throw unexpected("/v1/locks/release", outcome(o));
+      };
+    });
   }
 
   /** Holds the lock for {@code ttl} from now if {@code owner} holds it. */
   public LockExtendOutcome extendLock(String name, String owner, Duration ttl) {
-    JsonValue.Obj o = call("/v1/locks/extend", lockBody(name, owner, ttl), true);
-    return switch (outcome(o)) {
-      case "extended" -> LockExtendOutcome.EXTENDED;
-      case "not_owner" -> LockExtendOutcome.NOT_OWNER;
-      default -> throw unexpected("/v1/locks/extend", outcome(o));
-    };
+    return call("/v1/locks/extend", lockBody(name, owner, ttl), true, o -> {
+      return switch (outcome(o)) {
+        case "extended" -> LockExtendOutcome.EXTENDED;
+        case "not_owner" -> LockExtendOutcome.NOT_OWNER;
+        default -> throw unexpected("/v1/locks/extend", outcome(o));
+      };
+    });
   }
 
   private static JsonValue.Obj lockBody(String name, String owner, Duration ttl) {
@@ -313,14 +323,14 @@ public final class Idem {
   private record Answer(int status, String body, Optional<String> retryAfter) {}
 
   // One POST; its 200 (and, where the operation has one, its 409) body as an object.
-  private JsonValue.Obj call(String path, JsonValue.Obj body, boolean conflictIsOutcome) {
+  private <T> T call(String path, JsonValue.Obj body, boolean conflictIsOutcome, Reader<T> reader) {
     HttpRequest r = request(path)
         .header("Content-Type", JSON)
         .POST(HttpRequest.BodyPublishers.ofString(body.toJson(), StandardCharsets.UTF_8))
         .build();
     Answer a = send(r, "POST " + path);
     if (a.status == 200 || (a.status == 409 && conflictIsOutcome))
-      return parseAnswer("POST " + path, a, JsonValue::asObject);
+      return parseAnswer("POST " + path, a, v -> reader.read(v.asObject()));
     throw failure("POST " + path, a);
   }
 
@@ -363,12 +373,12 @@ public final class Idem {
   }
 
   private interface Reader<T> {
-    T read(JsonValue v);
+    T read(JsonValue.Obj v);
   }
 
-  private static <T> T parseAnswer(String what, Answer a, Reader<T> reader) {
+  private static <T> T parseAnswer(String what, Answer a, java.util.function.Function<JsonValue, T> reader) {
     try {
-      return reader.read(JsonValue.parse(a.body));
+      return reader.apply(JsonValue.parse(a.body));
     } catch (JsonException | java.time.format.DateTimeParseException | ArithmeticException e) {
       throw new ProtocolException(what + ": unexpected answer (" + e.getMessage() + "): " + excerpt(a.body), a.status, e);
     }
@@ -377,6 +387,12 @@ public final class Idem {
   private static String outcome(JsonValue.Obj o) {
     JsonValue v = o.get("outcome").orElseThrow(() -> new JsonException("missing field \"outcome\""));
     return v.asString();
+  }
+
+  private static long positiveFence(JsonValue.Obj o) {
+    long fence = o.require("fence").asLong();
+    if (fence <= 0) throw new JsonException("fence must be positive, got " + fence);
+    return fence;
   }
 
   private static ProtocolException unexpected(String path, String outcome) {
