@@ -1,1 +1,0 @@
-package dev.idem.examples; final class Placeholder {}
