@@ -14,17 +14,21 @@ if ! command -v javac >/dev/null 2>&1 || ! command -v jar >/dev/null 2>&1; then
   exit 77
 fi
 
-javac_flags=(--release 17 -encoding UTF-8 -Xlint:all -Werror)
+# Short-lived JVMs start several times faster with the client compiler alone and the serial
+# collector (javac here: 3 s instead of 9 on a loaded machine).
+jvm=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC)
+jflags=("${jvm[@]/#/-J}")
+javac_flags=("${jflags[@]}" --release 17 -encoding UTF-8 -Xlint:all -Werror)
 rm -rf "${out}/classes" "${out}/examples" "${out}/tests"
 mkdir -p "${out}/classes" "${out}/examples" "${out}/tests"
 
 find "${here}/src/main/java" -name '*.java' | sort >"${out}/main.sources"
 javac "${javac_flags[@]}" -d "${out}/classes" @"${out}/main.sources"
-jar --create --file "${out}/idem-client.jar" -C "${out}/classes" .
+jar "${jflags[@]}" --create --file "${out}/idem-client.jar" -C "${out}/classes" .
 
 find "${here}/examples" -name '*.java' | sort >"${out}/examples.sources"
 javac "${javac_flags[@]}" -cp "${out}/idem-client.jar" -d "${out}/examples" @"${out}/examples.sources"
-jar --create --file "${out}/idem-examples.jar" -C "${out}/examples" .
+jar "${jflags[@]}" --create --file "${out}/idem-examples.jar" -C "${out}/examples" .
 echo "build.sh: ${out}/idem-client.jar, ${out}/idem-examples.jar"
 
 [ "${1:-}" = test ] || exit 0
@@ -42,7 +46,7 @@ cp="${out}/idem-client.jar:${out}/idem-examples.jar:${launcher}"
 find "${here}/src/test/java" -name '*.java' | sort >"${out}/test.sources"
 # The tests sit in the client's package (they reach package-private helpers); -Xlint minus
 # the serial and try warnings JUnit's style of tests trips.
-javac --release 17 -encoding UTF-8 -Xlint:all,-serial,-try -Werror -cp "${cp}" -d "${out}/tests" @"${out}/test.sources"
-exec java -Didem.bin="${IDEM_BIN}" -Djava.io.tmpdir="${TMPDIR:-/tmp}" -jar "${launcher}" \
+javac "${jflags[@]}" --release 17 -encoding UTF-8 -Xlint:all,-serial,-try -Werror -cp "${cp}" -d "${out}/tests" @"${out}/test.sources"
+exec java "${jvm[@]}" -Didem.bin="${IDEM_BIN}" -Djava.io.tmpdir="${TMPDIR:-/tmp}" -jar "${launcher}" \
   --class-path "${out}/idem-client.jar:${out}/idem-examples.jar:${out}/tests" \
   --scan-class-path "${out}/tests" --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests ${IDEM_JAVA_TEST_ARGS:-}

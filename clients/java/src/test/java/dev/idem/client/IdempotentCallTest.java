@@ -151,12 +151,13 @@ class IdempotentCallTest {
   @Test
   void theLeaseIsRenewedWhileTheWorkRuns() {
     String key = fresh();
-    try (IdempotentCall<String> call = IdempotentCall.builder(idem, ResultCodec.string()).lease(Duration.ofMillis(300)).build()) {
+    // Renewed every 200 ms: a renewal may run late by up to 400 ms on a loaded machine.
+    try (IdempotentCall<String> call = IdempotentCall.builder(idem, ResultCodec.string()).lease(Duration.ofMillis(600)).build()) {
       String r = call.run("s", key, "fp", () -> {
         // Well past the lease: without renewal the key could be taken over by now.
-        for (int n = 0; n < 5; n++) {
-          sleep(200);
-          assertInstanceOf(BeginOutcome.InProgress.class, idem.begin("s", key, "fp"), "still held after " + (n + 1) * 200 + " ms");
+        for (int n = 0; n < 4; n++) {
+          sleep(400);
+          assertInstanceOf(BeginOutcome.InProgress.class, idem.begin("s", key, "fp"), "still held after " + (n + 1) * 400 + " ms");
         }
         return "slow but held";
       });
