@@ -47,9 +47,12 @@ import java.util.function.Supplier;
  * {@link #execute}) and the commit is retried in the background (a commit with the same fence
  * is safe to repeat) until the gateway answers; a failed release is retried the same way.
  *
- * <p>Results are stored as {@code {"value": <encoded>}}, and an uncertain record as
- * {@code {"uncertain": true}}, so that no result can be mistaken for the mark. A key whose
- * record holds anything else (written by other code) answers {@link ProtocolException}.
+ * <p>Results are stored as {@code {"json": "<the encoded result as JSON text>"}}, and an
+ * uncertain record as {@code {"uncertain": true}}, so that no result can be mistaken for the
+ * mark. The result travels as a string because the gateway keeps strings byte for byte but
+ * reads numbers into 64-bit integers or doubles: as text, a number of any size or precision
+ * comes back exactly. A key whose record holds anything else (written by other code)
+ * answers {@link ProtocolException}.
  *
  * <p>Thread safety: safe for concurrent use. {@link #close()} stops its daemon thread.
  */
@@ -215,14 +218,23 @@ public final class IdempotentCall<T> implements AutoCloseable {
 
   static final JsonValue UNCERTAIN = JsonValue.object("uncertain", JsonValue.TRUE);
 
-  private static JsonValue envelope(JsonValue v) {
-    return JsonValue.object("value", v);
+  /** How a result is committed (see the class comment). */
+  static JsonValue envelope(JsonValue v) {
+    return JsonValue.object("json", v.toJson());
   }
 
   private CallOutcome<T> replayed(JsonValue stored) {
     if (stored.isNull() || stored.equals(UNCERTAIN)) return new CallOutcome.Uncertain<>();
-    if (stored instanceof JsonValue.Obj o && o.fields().size() == 1 && o.has("value"))
-      return new CallOutcome.Replayed<>(codec.decode(o.require("value")));
+    JsonValue text = stored instanceof JsonValue.Obj o && o.fields().size() == 1 ? o.fields().get("json") : null;
+    if (text instanceof JsonValue.Str str) {
+      JsonValue value;
+      try {
+        value = JsonValue.parse(str.value());
+      } catch (JsonException e) {
+        throw new ProtocolException("the key's stored result is not JSON: " + e.getMessage(), 200, e);
+      }
+      return new CallOutcome.Replayed<>(codec.decode(value));
+    }
     throw new ProtocolException("the key holds a result IdempotentCall did not store: " + excerpt(stored), 200, null);
   }
 

@@ -142,7 +142,7 @@ class IdempotentCallTest {
       assertInstanceOf(CallOutcome.InProgress.class, r);
     }
     // The first finishes: repeats replay it (its result, written through the same envelope).
-    idem.commit("s", key, fence, JsonValue.object("value", JsonValue.of("first")));
+    idem.commit("s", key, fence, IdempotentCall.envelope(JsonValue.of("first")));
     try (IdempotentCall<String> call = IdempotentCall.builder(idem, ResultCodec.string()).build()) {
       assertEquals("first", call.run("s", key, "fp", () -> "never"));
     }
@@ -236,6 +236,19 @@ class IdempotentCallTest {
     assertEquals(OnUncertain.HOLD, OnUncertain.fromPolicyName("hold"));
     assertEquals("retry", OnUncertain.RETRY.policyName());
     assertThrows(IllegalArgumentException.class, () -> OnUncertain.fromPolicyName("Hold"));
+  }
+
+  @Test
+  void resultsComeBackExactlyWhateverTheirNumbers() {
+    // The gateway reads numbers into 64-bit integers or doubles; results travel as text.
+    JsonValue odd = JsonValue.parse("{\"id\":1790000000000000001,\"big\":123456789012345678901234567890.000000000000000001,"
+        + "\"huge\":1e400,\"tiny\":-1E-400,\"zero\":-0,\"s\":\"\\u0000\u00e9\"}");
+    String key = fresh();
+    try (IdempotentCall<JsonValue> call = IdempotentCall.builder(idem, ResultCodec.json()).build()) {
+      call.run("s", key, "", () -> odd);
+      JsonValue back = call.run("s", key, "", () -> JsonValue.NULL);
+      assertEquals(odd.toJson(), back.toJson());
+    }
   }
 
   @Test

@@ -172,7 +172,7 @@ class StatusMappingTest {
     List<String> sent = requests.stream().filter(s -> s.startsWith("POST /v1/commit")).toList();
     assertEquals(3, sent.size());
     assertTrue(sent.stream().allMatch(s -> s.equals(sent.get(0))), sent.toString());
-    assertTrue(sent.get(0).contains("\"fence\":77") && sent.get(0).contains("{\"value\":\"the result\"}"), sent.get(0));
+    assertTrue(sent.get(0).contains("\"fence\":77") && sent.get(0).contains("{\"json\":\"\\\"the result\\\"\"}"), sent.get(0));
   }
 
   @Test
