@@ -283,7 +283,16 @@ public final class Idem {
 
   /** The record of (scope, key), or empty when there is none. */
   public Optional<StoredRecord> getRecord(String scope, String key) {
-    Answer a = send(get(recordPath(scope, key)), "GET /v1/records");
+    return getRecord(scope, key, null);
+  }
+
+  /**
+   * The record a gateway route keeps for {@code key} as the route rendered it, in the route's
+   * key space ({@code keySpace}: the route's name unless it sets {@code key_space}); with a
+   * null keySpace, {@code key} is the stored key.
+   */
+  public Optional<StoredRecord> getRecord(String scope, String key, String keySpace) {
+    Answer a = send(get(recordPath(scope, key) + keySpaceQuery(keySpace)), "GET /v1/records");
     if (a.status == 404) return Optional.empty();
     if (a.status != 200) throw failure("GET /v1/records", a);
     return Optional.of(parseAnswer("GET /v1/records", a, StoredRecord::from));
@@ -291,7 +300,12 @@ public final class Idem {
 
   /** Removes the record (an operator's purge); false when there was none. */
   public boolean deleteRecord(String scope, String key) {
-    HttpRequest r = request(recordPath(scope, key)).DELETE().build();
+    return deleteRecord(scope, key, null);
+  }
+
+  /** The same, for a route's key as it rendered it (see {@link #getRecord(String, String, String)}). */
+  public boolean deleteRecord(String scope, String key, String keySpace) {
+    HttpRequest r = request(recordPath(scope, key) + keySpaceQuery(keySpace)).DELETE().build();
     Answer a = send(r, "DELETE /v1/records");
     if (a.status == 204) return true;
     if (a.status == 404) return false;
@@ -481,6 +495,12 @@ public final class Idem {
     Objects.requireNonNull(scope, "scope");
     nonEmpty(key, "key");
     return "/v1/records/" + (scope.isEmpty() ? "_" : encode(scope)) + "/" + encode(key);
+  }
+
+  private static String keySpaceQuery(String keySpace) {
+    StringBuilder q = new StringBuilder();
+    param(q, "key_space", keySpace);
+    return q.toString();
   }
 
   private static void param(StringBuilder q, String name, String value) {

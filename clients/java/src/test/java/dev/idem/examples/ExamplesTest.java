@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.idem.client.GatewayProcess;
 import dev.idem.client.JsonValue;
+import dev.idem.client.StoredRecord;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -16,6 +17,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
@@ -74,6 +76,13 @@ class ExamplesTest {
     assertEquals(201, again.statusCode());
     assertEquals(first.body(), again.body(), "replayed byte for byte");
     assertEquals(before + 1, service.ordersCreated());
+    // The gateway's record of it, by the key as the route rendered it.
+    StoredRecord r = gateway.client().getRecord("", key, "create-order").orElseThrow();
+    assertTrue(r.done());
+    assertEquals(Optional.of("response"), r.result());
+    assertEquals(Optional.of(201), r.responseStatus());
+    assertEquals("create-order:" + key, r.key());
+    assertEquals(r.key(), gateway.client().getRecord("", "create-order:" + key).orElseThrow().key());
     // Another key is another order; the same key with another body is refused.
     HttpResponse<String> other = post(gateway.uri(), "/orders", UUID.randomUUID().toString(), "{\"sku\":\"A-1\",\"qty\":2}");
     assertNotEquals(first.body(), other.body());
