@@ -1,7 +1,6 @@
 package dev.idem.client;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.net.ConnectException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -9,12 +8,19 @@ import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Flow;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * A client of the control API and the records API of an {@code idem serve} admin listener
@@ -361,28 +367,92 @@ public final class Idem {
     return request(pathAndQuery).GET().build();
   }
 
+  // One exchange, bounded as a whole by requestTimeout (HttpClient's own timeout ends when
+  // the head arrives; a body that stalls would block forever) and in size by maxResponseBytes.
   private Answer send(HttpRequest r, String what) {
-    HttpResponse<InputStream> res;
+    CompletableFuture<HttpResponse<byte[]>> call = http.sendAsync(r, info -> new LimitedBody(maxResponseBytes, info.statusCode()));
+    HttpResponse<byte[]> res;
     try {
-      res = http.send(r, HttpResponse.BodyHandlers.ofInputStream());
-    } catch (HttpConnectTimeoutException | ConnectException e) {
-      // No connection: the request was never sent.
-      throw new NotAppliedException(what + ": cannot connect to " + base + ": " + e, 0, e);
-    } catch (HttpTimeoutException e) {
+      res = call.get(requestTimeout.toNanos(), TimeUnit.NANOSECONDS);
+    } catch (TimeoutException e) {
+      call.cancel(true);
       throw new OutcomeUnknownException(what + ": no answer within " + requestTimeout + " (it may have been applied)", 0, e);
-    } catch (IOException e) {
-      throw new OutcomeUnknownException(what + ": connection failed: " + e + " (it may have been applied)", 0, e);
     } catch (InterruptedException e) {
+      call.cancel(true);
       Thread.currentThread().interrupt();
       throw new OutcomeUnknownException(what + ": interrupted (it may have been applied)", 0, e);
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      while (cause instanceof CompletionException && cause.getCause() != null) cause = cause.getCause();
+      if (cause instanceof TooLong t)
+        throw new ProtocolException(what + ": answer longer than " + maxResponseBytes + " bytes", t.status, null);
+      if (cause instanceof HttpConnectTimeoutException || cause instanceof ConnectException)
+        // No connection: the request was never sent.
+        throw new NotAppliedException(what + ": cannot connect to " + base + ": " + cause, 0, cause);
+      if (cause instanceof HttpTimeoutException)
+        throw new OutcomeUnknownException(what + ": no answer within " + requestTimeout + " (it may have been applied)", 0, cause);
+      throw new OutcomeUnknownException(what + ": connection failed: " + cause + " (it may have been applied)", 0, cause);
     }
-    try (InputStream in = res.body()) {
-      byte[] bytes = in.readNBytes(maxResponseBytes + 1);
-      if (bytes.length > maxResponseBytes)
-        throw new ProtocolException(what + ": answer longer than " + maxResponseBytes + " bytes", res.statusCode(), null);
-      return new Answer(res.statusCode(), new String(bytes, StandardCharsets.UTF_8), res.headers().firstValue("Retry-After"));
-    } catch (IOException e) {
-      throw new OutcomeUnknownException(what + ": answer cut short: " + e + " (it may have been applied)", res.statusCode(), e);
+    return new Answer(res.statusCode(), new String(res.body(), StandardCharsets.UTF_8), res.headers().firstValue("Retry-After"));
+  }
+
+  private static final class TooLong extends IOException {
+    private static final long serialVersionUID = 1L;
+    final int status;
+
+    TooLong(int status) {
+      super("answer too long");
+      this.status = status;
+    }
+  }
+
+  // Collects the body up to a limit; past it, cancels the exchange.
+  private static final class LimitedBody implements HttpResponse.BodySubscriber<byte[]> {
+    private final int limit;
+    private final int status;
+    private final java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    private final CompletableFuture<byte[]> done = new CompletableFuture<>();
+    private Flow.Subscription subscription;
+
+    LimitedBody(int limit, int status) {
+      this.limit = limit;
+      this.status = status;
+    }
+
+    @Override
+    public CompletableFuture<byte[]> getBody() {
+      return done;
+    }
+
+    @Override
+    public void onSubscribe(Flow.Subscription s) {
+      subscription = s;
+      s.request(Long.MAX_VALUE);
+    }
+
+    @Override
+    public void onNext(List<ByteBuffer> buffers) {
+      if (done.isDone()) return;
+      for (ByteBuffer b : buffers) {
+        if (out.size() + b.remaining() > limit) {
+          subscription.cancel();
+          done.completeExceptionally(new TooLong(status));
+          return;
+        }
+        byte[] chunk = new byte[b.remaining()];
+        b.get(chunk);
+        out.write(chunk, 0, chunk.length);
+      }
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      done.completeExceptionally(t);
+    }
+
+    @Override
+    public void onComplete() {
+      done.complete(out.toByteArray());
     }
   }
 

@@ -126,7 +126,9 @@ class StatusMappingTest {
     assertThrows(ProtocolException.class, () -> client().restoreToken("s", "t", null));
     routes.put("/v1/begin", b -> new Reply(200, "x".repeat(4096), Map.of()));
     Idem small = Idem.builder().baseUri("http://127.0.0.1:" + server.getAddress().getPort()).maxResponseBytes(1024).build();
-    assertTrue(assertThrows(ProtocolException.class, () -> small.begin("s", "k", null)).getMessage().contains("longer"));
+    ProtocolException tooLong = assertThrows(ProtocolException.class, () -> small.begin("s", "k", null));
+    assertTrue(tooLong.getMessage().contains("longer"), tooLong.getMessage());
+    assertEquals(200, tooLong.status());
   }
 
   @Test
@@ -135,6 +137,30 @@ class StatusMappingTest {
     OutcomeUnknownException e = assertThrows(OutcomeUnknownException.class,
         () -> client(Duration.ofMillis(300)).commit("s", "k", 5, JsonValue.TRUE));
     assertEquals(0, e.status());
+  }
+
+  @Test
+  void anAnswerThatStallsMidBodyIsOutcomeUnknownInTime() throws Exception {
+    CountDownLatch unblock = new CountDownLatch(1);
+    server.createContext("/v1/locks/extend", ex -> {
+      ex.sendResponseHeaders(200, 100);
+      ex.getResponseBody().write("{\"outcome\"".getBytes(StandardCharsets.UTF_8));
+      ex.getResponseBody().flush();
+      try {
+        unblock.await(20, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      ex.close();
+    });
+    try {
+      long t0 = System.nanoTime();
+      assertThrows(OutcomeUnknownException.class, () -> client(Duration.ofMillis(400)).extendLock("l", "o", Duration.ofSeconds(1)));
+      long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      assertTrue(ms < 5000, ms + " ms");
+    } finally {
+      unblock.countDown();
+    }
   }
 
   @Test
