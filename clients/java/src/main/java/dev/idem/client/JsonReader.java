@@ -10,10 +10,13 @@ import java.util.Map;
  * single quotes, trailing commas, leading zeros, {@code NaN}/{@code Infinity}, control
  * characters in strings, unknown escapes, unpaired surrogate escapes, duplicate names in
  * one object (two readers could disagree on which one counts), anything after the value,
- * and nesting deeper than {@link #MAX_DEPTH}. Numbers are kept as their text.
+ * nesting deeper than {@link #MAX_DEPTH}, numbers longer than {@link #MAX_NUMBER_LENGTH}
+ * characters (RFC 8259 lets a reader limit precision; 64-bit ids have 20 at most) and
+ * numbers whose exponent passes 32 bits (beyond what {@link java.math.BigDecimal} holds). Numbers are kept as their text.
  */
 final class JsonReader {
   static final int MAX_DEPTH = 512;
+  static final int MAX_NUMBER_LENGTH = 1024;
 
   private final String s;
   private int i;
@@ -250,7 +253,26 @@ final class JsonReader {
       if (!isDigit(peek())) throw error("expected a digit in the exponent");
       while (isDigit(peek())) i++;
     }
-    return s.substring(start, i);
+    if (i - start > MAX_NUMBER_LENGTH) {
+      i = start;
+      // BigDecimal reads digits in quadratic time: 100,000 of them would take seconds.
+      throw error("number longer than " + MAX_NUMBER_LENGTH + " characters");
+    }
+    String text = s.substring(start, i);
+    if (!fitsBigDecimal(text)) {
+      i = start;
+      throw error("number out of range (its exponent passes 32 bits)");
+    }
+    return text;
+  }
+
+  static boolean fitsBigDecimal(String number) {
+    try {
+      new java.math.BigDecimal(number);
+      return true;
+    } catch (NumberFormatException e) {
+      return false;
+    }
   }
 
   private static boolean isDigit(char c) {

@@ -31,7 +31,7 @@ class JsonTest {
       "", " ", "nul", "True", "NaN", "Infinity", "-Infinity", "01", "-01", "1.", ".5", "1e", "1e+", "+1",
       "0x10", "'a'", "\"a", "\"\\x\"", "\"\\u12\"", "\"\\u12G4\"", "\"\\ud800\"", "\"\\udc00\"",
       "\"\\ud800\\u0041\"", "\"tab\there\"", "[1,]", "[,1]", "{\"a\":1,}", "{a:1}", "{\"a\" 1}", "{\"a\":1 \"b\":2}",
-      "[1 2]", "{\"a\":1,\"a\":2}", "1 2", "[] x", "// c\n1", "/* c */1", "[1]]", "{\"a\":}", "\u00a01"})
+      "[1 2]", "{\"a\":1,\"a\":2}", "1e2147483648", "[0.1e-2147483649]", "1 2", "[] x", "// c\n1", "/* c */1", "[1]]", "{\"a\":}", "\u00a01"})
   void refusesWhatIsNotStrictJson(String text) {
     JsonException e = assertThrows(JsonException.class, () -> JsonValue.parse(text));
     assertTrue(e.getMessage().startsWith("invalid JSON at offset"), e.getMessage());
@@ -59,6 +59,17 @@ class JsonTest {
     assertEquals(JsonValue.parse("0").hashCode(), JsonValue.parse("-0.0").hashCode());
     assertNotEquals(JsonValue.parse("1"), JsonValue.parse("\"1\""));
     assertThrows(JsonException.class, () -> new JsonValue.Num("1e"));
+    assertThrows(JsonException.class, () -> new JsonValue.Num("1e2147483648"));
+    // Absurd exponents that fit cost bounded work.
+    JsonValue huge = JsonValue.parse("1e999999999");
+    assertEquals(huge, JsonValue.parse("10e999999998"));
+    assertEquals(huge.hashCode(), JsonValue.parse("10e999999998").hashCode());
+    assertThrows(JsonException.class, huge::asLong);
+    // Long numbers are refused at once rather than read in quadratic time.
+    JsonValue.parse("1" + "0".repeat(JsonReader.MAX_NUMBER_LENGTH - 1));
+    long t0 = System.nanoTime();
+    assertThrows(JsonException.class, () -> JsonValue.parse("[1" + "0".repeat(1_000_000) + "]"));
+    assertTrue(System.nanoTime() - t0 < 2_000_000_000L);
   }
 
   @Test
