@@ -279,6 +279,25 @@ class IdempotentCallTest {
   }
 
   @Test
+  void aResultTheCodecCannotEncodeIsAnUnknownOutcome() {
+    ResultCodec<String> broken = ResultCodec.text(v -> "{not json", t -> t);
+    AtomicInteger ran = new AtomicInteger();
+    String held = fresh();
+    try (IdempotentCall<String> call = IdempotentCall.builder(idem, broken).build()) {
+      assertThrows(JsonException.class, () -> call.run("s", held, "", () -> "r" + ran.incrementAndGet()));
+      // The work took effect, so under hold it never runs again.
+      assertThrows(UncertainKeyException.class, () -> call.run("s", held, "", () -> "r" + ran.incrementAndGet()));
+    }
+    assertEquals(1, ran.get());
+    String left = fresh();
+    try (IdempotentCall<String> call = IdempotentCall.builder(idem, broken).onUncertain(OnUncertain.RETRY).build()) {
+      assertThrows(JsonException.class, () -> call.run("s", left, "", () -> "r"));
+    }
+    // Under retry the claim is left to expire (then a repeat runs again).
+    assertTrue(idem.getRecord("s", left).orElseThrow().pending());
+  }
+
+  @Test
   void optionsAreChecked() {
     assertThrows(IllegalArgumentException.class, () -> IdempotentCall.builder(idem, ResultCodec.json()).lease(Duration.ofMillis(50)));
     assertThrows(IllegalArgumentException.class, () -> IdempotentCall.builder(idem, ResultCodec.json()).wait(Duration.ofSeconds(-1)));
