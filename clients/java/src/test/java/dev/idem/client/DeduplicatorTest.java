@@ -32,7 +32,7 @@ class DeduplicatorTest {
 
   @AfterAll
   static void stop() throws Exception {
-    gateway.close();
+    if (gateway != null) gateway.close();
   }
 
   @Test

@@ -33,7 +33,7 @@ class IdemClientTest {
 
   @AfterAll
   static void stop() throws Exception {
-    gateway.close();
+    if (gateway != null) gateway.close();
   }
 
   static String fresh(String what) {

@@ -36,7 +36,7 @@ class IdempotentCallTest {
 
   @AfterAll
   static void stop() throws Exception {
-    gateway.close();
+    if (gateway != null) gateway.close();
   }
 
   static String fresh() {

@@ -52,8 +52,8 @@ class ExamplesTest {
 
   @AfterAll
   static void stop() throws Exception {
-    service.close();
-    gateway.close();
+    if (service != null) service.close();
+    if (gateway != null) gateway.close();
   }
 
   static HttpResponse<String> post(URI base, String path, String key, String body) throws Exception {
