@@ -1,26 +1,14 @@
 package dev.idem.client;
 
-import java.io.IOException;
-import java.net.ConnectException;
 import java.net.URI;
 import java.net.http.HttpClient;
-import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.net.http.HttpTimeoutException;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Flow;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * A client of the control API and the records API of an {@code idem serve} admin listener
@@ -54,8 +42,7 @@ public final class Idem {
   private final URI base;
   private final String authorization;
   private final Duration requestTimeout;
-  private final HttpClient http;
-  private final int maxResponseBytes;
+  private final Exchange exchange;
 
   private Idem(Builder b) {
     String s = Objects.requireNonNull(b.baseUri, "baseUri").toString();
@@ -66,10 +53,10 @@ public final class Idem {
       throw new IllegalArgumentException("token: printable ASCII without spaces");
     this.authorization = b.token == null ? null : "Bearer " + b.token;
     this.requestTimeout = positive(b.requestTimeout, "requestTimeout");
-    this.maxResponseBytes = b.maxResponseBytes;
-    this.http = b.httpClient != null
+    HttpClient http = b.httpClient != null
         ? b.httpClient
         : HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(requestTimeout).build();
+    this.exchange = new Exchange(http, base, requestTimeout, b.maxResponseBytes);
   }
 
   public static Builder builder() {
@@ -298,10 +285,10 @@ public final class Idem {
    * null keySpace, {@code key} is the stored key.
    */
   public Optional<StoredRecord> getRecord(String scope, String key, String keySpace) {
-    Answer a = send(get(recordPath(scope, key) + keySpaceQuery(keySpace)), "GET /v1/records");
-    if (a.status == 404) return Optional.empty();
-    if (a.status != 200) throw failure("GET /v1/records", a);
-    return Optional.of(parseAnswer("GET /v1/records", a, StoredRecord::from));
+    Exchange.Answer a = exchange.send(get(recordPath(scope, key) + keySpaceQuery(keySpace)), "GET /v1/records");
+    if (a.status() == 404) return Optional.empty();
+    if (a.status() != 200) throw exchange.failure("GET /v1/records", a);
+    return Optional.of(Exchange.parse("GET /v1/records", a, StoredRecord::from));
   }
 
   /** Removes the record (an operator's purge); false when there was none. */
@@ -312,10 +299,10 @@ public final class Idem {
   /** The same, for a route's key as it rendered it (see {@link #getRecord(String, String, String)}). */
   public boolean deleteRecord(String scope, String key, String keySpace) {
     HttpRequest r = request(recordPath(scope, key) + keySpaceQuery(keySpace)).DELETE().build();
-    Answer a = send(r, "DELETE /v1/records");
-    if (a.status == 204) return true;
-    if (a.status == 404) return false;
-    throw failure("DELETE /v1/records", a);
+    Exchange.Answer a = exchange.send(r, "DELETE /v1/records");
+    if (a.status() == 204) return true;
+    if (a.status() == 404) return false;
+    throw exchange.failure("DELETE /v1/records", a);
   }
 
   /** One page of records (newest first where the store can order them). */
@@ -327,9 +314,9 @@ public final class Idem {
     param(query, "scope", q.scope());
     if (q.limit() != null) param(query, "limit", Integer.toString(q.limit()));
     param(query, "cursor", q.cursor());
-    Answer a = send(get("/v1/records" + query), "GET /v1/records");
-    if (a.status != 200) throw failure("GET /v1/records", a);
-    return parseAnswer("GET /v1/records", a, v -> {
+    Exchange.Answer a = exchange.send(get("/v1/records" + query), "GET /v1/records");
+    if (a.status() != 200) throw exchange.failure("GET /v1/records", a);
+    return Exchange.parse("GET /v1/records", a, v -> {
       JsonValue.Obj o = v.asObject();
       List<StoredRecord> records = new ArrayList<>();
       for (JsonValue r : o.require("records").asArray().items()) records.add(StoredRecord.from(r));
@@ -340,18 +327,16 @@ public final class Idem {
 
   // ---- the wire ------------------------------------------------------------------------------
 
-  private record Answer(int status, String body, Optional<String> retryAfter) {}
-
   // One POST; its 200 (and, where the operation has one, its 409) body as an object.
   private <T> T call(String path, JsonValue.Obj body, boolean conflictIsOutcome, Reader<T> reader) {
     HttpRequest r = request(path)
         .header("Content-Type", JSON)
         .POST(HttpRequest.BodyPublishers.ofString(body.toJson(), StandardCharsets.UTF_8))
         .build();
-    Answer a = send(r, "POST " + path);
-    if (a.status == 200 || (a.status == 409 && conflictIsOutcome))
-      return parseAnswer("POST " + path, a, v -> reader.read(v.asObject()));
-    throw failure("POST " + path, a);
+    Exchange.Answer a = exchange.send(r, "POST " + path);
+    if (a.status() == 200 || (a.status() == 409 && conflictIsOutcome))
+      return Exchange.parse("POST " + path, a, v -> reader.read(v.asObject()));
+    throw exchange.failure("POST " + path, a);
   }
 
   private HttpRequest.Builder request(String pathAndQuery) {
@@ -367,105 +352,8 @@ public final class Idem {
     return request(pathAndQuery).GET().build();
   }
 
-  // One exchange, bounded as a whole by requestTimeout (HttpClient's own timeout ends when
-  // the head arrives; a body that stalls would block forever) and in size by maxResponseBytes.
-  private Answer send(HttpRequest r, String what) {
-    CompletableFuture<HttpResponse<byte[]>> call = http.sendAsync(r, info -> new LimitedBody(maxResponseBytes, info.statusCode()));
-    HttpResponse<byte[]> res;
-    try {
-      res = call.get(requestTimeout.toNanos(), TimeUnit.NANOSECONDS);
-    } catch (TimeoutException e) {
-      call.cancel(true);
-      throw new OutcomeUnknownException(what + ": no answer within " + requestTimeout + " (it may have been applied)", 0, e);
-    } catch (InterruptedException e) {
-      call.cancel(true);
-      Thread.currentThread().interrupt();
-      throw new OutcomeUnknownException(what + ": interrupted (it may have been applied)", 0, e);
-    } catch (ExecutionException e) {
-      Throwable cause = e.getCause();
-      while (cause instanceof CompletionException && cause.getCause() != null) cause = cause.getCause();
-      if (cause instanceof TooLong t)
-        throw new ProtocolException(what + ": answer longer than " + maxResponseBytes + " bytes", t.status, null);
-      if (cause instanceof HttpConnectTimeoutException || cause instanceof ConnectException)
-        // No connection: the request was never sent.
-        throw new NotAppliedException(what + ": cannot connect to " + base + ": " + cause, 0, cause);
-      if (cause instanceof HttpTimeoutException)
-        throw new OutcomeUnknownException(what + ": no answer within " + requestTimeout + " (it may have been applied)", 0, cause);
-      throw new OutcomeUnknownException(what + ": connection failed: " + cause + " (it may have been applied)", 0, cause);
-    }
-    return new Answer(res.statusCode(), new String(res.body(), StandardCharsets.UTF_8), res.headers().firstValue("Retry-After"));
-  }
-
-  private static final class TooLong extends IOException {
-    private static final long serialVersionUID = 1L;
-    final int status;
-
-    TooLong(int status) {
-      super("answer too long");
-      this.status = status;
-    }
-  }
-
-  // Collects the body up to a limit; past it, cancels the exchange.
-  private static final class LimitedBody implements HttpResponse.BodySubscriber<byte[]> {
-    private final int limit;
-    private final int status;
-    private final java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
-    private final CompletableFuture<byte[]> done = new CompletableFuture<>();
-    private Flow.Subscription subscription;
-
-    LimitedBody(int limit, int status) {
-      this.limit = limit;
-      this.status = status;
-    }
-
-    @Override
-    public CompletableFuture<byte[]> getBody() {
-      return done;
-    }
-
-    @Override
-    public void onSubscribe(Flow.Subscription s) {
-      subscription = s;
-      s.request(Long.MAX_VALUE);
-    }
-
-    @Override
-    public void onNext(List<ByteBuffer> buffers) {
-      if (done.isDone()) return;
-      for (ByteBuffer b : buffers) {
-        if (out.size() + b.remaining() > limit) {
-          subscription.cancel();
-          done.completeExceptionally(new TooLong(status));
-          return;
-        }
-        byte[] chunk = new byte[b.remaining()];
-        b.get(chunk);
-        out.write(chunk, 0, chunk.length);
-      }
-    }
-
-    @Override
-    public void onError(Throwable t) {
-      done.completeExceptionally(t);
-    }
-
-    @Override
-    public void onComplete() {
-      done.complete(out.toByteArray());
-    }
-  }
-
   private interface Reader<T> {
     T read(JsonValue.Obj v);
-  }
-
-  private static <T> T parseAnswer(String what, Answer a, java.util.function.Function<JsonValue, T> reader) {
-    try {
-      return reader.apply(JsonValue.parse(a.body));
-    } catch (JsonException | java.time.format.DateTimeParseException | ArithmeticException e) {
-      throw new ProtocolException(what + ": unexpected answer (" + e.getMessage() + "): " + excerpt(a.body), a.status, e);
-    }
   }
 
   private static String outcome(JsonValue.Obj o) {
@@ -481,54 +369,6 @@ public final class Idem {
 
   private static ProtocolException unexpected(String path, String outcome) {
     return new ProtocolException(path + ": unknown outcome \"" + outcome + "\"", 200, null);
-  }
-
-  // What a non-answer means for the caller (the classes of IdemException).
-  private IdemException failure(String what, Answer a) {
-    String detail = problemDetail(a.body);
-    String msg = what + ": " + a.status + (detail.isEmpty() ? "" : ": " + detail);
-    String type = problemType(a.body);
-    return switch (a.status) {
-      case 400 -> new RequestInvalidException(msg);
-      case 401 -> new UnauthorizedException(msg);
-      case 503 -> type.endsWith(":store-unavailable")
-          ? new StoreUnavailableException(msg, retryAfter(a.retryAfter))
-          : new OutcomeUnknownException(msg + " (not the gateway's answer: it may have been applied)", 503, null);
-      case 504 -> new OutcomeUnknownException(msg + " (it may have been applied: read the record before retrying)", 504, null);
-      default -> a.status >= 500
-          ? new OutcomeUnknownException(msg + " (it may have been applied)", a.status, null)
-          : new ProtocolException(msg, a.status, null);
-    };
-  }
-
-  // Retry-After in whole seconds (the gateway's form); at least 1 s when absent or unreadable.
-  static Duration retryAfter(Optional<String> header) {
-    try {
-      long s = Long.parseLong(header.orElse("1").trim());
-      return Duration.ofSeconds(Math.max(1, Math.min(s, 3600)));
-    } catch (NumberFormatException e) {
-      return Duration.ofSeconds(1);
-    }
-  }
-
-  private static String problemDetail(String body) {
-    return problemField(body, "detail");
-  }
-
-  private static String problemType(String body) {
-    return problemField(body, "type");
-  }
-
-  private static String problemField(String body, String field) {
-    try {
-      return JsonValue.parse(body).asObject().get(field).map(JsonValue::asString).orElse("");
-    } catch (JsonException e) {
-      return "";
-    }
-  }
-
-  private static String excerpt(String body) {
-    return body.length() <= 200 ? body : body.substring(0, 200) + "...";
   }
 
   // ---- arguments -----------------------------------------------------------------------------
