@@ -54,7 +54,9 @@ import java.util.function.Supplier;
  * comes back exactly. A key whose record holds anything else (written by other code)
  * answers {@link ProtocolException}.
  *
- * <p>Thread safety: safe for concurrent use. {@link #close()} stops its daemon thread.
+ * <p>Thread safety: safe for concurrent use; make one per kind of work and share it. It
+ * renews and settles on up to two daemon threads of its own, which end when idle;
+ * {@link #close()} stops them at once (claims in flight then lose their renewals).
  */
 public final class IdempotentCall<T> implements AutoCloseable {
   private static final Duration FIRST_BACKOFF = Duration.ofMillis(2);
@@ -84,6 +86,9 @@ public final class IdempotentCall<T> implements AutoCloseable {
       return t;
     });
     scheduler.setRemoveOnCancelPolicy(true);
+    // Idle calls hold no thread (one stays while a renewal or settle is scheduled).
+    scheduler.setKeepAliveTime(10, TimeUnit.SECONDS);
+    scheduler.allowCoreThreadTimeOut(true);
   }
 
   public static <T> Builder<T> builder(Idem idem, ResultCodec<T> codec) {
