@@ -261,7 +261,7 @@ public final class IdempotentCall<T> implements AutoCloseable {
       this.attempt = attempt;
     }
 
-    void start() {
+    synchronized void start() {  // the first renewal waits until `renewal` is set
       if (!renew) return;
       long every = Math.max(1, lease.toMillis() / 3);
       renewal = scheduler.scheduleWithFixedDelay(this, every, every, TimeUnit.MILLISECONDS);
