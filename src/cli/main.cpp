@@ -197,7 +197,8 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
 
   IoPool pool(std::max(1u, std::thread::hardware_concurrency()));
   UpstreamClient upstream(*config.upstream, config.upstream_idle);
-  Metrics metrics;
+  // Latency buckets reach the longest timeout and the store's deadline (docs/observability.md).
+  Metrics metrics(MetricsOptions{longest_upstream_timeout(config), StoreOptions{}.op_timeout});
   Gateway gateway(config, *store, upstream, metrics);
   Admin admin(config, *store, metrics, &gateway.replay_cache());
   Server server(pool, gateway, admin, metrics, server_limits());

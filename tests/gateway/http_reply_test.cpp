@@ -38,7 +38,7 @@ TEST(HopByHop, StrippedWithTheFieldsConnectionNames) {
   req.body() = "{}";
   UpstreamUrl up;
   up.base_path = "/api";
-  HttpRequest fwd = make_forward_request(req, up);
+  HttpRequest fwd = make_forward_request(req, up, RequestMeta{"127.0.0.1", RequestId::generate()});
   EXPECT_EQ(fwd.count("X-Private"), 0u);
   EXPECT_EQ(fwd.count("Keep-Alive"), 0u);
   EXPECT_EQ(fwd.count(http::field::transfer_encoding), 0u);
