@@ -174,7 +174,7 @@ TEST(ForwardRequest, CarriesTheForwardingFields) {
   req.set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
   req.set("tracestate", "a=1");
   req.set("X-Request-Id", "client-1");
-  req.set(http::field::connection, "X-Forwarded-For, X-Request-Id, X-Forwarded-Proto");
+  req.set(http::field::connection, "X-Request-Id, X-Forwarded-Proto");
   const RequestMeta meta = request_meta(req.base(), "10.0.0.9");
   EXPECT_EQ(meta.request_id.view(), "client-1");
   UpstreamUrl up;
@@ -187,6 +187,9 @@ TEST(ForwardRequest, CarriesTheForwardingFields) {
   EXPECT_EQ(fwd["tracestate"], "a=1");
   EXPECT_EQ(fwd.count("X-Request-Id"), 1u);
   EXPECT_EQ(fwd["X-Request-Id"], "client-1");
+  // The client's own X-Forwarded-For, declared hop-by-hop, goes; the gateway's entry stays.
+  req.set(http::field::connection, "X-Forwarded-For");
+  EXPECT_EQ(make_forward_request(req, up, meta)["X-Forwarded-For"], "10.0.0.9");
 
   HttpRequest bare{http::verb::get, "/x", 11};
   bare.insert("X-Request-Id", "one");

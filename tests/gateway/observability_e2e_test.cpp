@@ -81,7 +81,8 @@ class Observability : public GatewayE2E {
   }
   // The request log's line whose request_id is `id`, parsed.
   static json::object log_line(const std::string& id) {
-    for (const std::string& line : log_lines_with(id)) {
+    const std::string quoted = json::serialize(json::string(id));  // as the log writes it
+    for (const std::string& line : log_lines_with(quoted.substr(1, quoted.size() - 2))) {
       if (!line.starts_with("{\"time\"")) continue;
       boost::system::error_code ec;
       json::value v = json::parse(line, ec);

@@ -24,7 +24,7 @@ constexpr double kLadder[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0
 
 std::string number(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
+  std::snprintf(buf, sizeof buf, "%.15g", v);
   return buf;
 }
 

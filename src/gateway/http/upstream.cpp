@@ -158,7 +158,9 @@ void add_forwarding_fields(http::request_header<>& head, const RequestMeta& meta
   std::string xff = forwarded_for(existing, meta.client);
   head.set(kForwardedForHeader, xff);
   head.set(kForwardedProtoHeader, "http");
-  if (meta.request_id.generated()) head.set(kRequestIdHeader, meta.request_id.view());
+  // The client's own id stays as sent, unless its Connection header named it away.
+  if (meta.request_id.generated() || head.find(kRequestIdHeader) == head.end())
+    head.set(kRequestIdHeader, meta.request_id.view());
 }
 
 RequestMeta request_meta(const http::request_header<>& head, std::string_view client) {

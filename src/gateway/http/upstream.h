@@ -99,10 +99,11 @@ void prepare_forward_head(http::request_header<>& head, const UpstreamUrl& upstr
 // The fields every forwarded request carries (docs/observability.md): `meta.client`
 // appended to X-Forwarded-For, X-Forwarded-Proto set to "http" (a client-sent value is
 // replaced: this listener speaks plain HTTP, and a client must not pass itself off as
-// having come over TLS), and X-Request-Id set to the generated id when the client did not
-// send one sane id of its own (then it is left as sent). traceparent and tracestate pass
-// untouched, like every end-to-end field. Only the forwarded request gets them: keys,
-// subjects and fingerprints are read from what the client sent.
+// having come over TLS), and X-Request-Id: the client's own when it sent one sane id (left
+// as sent, or put back if its Connection header named it), else the generated one.
+// traceparent and tracestate pass untouched, like every end-to-end field. Only the
+// forwarded request gets these: keys, subjects and fingerprints are read from what the
+// client sent.
 void add_forwarding_fields(http::request_header<>& head, const RequestMeta& meta);
 
 // The request id of a request with this head and its context, from its X-Request-Id
