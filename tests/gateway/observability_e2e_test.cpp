@@ -243,6 +243,26 @@ TEST_F(Observability, HostilePathsAndIdsStillGiveOneValidJsonLine) {
   }
 }
 
+// On a listener on every interface (one IPv6 socket that takes IPv4 too), an IPv4 client is
+// named as IPv4, not as ::ffff:127.0.0.1.
+TEST(ObservabilityProcess, AnIpv4ClientOfADualStackListenerIsNamedAsIpv4) {
+  const std::string dir = temp_dir();
+  {
+    Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
+    const unsigned short port = free_port(), admin = free_port();
+    Process idem(
+        {IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:" + std::to_string(upstream.port()), "--store",
+         "memory:", "--listen", ":" + std::to_string(port), "--admin", "127.0.0.1:" + std::to_string(admin)},
+        dir + "/idem.log");
+    ASSERT_TRUE(wait_healthy(admin, 5000));
+    Response r = request(port, verb::get, "/dual", {{"X-Forwarded-For", "203.0.113.9"}});
+    ASSERT_EQ(r.result_int(), 200u);
+    Seen seen(upstream.port(), "", "/dual");
+    EXPECT_EQ(seen.one("X-Forwarded-For"), "203.0.113.9, 127.0.0.1");
+  }
+  remove_dir(dir);
+}
+
 // The value of the first sample line `series` (name with labels, exactly as rendered).
 std::optional<double> sample(const std::string& text, const std::string& series) {
   const std::string needle = "\n" + series + " ";
