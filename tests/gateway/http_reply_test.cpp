@@ -200,6 +200,17 @@ TEST(ForwardRequest, CarriesTheForwardingFields) {
   EXPECT_EQ(f2.count("X-Request-Id"), 1u);
   EXPECT_EQ(f2["X-Request-Id"], generated.request_id.view());
   EXPECT_EQ(f2["X-Forwarded-For"], "::1");
+
+  // More X-Forwarded-For fields than are held inline: all combined, in order.
+  HttpRequest many{http::verb::get, "/x", 11};
+  std::string expected;
+  for (int i = 0; i < 20; ++i) {
+    many.insert("X-Forwarded-For", "10.0.0." + std::to_string(i));
+    expected += "10.0.0." + std::to_string(i) + ", ";
+  }
+  HttpRequest f3 = make_forward_request(many, up, request_meta(many.base(), "192.0.2.1"));
+  EXPECT_EQ(f3.count("X-Forwarded-For"), 1u);
+  EXPECT_EQ(f3["X-Forwarded-For"], expected + "192.0.2.1");
 }
 
 // The upstream's response is encoded in place; it reads back as the StoredResult it is,
