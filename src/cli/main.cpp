@@ -160,7 +160,8 @@ asio::awaitable<void> flush_log_periodically(Gateway& gateway) {
 // policies, tokens and admin token apply to new requests. Listeners, store, upstream and
 // replay cache stay as they started (changing them needs a restart, which the log says).
 // An invalid file changes nothing.
-void reload(const std::string& config_file, const CliOverrides& flags, Gateway& gateway, Admin& admin) {
+void reload(const std::string& config_file, const CliOverrides& flags, Gateway& gateway, Admin& admin,
+            Metrics& metrics) {
   if (config_file.empty()) {
     std::cerr << "idem: SIGHUP: there is no --config file to reload" << std::endl;
     return;
@@ -173,6 +174,7 @@ void reload(const std::string& config_file, const CliOverrides& flags, Gateway& 
     require_upstream(next);
   } catch (const ConfigError& e) {
     std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
+    metrics.count_reload(false);
     return;
   }
   std::vector<std::string> kept;
@@ -192,11 +194,13 @@ void reload(const std::string& config_file, const CliOverrides& flags, Gateway& 
     require_admin_token_off_loopback(next);
   } catch (const ConfigError& e) {
     std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
+    metrics.count_reload(false);
     return;
   }
   auto shared = std::make_shared<const Config>(std::move(next));
   gateway.reload(shared);
   admin.reload(shared);
+  metrics.count_reload(true);
   std::cerr << "idem: reloaded " << config_file << " (" << shared->routes.size() << " route"
             << (shared->routes.size() == 1 ? "" : "s") << ")";
   for (std::size_t i = 0; i < kept.size(); ++i)
@@ -247,7 +251,8 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
 
   IoPool pool(std::max(1u, std::thread::hardware_concurrency()));
   UpstreamClient upstream(*config.upstream, config.upstream_idle);
-  Metrics metrics;
+  // Latency buckets reach the longest timeout and the store's deadline (docs/observability.md).
+  Metrics metrics(MetricsOptions{longest_upstream_timeout(config), StoreOptions{}.op_timeout});
   Gateway gateway(config, *store, upstream, metrics);
   Admin admin(config, *store, metrics, &gateway.replay_cache());
   Server server(pool, gateway, admin, metrics, server_limits());
@@ -289,7 +294,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   std::function<void(const boost::system::error_code&, int)> on_reload;
   on_reload = [&](const boost::system::error_code& ec, int) {
     if (ec) return;
-    reload(config_file, flags, gateway, admin);
+    reload(config_file, flags, gateway, admin, metrics);
     reload_signals.async_wait(on_reload);
   };
   reload_signals.async_wait(on_reload);
