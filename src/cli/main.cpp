@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +20,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "cli/service_notify.h"
 #include "gateway/admin/admin.h"
 #include "gateway/admin/metrics.h"
 #include "gateway/admin/record_json.h"
@@ -201,11 +203,13 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   Gateway gateway(config, *store, upstream, metrics);
   Admin admin(config, *store, metrics, &gateway.replay_cache());
   Server server(pool, gateway, admin, metrics, server_limits());
+  std::ostringstream serving;
   try {
     auto client = server.listen_client(config.listen);
     auto admin_ep = server.listen_admin(config.admin.listen);
-    std::cerr << "idem: serving on " << client << " (admin " << admin_ep << ", upstream "
-              << config.upstream->text << ", store " << redact_uri(config.store) << ")" << std::endl;
+    serving << "serving on " << client << " (admin " << admin_ep << ", upstream " << config.upstream->text
+            << ", store " << redact_uri(config.store) << ")";
+    std::cerr << "idem: " << serving.str() << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "idem: cannot listen: " << e.what() << "\n";
     return kRuntime;
@@ -215,6 +219,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   signals.async_wait([&](const boost::system::error_code& ec, int) {
     if (ec) return;
     std::cerr << "idem: shutting down" << std::endl;
+    cli::notify_stopping();
     server.shutdown();
     asio::co_spawn(
         pool.main(),
@@ -223,6 +228,8 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   });
 
   asio::co_spawn(pool.main(), flush_log_periodically(gateway), asio::detached);
+  cli::start_watchdog(pool);
+  cli::notify_ready(serving.str());  // under systemd (docs/admin.md): started once signals are handled
   pool.run();
   gateway.flush_log();
   std::cerr << "idem: stopped" << std::endl;
