@@ -18,6 +18,7 @@ set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 # for it (cmake/install.cmake): they must see that prefix, and the staging directory as
 # DESTDIR.
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_INSTALL_PREFIX /usr)  # the prefix CPack installs with when it sets DESTDIR
 set(CPACK_SET_DESTDIR ON)
 set(CPACK_STRIP_FILES ON)
 
