@@ -5,7 +5,8 @@
 # run it (its User, Group, WorkingDirectory, EnvironmentFile, UMask, no privileges) in
 # front of the test upstream: /readyz, a protected POST twice (one execution, a replay),
 # the SQLite file in /var/lib/idem owned by idem, SIGTERM and exit 0. Last, dpkg --purge
-# must leave nothing: no binary, no user, no state.
+# must leave nothing: no binary, no user, no state. With idem-dev built alongside, it is
+# installed too, a program built against it with find_package(idem), and purged.
 #   package_test.sh BUILD_DIR CPACK TEST_UPSTREAM VERSION
 # Runs as root (it installs a package and adds a user), else exits 77 (skipped); also
 # skipped where dpkg is missing or an idem package or user exists already (not ours to
@@ -33,9 +34,11 @@ fail() {
 for tool in dpkg dpkg-deb dpkg-query setpriv curl; do
   command -v "${tool}" >/dev/null || skip "no ${tool}"
 done
-if dpkg-query -W -f='${Status}' idem 2>/dev/null | grep -qv 'not-installed'; then
-  skip "an idem package is on this machine already"
-fi
+for p in idem idem-dev; do
+  if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -qv 'not-installed'; then
+    skip "an $p package is on this machine already"
+  fi
+done
 getent passwd idem >/dev/null && skip "a user idem exists already"
 getent group idem >/dev/null && skip "a group idem exists already"
 [ -e /var/lib/idem ] && skip "/var/lib/idem exists already"
@@ -50,7 +53,7 @@ cleanup() {
   for p in "${pids[@]}"; do
     { kill -9 "$p" && wait "$p"; } 2>/dev/null || true
   done
-  if [ "${installed}" = 1 ]; then dpkg --purge --no-triggers idem >/dev/null 2>&1 || true; fi
+  if [ "${installed}" = 1 ]; then dpkg --purge --no-triggers idem idem-dev >/dev/null 2>&1 || true; fi
   dpkg --triggers-only --pending >/dev/null 2>&1 || true
   rm -rf "${work}"
 }
@@ -220,4 +223,24 @@ getent passwd idem >/dev/null && fail "the user idem is left after the purge"
 getent group idem >/dev/null && fail "the group idem is left after the purge"
 dpkg-query -W -f='${Status}' idem 2>/dev/null | grep -q 'not-installed' ||
   [ -z "$(dpkg-query -W -f='${Status}' idem 2>/dev/null)" ] || fail "dpkg still knows idem"
-echo "package_test: ok (${deb##*/})"
+# --- idem-dev, when it was built alongside: find_package(idem) from /usr
+dev_deb="$(ls "$(dirname "${deb}")"/idem-dev_*.deb 2>/dev/null | head -n1 || true)"
+if [ -n "${dev_deb}" ]; then
+  here="$(cd "$(dirname "$0")" && pwd)"
+  installed=1
+  dpkg -i --no-triggers "${dev_deb}" >"${work}/dpkg-dev.log" 2>&1 || fail "dpkg -i ${dev_deb##*/}"
+  for f in /usr/include/idem/store.h /usr/include/idem/version.h /usr/lib/libidem.a /usr/lib/cmake/idem/idemConfig.cmake; do
+    [ -f "$f" ] || fail "$f is missing"
+  done
+  cmake="$(dirname "$(command -v "${cpack}")")/cmake"
+  "${cmake}" -S "${here}/consumer" -B "${work}/consumer" -G Ninja \
+    -DIDEM_EXAMPLE_SOURCE="${here}/../../examples/guard_demo.cpp" >"${work}/consumer.log" 2>&1 ||
+    fail "find_package(idem) from idem-dev"
+  "${cmake}" --build "${work}/consumer" >>"${work}/consumer.log" 2>&1 || fail "building against idem-dev"
+  "${work}/consumer/guard_demo" memory: >>"${work}/consumer.log" 2>&1 || fail "the program built against idem-dev"
+  dpkg --purge --no-triggers idem-dev >"${work}/dpkg-dev-purge.log" 2>&1 || fail "dpkg --purge idem-dev"
+  installed=0
+  [ ! -e /usr/include/idem ] && [ ! -e /usr/lib/libidem.a ] && [ ! -e /usr/lib/cmake/idem ] ||
+    fail "idem-dev's files are left after the purge"
+fi
+echo "package_test: ok (${deb##*/}${dev_deb:+, ${dev_deb##*/}})"
