@@ -8,11 +8,11 @@ install(TARGETS idem_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT r
 # idem(1), compressed as Debian ships man pages (man reads either); -n keeps no time
 # stamp, so the same page gives the same bytes.
 find_program(IDEM_GZIP gzip REQUIRED)
+configure_file(docs/man/idem.1 ${PROJECT_BINARY_DIR}/man/idem.1 @ONLY)  # the version
 add_custom_command(
   OUTPUT ${PROJECT_BINARY_DIR}/man/idem.1.gz
-  COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
-  COMMAND ${IDEM_GZIP} -9n -c ${PROJECT_SOURCE_DIR}/docs/man/idem.1 > ${PROJECT_BINARY_DIR}/man/idem.1.gz
-  DEPENDS ${PROJECT_SOURCE_DIR}/docs/man/idem.1
+  COMMAND ${IDEM_GZIP} -9n -c ${PROJECT_BINARY_DIR}/man/idem.1 > ${PROJECT_BINARY_DIR}/man/idem.1.gz
+  DEPENDS ${PROJECT_BINARY_DIR}/man/idem.1
   COMMENT "Compressing idem.1")
 add_custom_target(idem_man ALL DEPENDS ${PROJECT_BINARY_DIR}/man/idem.1.gz)
 install(FILES ${PROJECT_BINARY_DIR}/man/idem.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT runtime)

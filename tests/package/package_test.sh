@@ -106,7 +106,7 @@ for f in /usr/bin/idem /usr/share/man/man1/idem.1.gz /lib/systemd/system/idem.se
   [ -f "$f" ] || fail "$f is missing"
 done
 [ "$(/usr/bin/idem version)" = "idem ${version}" ] || fail "idem version: $(/usr/bin/idem version)"
-zcat /usr/share/man/man1/idem.1.gz | grep -q '^\.TH IDEM 1' || fail "idem.1.gz is not the man page"
+zgrep -q "^\.TH IDEM 1 .*\"idem ${version}\"" /usr/share/man/man1/idem.1.gz || fail "idem.1.gz is not the man page of ${version}"
 dpkg-query -W -f='${Conffiles}\n' idem | grep -q '^ /etc/idem/idem.yaml ' || fail "/etc/idem/idem.yaml is not a conffile"
 grep -q '^store: sqlite:/var/lib/idem/idem.db' /etc/idem/idem.yaml || fail "the default config's store"
 
