@@ -175,13 +175,15 @@ if [ -n "${envfile}" ]; then
   fi
 fi
 read -r -a command <<<"${exec_start}"
+# No capabilities (CapabilityBoundingSet= empty), where this machine lets us drop them.
+no_caps=(--inh-caps=-all --bounding-set=-all)
+setpriv "${no_caps[@]}" true 2>/dev/null || no_caps=()
 (
   cd "${workdir}"
   umask "${umask_:-0022}"
   exec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME="${workdir}" USER="${user}" \
     LOGNAME="${user}" "${env_args[@]}" \
-    setpriv --reuid="${user}" --regid="${group}" --init-groups --no-new-privs --inh-caps=-all --bounding-set=-all \
-    -- "${command[@]}"
+    setpriv --reuid="${user}" --regid="${group}" --init-groups --no-new-privs "${no_caps[@]}" -- "${command[@]}"
 ) >"${work}/idem-stdout.log" 2>"${work}/idem.log" &
 idem_pid=$!
 pids+=("${idem_pid}")
@@ -196,7 +198,7 @@ for _ in $(seq 200); do
   sleep 0.05
 done
 [ "${ready}" = 1 ] || fail "/readyz did not answer 200"
-[ "$(ps -o user= -p "${idem_pid}")" = idem ] || fail "idem serve does not run as idem"
+[ "$(stat -c %U "/proc/${idem_pid}")" = idem ] || fail "idem serve does not run as idem"
 
 post() {
   curl -s -D "${work}/headers" -o "${work}/body" -w '%{http_code}' -X POST -H 'Idempotency-Key: pkg-1' \
