@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <optional>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -80,14 +81,19 @@ TEST(SystemdNotify, ReadyOnceListeningThenWatchdogThenStopping) {
 // READY=1 also when the watchdog is another process's (WATCHDOG_PID) or unreadable:
 // no pings then, and the gateway serves and stops as ever.
 TEST(SystemdNotify, NoWatchdogWhenNotAskedOrUnreadable) {
-  for (const char* usec : {"200000", "not-a-number"}) {
-    SCOPED_TRACE(usec);
+  struct Case {
+    const char* usec;
+    const char* pid;  // WATCHDOG_PID, nullptr: unset
+  };
+  for (const Case c : {Case{"200000", "1"}, Case{"not-a-number", nullptr}, Case{"", nullptr}}) {
+    SCOPED_TRACE(c.usec);
     Gateway g;
     NotifySocket sock(g.tmp.path + "/notify");
     {
       ScopedEnv notify("NOTIFY_SOCKET", sock.path());
-      ScopedEnv watchdog("WATCHDOG_USEC", usec);
-      ScopedEnv pid("WATCHDOG_PID", "1");  // not idem's
+      ScopedEnv watchdog("WATCHDOG_USEC", c.usec);
+      std::optional<ScopedEnv> pid;
+      if (c.pid) pid.emplace("WATCHDOG_PID", c.pid);  // 1: not idem's
       g.start();
     }
     ASSERT_TRUE(sock.until("READY=1", 20s));
