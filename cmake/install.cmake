@@ -21,6 +21,7 @@ set(IDEM_DOCDIR ${CMAKE_INSTALL_DATAROOTDIR}/doc/idem)
 install(FILES README.md LICENSE deploy/copyright DESTINATION ${IDEM_DOCDIR} COMPONENT runtime)
 file(GLOB IDEM_DOCS ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${IDEM_DOCS} DESTINATION ${IDEM_DOCDIR}/docs COMPONENT runtime)
+install(DIRECTORY docs/img DESTINATION ${IDEM_DOCDIR}/docs COMPONENT runtime)  # performance.md's plots
 install(FILES deploy/copyright DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/idem-dev COMPONENT dev)
 
 # The config and the unit belong where the system looks for them: /etc/idem and
