@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -42,12 +43,26 @@ void send(const std::string& state) {
   (void)::sd_notify(0, state.c_str());
 }
 
+// One round through io contexts i, i+1, ... of the pool; the last marks the round done.
+// The handlers hold only pointers: one left unrun when the pool stops is dropped harmlessly.
+void visit(gateway::IoPool& pool, std::size_t i, std::atomic<bool>& done) {
+  if (i >= pool.size()) {
+    done.store(true);
+    return;
+  }
+  asio::post(pool.at(i), [&pool, i, &done] { visit(pool, i + 1, done); });
+}
+
+// Each tick pings if the round that the last tick sent through the other threads came back
+// (main() itself runs the timer), and sends the next one.
 asio::awaitable<void> ping(gateway::IoPool& pool, std::chrono::microseconds interval) {
+  std::atomic<bool> round_done{true};
   asio::steady_timer timer(co_await asio::this_coro::executor);
   for (;;) {
-    // A hop to each other thread and back: the ping says that every loop still runs.
-    for (std::size_t i = 1; i < pool.size(); ++i) co_await asio::post(pool.at(i), asio::use_awaitable);
-    send("WATCHDOG=1");
+    if (round_done.exchange(false)) {
+      send("WATCHDOG=1");
+      visit(pool, 1, round_done);
+    }
     timer.expires_after(interval);
     auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     if (ec) co_return;

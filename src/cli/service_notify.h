@@ -28,9 +28,10 @@ void notify_reloading();
 void notify_stopping();
 
 // When systemd asks for a watchdog (WATCHDOG_USEC, and WATCHDOG_PID is this process or
-// unset), pings WATCHDOG=1 every half of that interval from a timer on pool.main(). Each
-// ping first passes through every other io context of the pool, so an event loop that
-// hangs (a blocking call, a livelock) stops the pings and systemd restarts the service.
+// unset), pings WATCHDOG=1 every half of that interval from a timer on pool.main(), each
+// time only if a round through every other io context of the pool, sent with the ping
+// before, came back: an event loop that hangs (a blocking call, a livelock) stops the
+// pings, and systemd restarts the service.
 // Returns the interval in microseconds, 0 when no watchdog is asked for (nothing started).
 // The pings stop with the pool.
 long long start_watchdog(gateway::IoPool& pool);
