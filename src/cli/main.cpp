@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +21,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "cli/service_notify.h"
 #include "gateway/admin/admin.h"
 #include "gateway/admin/metrics.h"
 #include "gateway/admin/record_json.h"
@@ -256,11 +258,13 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   Gateway gateway(config, *store, upstream, metrics);
   Admin admin(config, *store, metrics, &gateway.replay_cache());
   Server server(pool, gateway, admin, metrics, server_limits());
+  std::ostringstream serving;
   try {
     auto client = server.listen_client(config.listen);
     auto admin_ep = server.listen_admin(config.admin.listen);
-    std::cerr << "idem: serving on " << client << " (admin " << admin_ep << ", upstream "
-              << config.upstream->text << ", store " << redact_uri(config.store) << ")" << std::endl;
+    serving << "serving on " << client << " (admin " << admin_ep << ", upstream " << config.upstream->text
+            << ", store " << redact_uri(config.store) << ")";
+    std::cerr << "idem: " << serving.str() << std::endl;
   } catch (const ListenError& e) {
     std::cerr << "idem: " << e.what() << "\n";
     return kRuntime;
@@ -281,6 +285,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     stopping = true;
     std::cerr << "idem: shutting down" << std::endl;
     admin.set_draining();
+    cli::notify_stopping();
     server.shutdown();
     asio::co_spawn(pool.main(),
                    drain(server, gateway, upstream, pool,
@@ -294,12 +299,16 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   std::function<void(const boost::system::error_code&, int)> on_reload;
   on_reload = [&](const boost::system::error_code& ec, int) {
     if (ec) return;
+    cli::notify_reloading();
     reload(config_file, flags, gateway, admin, metrics);
+    cli::notify_ready(serving.str());
     reload_signals.async_wait(on_reload);
   };
   reload_signals.async_wait(on_reload);
 
   asio::co_spawn(pool.main(), flush_log_periodically(gateway), asio::detached);
+  cli::start_watchdog(pool);
+  cli::notify_ready(serving.str());  // under systemd (docs/admin.md): started once signals are handled
   pool.run();
   gateway.flush_log();
   std::cerr << "idem: stopped" << std::endl;
