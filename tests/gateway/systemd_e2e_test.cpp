@@ -72,6 +72,12 @@ TEST(SystemdNotify, ReadyOnceListeningThenWatchdogThenStopping) {
 
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(sock.until("WATCHDOG=1", 10s)) << "watchdog ping " << i;
 
+  // `systemctl reload` (ExecReload sends SIGHUP): RELOADING=1, then READY=1 when it is over.
+  g.idem->signal(SIGHUP);
+  ASSERT_TRUE(sock.until("RELOADING=1", 20s)) << "no RELOADING=1";
+  ASSERT_TRUE(sock.until("READY=1", 20s)) << "no READY=1 after the reload";
+  EXPECT_EQ(request(g.port, verb::post, "/x", {{"Idempotency-Key", "k"}}).result_int(), 201u);
+
   g.idem->signal(SIGTERM);
   auto stopping = sock.until("STOPPING=1", 20s);
   ASSERT_TRUE(stopping) << "no STOPPING=1";
