@@ -263,3 +263,29 @@ TEST(RecordJson, DoneResponseAndPending) {
 
 }  // namespace
 }  // namespace idem::gateway
+
+#include "gateway/admin/raw_json.h"
+
+namespace idem::gateway {
+namespace {
+
+TEST(RawJson, MemberTextIsTheValueAsWritten) {
+  EXPECT_EQ(member_text(R"({"a":1,"result": {"x":[1,"}",{"y":"\"]"}]} ,"b":2})", "result"),
+            R"({"x":[1,"}",{"y":"\"]"}]})");
+  EXPECT_EQ(member_text(R"( { "\u0072esult" : 1e400 } )", "result"), "1e400");
+  EXPECT_EQ(member_text(R"({"results":1,"result":"x"})", "result"), R"("x")");
+  EXPECT_EQ(member_text(R"({"a":{"result":1}})", "result"), std::nullopt);  // only top-level members
+  EXPECT_EQ(member_text(R"({})", "result"), std::nullopt);
+  EXPECT_EQ(member_text(R"([1])", "result"), std::nullopt);
+}
+
+TEST(RawJson, ValueTextIsJsonOrAString) {
+  EXPECT_EQ(json_value_text(" 1790000000000000001 "), "1790000000000000001");
+  EXPECT_EQ(json_value_text("{\"a\":1e400}"), "{\"a\":1e400}");
+  EXPECT_EQ(json_value_text("not json"), "\"not json\"");
+  EXPECT_EQ(with_member("{}", "value", "1"), "{\"value\":1}");
+  EXPECT_EQ(with_member("{\"a\":1}", "v\"", "[]"), "{\"a\":1,\"v\\\"\":[]}");
+}
+
+}  // namespace
+}  // namespace idem::gateway
