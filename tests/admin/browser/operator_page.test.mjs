@@ -1,0 +1,230 @@
+// The admin listener's operator page in headless Chromium (docs/admin.md, "The operator's
+// page"): the browser is challenged for the admin token, the page lists a record made
+// uncertain by this test (a key and scope full of characters that HTML would read as
+// markup), and its Resolve button, once the dialog is accepted, removes the record.
+//   node operator_page.test.mjs IDEM_BIN TEST_UPSTREAM [ARTIFACTS_DIR]
+// Starts tests/gateway/test_upstream and `idem serve` (memory store, admin token set) on
+// free loopback ports, drives Debian's /usr/bin/chromium through playwright-core (npm ci in
+// this directory), and saves a screenshot of the page to
+// $IDEM_ARTIFACTS_DIR/operator-page.png (default: ARTIFACTS_DIR, which ctest sets to
+// build/<preset>/artifacts). Exits non-zero on any failed expectation; stops both
+// processes either way.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, openSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const [idemBin, upstreamBin] = process.argv.slice(2, 4).map(p => p && resolve(p));
+const artifacts = resolve(process.env.IDEM_ARTIFACTS_DIR || process.argv[4] || 'artifacts');
+if (!upstreamBin) {
+  console.error('usage: node operator_page.test.mjs IDEM_BIN TEST_UPSTREAM [ARTIFACTS_DIR]');
+  process.exit(2);
+}
+let chromium;
+try {
+  ({ chromium } = await import('playwright-core'));
+} catch {
+  console.error(`FAIL: playwright-core is not installed: run npm ci in ${new URL(".", import.meta.url).pathname}`);
+  process.exit(1);
+}
+
+function expect(ok, what) {
+  if (!ok) throw new Error(`expectation failed: ${what}`);
+}
+
+// A port that is free now, drawn below the kernel's ephemeral range so that no outgoing
+// connection takes it before the child binds it.
+async function freePort() {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 5000);
+    const free = await new Promise(done => {
+      const s = createServer().once('error', () => done(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => done(true)));
+    });
+    if (free) return port;
+  }
+}
+
+async function waitReady(url, what, child) {
+  const deadline = Date.now() + 20000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode} before it was ready`);
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch { /* not listening yet */ }
+    await new Promise(r => setTimeout(r, 50));
+  }
+  throw new Error(`${what} not ready at ${url} within 20 s`);
+}
+
+// One request, its head written as UTF-8 bytes on a socket of its own (Node's HTTP
+// clients take no UTF-8 in a header value; the gateway reads a subject header's bytes as
+// they come). Resolves to { status, body } once the server closes the connection.
+function rawRequest(port, method, path, headers, body = '') {
+  return new Promise((done, fail) => {
+    const fields = { Host: `127.0.0.1:${port}`, Connection: 'close', 'Content-Length': Buffer.byteLength(body),
+                     ...headers };
+    const head = [`${method} ${path} HTTP/1.1`, ...Object.entries(fields).map(([n, v]) => `${n}: ${v}`)];
+    const socket = connect(port, '127.0.0.1', () => socket.end(Buffer.from(`${head.join('\r\n')}\r\n\r\n${body}`)));
+    const chunks = [];
+    socket.on('data', d => chunks.push(d));
+    socket.on('error', fail);
+    socket.setTimeout(20000, () => socket.destroy(new Error(`${method} ${path}: no answer within 20 s`)));
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const status = /^HTTP\/1\.[01] (\d{3})/.exec(text);
+      if (!status) return fail(new Error(`${method} ${path}: not an HTTP answer: ${text.slice(0, 200)}`));
+      done({ status: Number(status[1]), body: text.slice(text.indexOf('\r\n\r\n') + 4) });
+    });
+  });
+}
+
+// A record's scope or key as one path segment, as docs/admin.md says (`_`: the empty scope).
+const segment = text => (text === '' ? '_' : encodeURIComponent(text).replace(/[!'()*_]/g,
+  c => `%${c.charCodeAt(0).toString(16).toUpperCase()}`));
+
+const work = mkdtempSync(join(tmpdir(), 'idem-admin-browser-'));
+const children = [];
+function start(what, bin, args, env, pipeStdout) {
+  const log = openSync(join(work, `${what}.log`), 'w');
+  const child = spawn(bin, args, { cwd: work, env: { ...process.env, ...env },
+                                   stdio: ['ignore', pipeStdout ? 'pipe' : log, log] });
+  children.push(child);
+  return child;
+}
+
+// Markup, an entity, a quote, a path separator and a percent sign in the key (visible
+// ASCII, as keys are); UTF-8 and markup in the scope (a header's value).
+const key = `<b>&"k/1%25'${process.pid}`;
+const scope = '订单<i>&amp;';
+const storedKey = `held:${key}`;
+const token = 'page-test-t0ken';
+
+let failed = false;
+let browser;
+try {
+  const upstream = start('upstream', upstreamBin, [], {}, true);
+  const upstreamPort = await new Promise((done, fail) => {
+    createInterface({ input: upstream.stdout }).once('line', line => done(Number(line)));
+    upstream.once('exit', code => fail(new Error(`test_upstream exited with ${code}`)));
+  });
+  const [gatewayPort, adminPort] = [await freePort(), await freePort()];
+  const admin = `http://127.0.0.1:${adminPort}`;
+  writeFileSync(join(work, 'idem.yaml'), `listen: 127.0.0.1:${gatewayPort}
+upstream: http://127.0.0.1:${upstreamPort}
+store: "memory:"
+admin:
+  listen: 127.0.0.1:${adminPort}
+  token_env: IDEM_PAGE_TEST_TOKEN
+routes:
+  - name: held
+    match: { method: POST, path: /held }
+    subject: header:X-User-Id
+    on_uncertain: hold
+  - name: orders
+    match: { method: POST, path: /orders }
+`);
+  const gateway = start('idem', idemBin, ['serve', '--config', join(work, 'idem.yaml')],
+                        { IDEM_PAGE_TEST_TOKEN: token });
+  await waitReady(`${admin}/readyz`, 'the gateway', gateway);
+  const bearer = { Authorization: `Bearer ${token}` };
+  const recordUrl = `${admin}/v1/records/${segment(scope)}/${segment(storedKey)}`;
+
+  // The upstream runs the request and drops the connection without answering: the
+  // gateway cannot know whether it took effect, and holds the key as uncertain.
+  const held = { 'Idempotency-Key': key, 'X-User-Id': scope,
+                 'Content-Type': 'application/json' };
+  const lost = await rawRequest(gatewayPort, 'POST', '/held', { ...held, 'X-Test-Drop': 'after' }, '{}');
+  expect(lost.status >= 500, `the dropped request fails (got ${lost.status}: ${lost.body})`);
+  const again = await rawRequest(gatewayPort, 'POST', '/held', held, '{}');
+  expect(again.status === 409 && again.body.includes('outcome-uncertain'),
+         `its key is held as uncertain (got ${again.status}: ${again.body})`);
+  const record = await fetch(recordUrl, { headers: bearer });
+  expect(record.status === 200, `the record is there (GET ${recordUrl}: ${record.status})`);
+  const recordJson = await record.json();
+  expect(recordJson.result === 'uncertain' && recordJson.scope === scope && recordJson.key === storedKey,
+         `the record is uncertain, with the scope and key sent (${JSON.stringify(recordJson)})`);
+  expect((await rawRequest(gatewayPort, 'POST', '/orders', { 'Idempotency-Key': `o-${process.pid}`,
+                                                            'Content-Type': 'application/json' }, '{}'))
+    .status === 201, 'an ordinary request goes through');
+
+  // Without credentials the page is a challenge the browser can answer.
+  const challenge = await fetch(`${admin}/`);
+  expect(challenge.status === 401, `GET / without credentials is 401 (got ${challenge.status})`);
+  expect(/Basic realm="idem admin"/.test(challenge.headers.get('www-authenticate') || ''),
+         `the 401 challenges Basic (WWW-Authenticate: ${challenge.headers.get('www-authenticate')})`);
+
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox'],  // CI runs as root, where Chromium's sandbox refuses to start
+  });
+  // The operator's answer to the browser's prompt: any user name, the token as the password.
+  const context = await browser.newContext({ httpCredentials: { username: 'operator', password: token },
+                                             viewport: { width: 1200, height: 800 } });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', e => problems.push(`page error: ${e.message}`));
+  page.on('console', m => {
+    if (m.type() === 'error' && !/favicon/.test(m.location().url || '')) problems.push(`console: ${m.text()}`);
+  });
+  const loaded = await page.goto(`${admin}/`, { waitUntil: 'load' });
+  expect(loaded.status() === 200, `the page loads (status ${loaded.status()})`);
+  expect(loaded.headers()['content-security-policy'] === "default-src 'self'; frame-ancestors 'none'",
+         `the page has its Content-Security-Policy (${loaded.headers()['content-security-policy']})`);
+
+  const row = page.locator('#uncertain tbody tr.record').filter({ hasText: storedKey });
+  await row.waitFor({ timeout: 15000 });
+  expect(await row.count() === 1, 'the uncertain record shows once');
+  expect(await row.locator('td.key').textContent() === storedKey,
+         `the key shows as text (${await row.locator('td.key').textContent()})`);
+  expect(await row.locator('td.scope').textContent() === scope,
+         `the scope shows as text (${await row.locator('td.scope').textContent()})`);
+  expect(await page.locator('#uncertain b, #uncertain i').count() === 0, 'no markup of the key or scope ran');
+  expect(await row.locator('td.num').textContent() === String(recordJson.fence), 'the fence shows');
+  expect(await row.locator('td').nth(3).textContent() === recordJson.expires_at, 'expires_at shows');
+  await page.locator('#store.ready').waitFor({ timeout: 15000 });
+  expect(/^\d+$/.test(await page.locator('#inflight').textContent()), 'requests in flight show as a number');
+  const outcomes = await page.locator('#outcomes tbody tr').allInnerTexts();
+  expect(outcomes.some(r => /held\s+outcome_uncertain\s+1/.test(r)) && outcomes.some(r => /orders\s+forwarded\s+1/.test(r)),
+         `outcome counts per route show (${JSON.stringify(outcomes)})`);
+
+  mkdirSync(artifacts, { recursive: true });
+  const shot = join(artifacts, 'operator-page.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  console.log(`screenshot: ${shot}`);
+
+  // Resolve: a confirmation naming the key, then the record is gone from the page and the store.
+  let asked = '';
+  page.once('dialog', dialog => {
+    asked = dialog.message();
+    dialog.accept();
+  });
+  const deleted = page.waitForResponse(r => r.request().method() === 'DELETE');
+  await row.locator('button.resolve').click();
+  const del = await deleted;
+  expect(asked.includes(storedKey), `the dialog names the key (${asked})`);
+  expect(del.status() === 204, `the page's DELETE is 204 (got ${del.status()} for ${del.url()})`);
+  await row.waitFor({ state: 'detached', timeout: 15000 });
+  const gone = await fetch(recordUrl, { headers: bearer });
+  expect(gone.status === 404, `GET ${recordUrl} answers 404 once resolved (got ${gone.status})`);
+  const rerun = await rawRequest(gatewayPort, 'POST', '/held', held, '{}');
+  expect(rerun.status === 201, `the key runs again once resolved (got ${rerun.status}: ${rerun.body})`);
+  expect(problems.length === 0, `the page ran without errors:\n  ${problems.join('\n  ')}`);
+  console.log(`PASS: ${storedKey} shown as text, resolved from the page, gone from the store`);
+} catch (e) {
+  failed = true;
+  console.error(`FAIL: ${e.message}\n(logs in ${work})`);
+} finally {
+  if (browser) await browser.close();
+  for (const c of children) {
+    if (c.exitCode === null) {
+      const exited = new Promise(r => c.once('exit', r));
+      c.kill('SIGTERM');
+      await exited;
+    }
+  }
+  if (!failed) rmSync(work, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);
