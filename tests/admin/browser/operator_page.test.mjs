@@ -34,6 +34,14 @@ function expect(ok, what) {
   if (!ok) throw new Error(`expectation failed: ${what}`);
 }
 
+async function expectEventually(check, what) {
+  for (const deadline = Date.now() + 15000; Date.now() < deadline;) {
+    if (await check()) return;
+    await new Promise(r => setTimeout(r, 50));
+  }
+  throw new Error(`expectation failed within 15 s: ${what}`);
+}
+
 // A port that is free now, drawn below the kernel's ephemeral range so that no outgoing
 // connection takes it before the child binds it.
 async function freePort() {
@@ -130,25 +138,36 @@ routes:
                         { IDEM_PAGE_TEST_TOKEN: token });
   await waitReady(`${admin}/readyz`, 'the gateway', gateway);
   const bearer = { Authorization: `Bearer ${token}` };
-  const recordUrl = `${admin}/v1/records/${segment(scope)}/${segment(storedKey)}`;
+  const urlOf = (sc, k) => `${admin}/v1/records/${segment(sc)}/${segment(`held:${k}`)}`;
+  const recordUrl = urlOf(scope, key);
 
   // The upstream runs the request and drops the connection without answering: the
   // gateway cannot know whether it took effect, and holds the key as uncertain.
-  const held = { 'Idempotency-Key': key, 'X-User-Id': scope,
-                 'Content-Type': 'application/json' };
-  const lost = await rawRequest(gatewayPort, 'POST', '/held', { ...held, 'X-Test-Drop': 'after' }, '{}');
-  expect(lost.status >= 500, `the dropped request fails (got ${lost.status}: ${lost.body})`);
-  const again = await rawRequest(gatewayPort, 'POST', '/held', held, '{}');
+  const fields = (sc, k) => ({ 'Idempotency-Key': k, 'X-User-Id': sc, 'Content-Type': 'application/json' });
+  async function makeUncertain(sc, k) {
+    const lost = await rawRequest(gatewayPort, 'POST', '/held', { ...fields(sc, k), 'X-Test-Drop': 'after' }, '{}');
+    expect(lost.status >= 500, `the dropped request fails (got ${lost.status}: ${lost.body})`);
+    const r = await fetch(urlOf(sc, k), { headers: bearer });
+    expect(r.status === 200, `the record is there (GET ${urlOf(sc, k)}: ${r.status})`);
+    const rec = await r.json();
+    expect(rec.result === 'uncertain' && rec.scope === sc && rec.key === `held:${k}`,
+           `the record is uncertain, with the scope and key sent (${JSON.stringify(rec)})`);
+    return rec;
+  }
+  const recordJson = await makeUncertain(scope, key);
+  const again = await rawRequest(gatewayPort, 'POST', '/held', fields(scope, key), '{}');
   expect(again.status === 409 && again.body.includes('outcome-uncertain'),
          `its key is held as uncertain (got ${again.status}: ${again.body})`);
-  const record = await fetch(recordUrl, { headers: bearer });
-  expect(record.status === 200, `the record is there (GET ${recordUrl}: ${record.status})`);
-  const recordJson = await record.json();
-  expect(recordJson.result === 'uncertain' && recordJson.scope === scope && recordJson.key === storedKey,
-         `the record is uncertain, with the scope and key sent (${JSON.stringify(recordJson)})`);
+  // A scope that is really "_" (written %5F, as "_" is the empty scope), and a record that
+  // will change behind the page's back.
+  const underscoreKey = `plain-${process.pid}`;
+  await makeUncertain('_', underscoreKey);
+  const changingKey = `changing-${process.pid}`;
+  const changing = await makeUncertain('s', changingKey);
   expect((await rawRequest(gatewayPort, 'POST', '/orders', { 'Idempotency-Key': `o-${process.pid}`,
                                                             'Content-Type': 'application/json' }, '{}'))
     .status === 201, 'an ordinary request goes through');
+  const heldKeys = [storedKey, `held:${underscoreKey}`, `held:${changingKey}`];
 
   // Without credentials the page is a challenge the browser can answer.
   const challenge = await fetch(`${admin}/`);
@@ -164,19 +183,50 @@ routes:
   const context = await browser.newContext({ httpCredentials: { username: 'operator', password: token },
                                              viewport: { width: 1200, height: 800 } });
   const page = await context.newPage();
+  // The page's timers run only when the test says: a refresh never comes between what the
+  // test does behind the page's back and its next click.
+  await page.clock.install();
   const problems = [];
   page.on('pageerror', e => problems.push(`page error: ${e.message}`));
   page.on('console', m => {
     if (m.type() === 'error' && !/favicon/.test(m.location().url || '')) problems.push(`console: ${m.text()}`);
   });
+  const deletes = [];
+  page.on('request', r => { if (r.method() === 'DELETE') deletes.push(r.url()); });
+  const dialogs = [];
+  let answer = 'accept';
+  page.on('dialog', d => {
+    dialogs.push(d.message());
+    (answer === 'accept' ? d.accept() : d.dismiss()).catch(() => {});
+  });
+  const rows = page.locator('#uncertain tbody tr.record');
+  const exactly = text => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  const rowOf = k => rows.filter({ has: page.locator('td.key', { hasText: exactly(k) }) });
+
+  // Pages of one record: Next page until it is disabled visits each uncertain record once.
+  const paged = await page.goto(`${admin}/?limit=1`, { waitUntil: 'load' });
+  expect(paged.status() === 200, `the page loads (status ${paged.status()})`);
+  const seen = [];
+  for (let n = 0; n < 20; ++n) {
+    await page.locator('#updated').filter({ hasNotText: '…' }).waitFor({ timeout: 15000 });
+    const keys = await page.locator('#uncertain tbody td.key').allTextContents();
+    expect(keys.length <= 1, `a page of limit=1 holds at most one record (${JSON.stringify(keys)})`);
+    seen.push(...keys);
+    if (await page.locator('#next-page').isDisabled()) break;
+    await page.locator('#next-page').click();
+    await page.locator('#page-number', { hasText: `page ${n + 2}` }).waitFor({ timeout: 15000 });
+  }
+  expect(JSON.stringify([...seen].sort()) === JSON.stringify([...heldKeys].sort()),
+         `the pages show each uncertain record once (${JSON.stringify(seen)})`);
+  expect(!(await page.locator('#first-page').isDisabled()), 'past the first page, First page is enabled');
+
   const loaded = await page.goto(`${admin}/`, { waitUntil: 'load' });
   expect(loaded.status() === 200, `the page loads (status ${loaded.status()})`);
   expect(loaded.headers()['content-security-policy'] === "default-src 'self'; frame-ancestors 'none'",
          `the page has its Content-Security-Policy (${loaded.headers()['content-security-policy']})`);
-
-  const row = page.locator('#uncertain tbody tr.record').filter({ hasText: storedKey });
+  const row = rowOf(storedKey);
   await row.waitFor({ timeout: 15000 });
-  expect(await row.count() === 1, 'the uncertain record shows once');
+  expect(await rows.count() === 3, `the three uncertain records show (${await rows.count()})`);
   expect(await row.locator('td.key').textContent() === storedKey,
          `the key shows as text (${await row.locator('td.key').textContent()})`);
   expect(await row.locator('td.scope').textContent() === scope,
@@ -187,7 +237,9 @@ routes:
   await page.locator('#store.ready').waitFor({ timeout: 15000 });
   expect(/^\d+$/.test(await page.locator('#inflight').textContent()), 'requests in flight show as a number');
   const outcomes = await page.locator('#outcomes tbody tr').allInnerTexts();
-  expect(outcomes.some(r => /held\s+outcome_uncertain\s+1/.test(r)) && outcomes.some(r => /orders\s+forwarded\s+1/.test(r)),
+  expect(outcomes.some(r => /held\s+outcome_uncertain\s+1/.test(r)) &&
+         outcomes.some(r => /held\s+upstream_unavailable\s+3/.test(r)) &&
+         outcomes.some(r => /orders\s+forwarded\s+1/.test(r)),
          `outcome counts per route show (${JSON.stringify(outcomes)})`);
 
   mkdirSync(artifacts, { recursive: true });
@@ -195,24 +247,48 @@ routes:
   await page.screenshot({ path: shot, fullPage: true });
   console.log(`screenshot: ${shot}`);
 
+  // Cancelling the dialog changes nothing.
+  answer = 'dismiss';
+  await rowOf(`held:${underscoreKey}`).locator('button.resolve').click();
+  expect(dialogs.length === 1 && dialogs[0].includes(`held:${underscoreKey}`), `the dialog names the key (${dialogs})`);
+  expect((await fetch(urlOf('_', underscoreKey), { headers: bearer })).status === 200, 'a cancelled Resolve keeps the record');
+  answer = 'accept';
+
+  // Resolved meanwhile and held again by a new request (another fence): the page reads the
+  // record before removing it, and leaves the new one alone.
+  expect((await fetch(urlOf('s', changingKey), { method: 'DELETE', headers: bearer })).status === 204, 'removed behind the page');
+  const renewed = await makeUncertain('s', changingKey);
+  expect(renewed.fence !== changing.fence, 'the new claim has another fence');
+  await rowOf(`held:${changingKey}`).locator('button.resolve').click();
+  await page.locator('#status.error', { hasText: 'changed since it was listed' }).waitFor({ timeout: 15000 });
+  const still = await fetch(urlOf('s', changingKey), { headers: bearer });
+  expect(still.status === 200 && (await still.json()).fence === renewed.fence, 'the newer record was not removed');
+
   // Resolve: a confirmation naming the key, then the record is gone from the page and the store.
-  let asked = '';
-  page.once('dialog', dialog => {
-    asked = dialog.message();
-    dialog.accept();
-  });
-  const deleted = page.waitForResponse(r => r.request().method() === 'DELETE');
-  await row.locator('button.resolve').click();
-  const del = await deleted;
-  expect(asked.includes(storedKey), `the dialog names the key (${asked})`);
-  expect(del.status() === 204, `the page's DELETE is 204 (got ${del.status()} for ${del.url()})`);
-  await row.waitFor({ state: 'detached', timeout: 15000 });
-  const gone = await fetch(recordUrl, { headers: bearer });
-  expect(gone.status === 404, `GET ${recordUrl} answers 404 once resolved (got ${gone.status})`);
-  const rerun = await rawRequest(gatewayPort, 'POST', '/held', held, '{}');
+  for (const [sc, k] of [[scope, key], ['_', underscoreKey]]) {
+    const deleted = page.waitForResponse(r => r.request().method() === 'DELETE');
+    const before = dialogs.length;
+    await rowOf(`held:${k}`).locator('button.resolve').click();
+    const del = await deleted;
+    expect(dialogs.length === before + 1 && dialogs[before].includes(`held:${k}`), `the dialog names the key (${dialogs[before]})`);
+    expect(del.status() === 204, `the page's DELETE is 204 (got ${del.status()} for ${del.url()})`);
+    await rowOf(`held:${k}`).waitFor({ state: 'detached', timeout: 15000 });
+    const gone = await fetch(urlOf(sc, k), { headers: bearer });
+    expect(gone.status === 404, `GET ${urlOf(sc, k)} answers 404 once resolved (got ${gone.status})`);
+  }
+  expect(deletes.length === 2 && deletes[1].includes('/v1/records/%5F/'),
+         `two DELETEs were sent, the "_" scope as %5F (${JSON.stringify(deletes)})`);
+  const rerun = await rawRequest(gatewayPort, 'POST', '/held', fields(scope, key), '{}');
   expect(rerun.status === 201, `the key runs again once resolved (got ${rerun.status}: ${rerun.body})`);
+  expect(await rows.count() === 1, `one uncertain record is left (${await rows.count()})`);
+  // Every few seconds the page refreshes: a record made uncertain now shows up.
+  const lateKey = `late-${process.pid}`;
+  await makeUncertain('s', lateKey);
+  await page.clock.runFor(4000);
+  await expectEventually(async () => (await rowOf(`held:${lateKey}`).count()) === 1,
+                         'a record made uncertain later shows after the next refresh');
   expect(problems.length === 0, `the page ran without errors:\n  ${problems.join('\n  ')}`);
-  console.log(`PASS: ${storedKey} shown as text, resolved from the page, gone from the store`);
+  console.log(`PASS: ${storedKey} shown as text, resolved from the page, gone from the store; paging, cancel and a changed record too`);
 } catch (e) {
   failed = true;
   console.error(`FAIL: ${e.message}\n(logs in ${work})`);

@@ -7,7 +7,11 @@
 'use strict';
 
 const REFRESH_MS = 3000;
-const PAGE_SIZE = 50;
+// Uncertain records per page: 50, or ?limit=N (1 to 1000) in the page's address.
+const PAGE_SIZE = (() => {
+  const n = Number(new URLSearchParams(window.location.search).get('limit'));
+  return Number.isInteger(n) && n >= 1 && n <= 1000 ? n : 50;
+})();
 
 const $ = id => document.getElementById(id);
 
@@ -15,6 +19,7 @@ const $ = id => document.getElementById(id);
 // and the cursor of the page after it ('' when it is the last).
 const view = { cursor: '', next: '', number: 1 };
 let timer = null;
+let refreshFailed = false;
 let uncertainSeq = 0;  // so that an older listing answered late never replaces a newer one
 
 function setStatus(text, isError) {
@@ -111,10 +116,26 @@ async function resolveRecord(rec, button) {
   button.disabled = true;
   try {
     const url = `/v1/records/${segment(rec.scope, true)}/${segment(rec.key, false)}`;
-    const res = await fetch(url, { method: 'DELETE', cache: 'no-store' });
-    if (res.status === 204) setStatus(`Resolved ${rec.key}.`);
-    else if (res.status === 404) setStatus(`${rec.key} was already gone.`);
-    else throw new Error(await failure(res));
+    // The list may be seconds old: if the key was resolved meanwhile and a new request
+    // holds it (or has completed), removing that record would let the key run twice.
+    // DELETE takes no condition, so the record is read again first.
+    const now = await fetch(url, { cache: 'no-store' });
+    if (now.status === 404) {
+      setStatus(`${rec.key} was already gone.`);
+    } else if (!now.ok) {
+      throw new Error(await failure(now));
+    } else {
+      const current = await now.json();
+      if (current.result !== 'uncertain' || current.fence !== rec.fence) {
+        setStatus(`${rec.key} changed since it was listed (now ${current.state}, fence ${current.fence}): not removed.`,
+                  true);
+      } else {
+        const res = await fetch(url, { method: 'DELETE', cache: 'no-store' });
+        if (res.status === 204) setStatus(`Resolved ${rec.key}.`);
+        else if (res.status === 404) setStatus(`${rec.key} was already gone.`);
+        else throw new Error(await failure(res));
+      }
+    }
   } catch (e) {
     setStatus(`Could not resolve ${rec.key}: ${e.message}`, true);
     button.disabled = false;
@@ -165,9 +186,12 @@ async function refresh() {
   try {
     await Promise.all([refreshMetrics(), refreshReadiness(), refreshUncertain()]);
     $('updated').textContent = new Date().toLocaleTimeString();
-    if ($('status').classList.contains('error') || $('status').textContent === 'Loading…') setStatus('Live');
+    // The status line keeps what Resolve said; a failed refresh is cleared by the next one.
+    if (refreshFailed || $('status').textContent === 'Loading…') setStatus('Live');
+    refreshFailed = false;
   } catch (e) {
     setStatus(`Refresh failed: ${e.message}`, true);
+    refreshFailed = true;
   }
   timer = setTimeout(refresh, REFRESH_MS);
 }
