@@ -26,14 +26,15 @@ foreach(file IN LISTS FILES)
   file(READ "${file}" hex HEX)
   string(LENGTH "${hex}" hex_length)
   math(EXPR size "${hex_length} / 2")
-  # Every byte a hex escape, which ends where the next backslash starts; 32 bytes a line
-  # (CMake's regular expressions have no {n}, hence the pattern spelled out).
-  string(REPEAT "[0-9a-f][0-9a-f]" 32 line)
+  # One char literal a byte, 16 a line: a string literal would do, were it not that
+  # -Wpedantic refuses one longer than 64 KiB (what ISO C++ compilers must support).
+  string(REPEAT "[0-9a-f][0-9a-f]" 16 line)
   string(REGEX REPLACE "(${line})" "\\1|" hex "${hex}")
-  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "\\\\x\\1" bytes "${hex}")
-  string(REPLACE "|" "\"\n    \"" bytes "${bytes}")
-  string(APPEND body "constexpr std::string_view kFile${n}(\n    \"${bytes}\",\n    ${size});\n\n")
-  string(APPEND table "    {\"${name}\", kFile${n}},\n")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "'\\\\x\\1'," bytes "${hex}")
+  string(REPLACE "|" "\n    " bytes "${bytes}")
+  # A 0 at the end, so that an empty file still makes an array; not part of the bytes.
+  string(APPEND body "constexpr char kFile${n}[] = {\n    ${bytes}0};\n\n")
+  string(APPEND table "    {\"${name}\", std::string_view(kFile${n}, ${size})},\n")
   math(EXPR n "${n} + 1")
 endforeach()
 string(APPEND body "constexpr EmbeddedFile kFiles[] = {\n${table}};\n\n}  // namespace\n\n")
