@@ -1,14 +1,16 @@
 // The admin listener's operator page in headless Chromium (docs/admin.md, "The operator's
-// page"): the browser is challenged for the admin token, the page lists a record made
+// page"): the browser is challenged for the admin token, the page lists the records made
 // uncertain by this test (a key and scope full of characters that HTML would read as
-// markup), and its Resolve button, once the dialog is accepted, removes the record.
+// markup) page by page, and its Resolve button, once the dialog is accepted, removes a
+// record — not one that changed since it was listed, nor when the dialog is cancelled;
+// then the same without a token, from http://localhost.
 //   node operator_page.test.mjs IDEM_BIN TEST_UPSTREAM [ARTIFACTS_DIR]
-// Starts tests/gateway/test_upstream and `idem serve` (memory store, admin token set) on
-// free loopback ports, drives Debian's /usr/bin/chromium through playwright-core (npm ci in
-// this directory), and saves a screenshot of the page to
-// $IDEM_ARTIFACTS_DIR/operator-page.png (default: ARTIFACTS_DIR, which ctest sets to
-// build/<preset>/artifacts). Exits non-zero on any failed expectation; stops both
-// processes either way.
+// Starts tests/gateway/test_upstream and `idem serve` (memory store, admin token set; then
+// a second one without a token) on free loopback ports, drives Debian's /usr/bin/chromium
+// through playwright-core (npm ci in this directory), and saves a screenshot of the page
+// to $IDEM_ARTIFACTS_DIR/operator-page.png (default: ARTIFACTS_DIR, which ctest sets to
+// build/<preset>/artifacts). Exits non-zero on any failed expectation; stops every process
+// either way.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, openSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
@@ -120,20 +122,20 @@ try {
   });
   const [gatewayPort, adminPort] = [await freePort(), await freePort()];
   const admin = `http://127.0.0.1:${adminPort}`;
-  writeFileSync(join(work, 'idem.yaml'), `listen: 127.0.0.1:${gatewayPort}
+  const config = (listen, adminListen, withToken) => `listen: 127.0.0.1:${listen}
 upstream: http://127.0.0.1:${upstreamPort}
 store: "memory:"
 admin:
-  listen: 127.0.0.1:${adminPort}
-  token_env: IDEM_PAGE_TEST_TOKEN
-routes:
+  listen: 127.0.0.1:${adminListen}
+${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
   - name: held
     match: { method: POST, path: /held }
     subject: header:X-User-Id
     on_uncertain: hold
   - name: orders
     match: { method: POST, path: /orders }
-`);
+`;
+  writeFileSync(join(work, 'idem.yaml'), config(gatewayPort, adminPort, true));
   const gateway = start('idem', idemBin, ['serve', '--config', join(work, 'idem.yaml')],
                         { IDEM_PAGE_TEST_TOKEN: token });
   await waitReady(`${admin}/readyz`, 'the gateway', gateway);
@@ -287,6 +289,32 @@ routes:
   await page.clock.runFor(4000);
   await expectEventually(async () => (await rowOf(`held:${lateKey}`).count()) === 1,
                          'a record made uncertain later shows after the next refresh');
+
+  // Without a token (the default), the page is this machine's: opened as localhost, with no
+  // credentials, its DELETE carries Origin http://localhost:PORT, which the listener takes
+  // as its own.
+  const [openPort, openAdminPort] = [await freePort(), await freePort()];
+  writeFileSync(join(work, 'open.yaml'), config(openPort, openAdminPort, false));
+  const open = start('idem-open', idemBin, ['serve', '--config', join(work, 'open.yaml')], {});
+  await waitReady(`http://127.0.0.1:${openAdminPort}/readyz`, 'the gateway without a token', open);
+  const openKey = `open-${process.pid}`;
+  const openLost = await rawRequest(openPort, 'POST', '/held', { ...fields('s', openKey), 'X-Test-Drop': 'after' }, '{}');
+  expect(openLost.status >= 500, `the dropped request fails (got ${openLost.status}: ${openLost.body})`);
+  const openUrl = `http://127.0.0.1:${openAdminPort}/v1/records/s/${segment(`held:${openKey}`)}`;
+  expect((await fetch(openUrl)).status === 200, `the record is there (GET ${openUrl})`);
+  const plain = await browser.newPage();
+  plain.on('pageerror', e => problems.push(`page error (no token): ${e.message}`));
+  plain.on('dialog', d => d.accept().catch(() => {}));
+  const opened = await plain.goto(`http://localhost:${openAdminPort}/`, { waitUntil: 'load' });
+  expect(opened.status() === 200, `the page without a token loads (status ${opened.status()})`);
+  const openRow = plain.locator('#uncertain tbody tr.record').filter({ hasText: `held:${openKey}` });
+  await openRow.waitFor({ timeout: 15000 });
+  const openDeleted = plain.waitForResponse(r => r.request().method() === 'DELETE');
+  await openRow.locator('button.resolve').click();
+  const openDel = await openDeleted;
+  expect(openDel.status() === 204, `without a token the page's DELETE is 204 (got ${openDel.status()})`);
+  await openRow.waitFor({ state: 'detached', timeout: 15000 });
+  expect((await fetch(openUrl)).status === 404, `GET ${openUrl} answers 404 once resolved`);
   expect(problems.length === 0, `the page ran without errors:\n  ${problems.join('\n  ')}`);
   console.log(`PASS: ${storedKey} shown as text, resolved from the page, gone from the store; paging, cancel and a changed record too`);
 } catch (e) {
