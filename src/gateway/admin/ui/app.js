@@ -43,7 +43,7 @@ async function failure(res) {
 function parseSample(line) {
   const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)/.exec(line);
   if (!m) return null;
-  const labels = {};
+  const labels = Object.create(null);
   if (m[3] !== undefined) {
     const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?/y;
     let l;
