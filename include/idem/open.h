@@ -1,4 +1,4 @@
-// Opening a store from a URI (README, "Stores"):
+// Opening a store from a URI (docs/configuration.md, "Stores"):
 //   memory:                      in-process, lost on exit
 //   sqlite:PATH[?sync=normal|full]  embedded, durable (the default: sqlite:./idem.db)
 //   redis://, redis-cluster://, postgres://  distributed (when built with them)

@@ -75,7 +75,7 @@ struct ReleaseArgs {
 enum class ReleaseOutcome { released, fenced };
 
 // abandon: give back a claim by its owner rather than its fence, for a caller that never
-// learned the fence (its begin's answer was lost; docs/design.md, "Store calls that fail").
+// learned the fence (its begin's answer was lost; docs/gateway.md, "When the store fails").
 struct AbandonArgs {
   std::string scope;
   std::string key;

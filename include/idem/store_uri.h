@@ -1,6 +1,6 @@
 // Store URIs in messages: a password in a store URI (redis://:pass@host,
 // postgres://user:pass@host/db?password=...) is never printed; every message and log line
-// shows it as `***` (docs/admin.md, "Secrets"). Pure; safe for concurrent use.
+// shows it as `***` (docs/admin.md, "Passwords in store URIs"). Pure; safe for concurrent use.
 #pragma once
 
 #include <string>

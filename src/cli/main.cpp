@@ -1,12 +1,13 @@
-// The `idem` command (README.md, docs/admin.md): serve, check, record get|delete|list, sweep, version.
-// Exit codes: 0 ok, 2 usage or config error, 1 runtime failure. Diagnostics go to standard
-// error; `idem serve` writes one JSON line per protected request to standard output.
+// The `idem` command (docs/configuration.md, "Command line"; docs/operations.md): serve, check, record
+// get|delete|list, sweep, version. Exit codes: 0 ok, 2 usage or config error, 1 runtime failure. Diagnostics
+// go to standard error; `idem serve` writes one JSON line per protected request to standard output.
 #include <signal.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <thread>
 
@@ -155,6 +156,55 @@ asio::awaitable<void> flush_log_periodically(Gateway& gateway) {
   }
 }
 
+// SIGHUP (docs/operations.md, "Reloading the config"): the file is read again; its routes,
+// policies, tokens and admin token apply to new requests. Listeners, store, upstream and
+// replay cache stay as they started (changing them needs a restart, which the log says).
+// An invalid file changes nothing.
+void reload(const std::string& config_file, const CliOverrides& flags, Gateway& gateway, Admin& admin) {
+  if (config_file.empty()) {
+    std::cerr << "idem: SIGHUP: there is no --config file to reload" << std::endl;
+    return;
+  }
+  const std::shared_ptr<const Config> running = gateway.config();
+  Config next;
+  try {
+    next = load_config_file(config_file);
+    apply_overrides(next, flags);
+    require_upstream(next);
+  } catch (const ConfigError& e) {
+    std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
+    return;
+  }
+  std::vector<std::string> kept;
+  auto keep = [&](const char* key, auto& value, const auto& old) {
+    if (value == old) return;
+    value = old;
+    kept.push_back(key);
+  };
+  keep("listen", next.listen, running->listen);
+  keep("admin.listen", next.admin.listen, running->admin.listen);
+  keep("store", next.store, running->store);
+  keep("upstream", next.upstream, running->upstream);
+  keep("upstream_idle_timeout", next.upstream_idle, running->upstream_idle);
+  keep("replay_cache", next.replay_cache, running->replay_cache);
+  try {
+    // The running admin address with the new token setting: never an open admin port.
+    require_admin_token_off_loopback(next);
+  } catch (const ConfigError& e) {
+    std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
+    return;
+  }
+  auto shared = std::make_shared<const Config>(std::move(next));
+  gateway.reload(shared);
+  admin.reload(shared);
+  std::cerr << "idem: reloaded " << config_file << " (" << shared->routes.size() << " route"
+            << (shared->routes.size() == 1 ? "" : "s") << ")";
+  for (std::size_t i = 0; i < kept.size(); ++i)
+    std::cerr << (i == 0 ? "; kept the running " : ", ") << kept[i];
+  if (!kept.empty()) std::cerr << " (a restart applies them)";
+  std::cerr << std::endl;
+}
+
 int serve(const std::string& config_file, const CliOverrides& flags) {
   Config config;
   try {
@@ -206,27 +256,70 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     auto admin_ep = server.listen_admin(config.admin.listen);
     std::cerr << "idem: serving on " << client << " (admin " << admin_ep << ", upstream "
               << config.upstream->text << ", store " << redact_uri(config.store) << ")" << std::endl;
-  } catch (const std::exception& e) {
-    std::cerr << "idem: cannot listen: " << e.what() << "\n";
+  } catch (const ListenError& e) {
+    std::cerr << "idem: " << e.what() << "\n";
     return kRuntime;
   }
 
-  asio::signal_set signals(pool.main(), SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int) {
+  asio::signal_set stop_signals(pool.main(), SIGINT, SIGTERM);
+  std::function<void(const boost::system::error_code&, int)> on_stop;
+  bool stopping = false;
+  on_stop = [&](const boost::system::error_code& ec, int) {
     if (ec) return;
+    if (stopping) {
+      // A second signal: the operator will not wait. What is in flight stays pending and
+      // its records turn uncertain when their leases run out (docs/operations.md).
+      std::cerr << "idem: second signal: stopping without waiting for the drain" << std::endl;
+      pool.stop();
+      return;
+    }
+    stopping = true;
     std::cerr << "idem: shutting down" << std::endl;
+    admin.set_draining();
     server.shutdown();
-    asio::co_spawn(
-        pool.main(),
-        drain(server, gateway, upstream, pool, longest_upstream_timeout(config) + std::chrono::seconds(5)),
-        asio::detached);
-  });
+    asio::co_spawn(pool.main(),
+                   drain(server, gateway, upstream, pool,
+                         longest_upstream_timeout(*gateway.config()) + std::chrono::seconds(5)),
+                   asio::detached);
+    stop_signals.async_wait(on_stop);
+  };
+  stop_signals.async_wait(on_stop);
+
+  asio::signal_set reload_signals(pool.main(), SIGHUP);
+  std::function<void(const boost::system::error_code&, int)> on_reload;
+  on_reload = [&](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    reload(config_file, flags, gateway, admin);
+    reload_signals.async_wait(on_reload);
+  };
+  reload_signals.async_wait(on_reload);
 
   asio::co_spawn(pool.main(), flush_log_periodically(gateway), asio::detached);
   pool.run();
   gateway.flush_log();
   std::cerr << "idem: stopped" << std::endl;
   return kOk;
+}
+
+// `idem check FILE [--strict]`: the config as `idem serve` would read it, except that
+// without --strict an unset variable is a warning (the machine checking a config often
+// does not hold its secrets).
+int check(const std::string& file, bool strict) {
+  std::vector<ConfigError> warnings;
+  try {
+    Config c = load_config_file(file, {.strict = strict, .warnings = &warnings});
+    require_admin_token_off_loopback(c);
+    for (const ConfigError& w : warnings) std::cerr << "idem: warning: " << w.what() << "\n";
+    std::cout << file << ": ok (" << c.routes.size() << " route" << (c.routes.size() == 1 ? "" : "s");
+    if (!warnings.empty())
+      std::cout << ", " << warnings.size() << " warning" << (warnings.size() == 1 ? "" : "s");
+    std::cout << ")\n";
+    return kOk;
+  } catch (const ConfigError& e) {
+    for (const ConfigError& w : warnings) std::cerr << "idem: warning: " << w.what() << "\n";
+    std::cerr << "idem: " << e.what() << "\n";
+    return kUsage;
+  }
 }
 
 }  // namespace
@@ -249,8 +342,11 @@ int main(int argc, char** argv) {
                         "Admin listener HOST:PORT, [IPV6]:PORT or :PORT (every interface)");
 
   std::string check_file;
+  bool check_strict = false;
   auto* check_cmd = app.add_subcommand("check", "Validate a config file");
   check_cmd->add_option("FILE", check_file, "YAML config file")->required();
+  check_cmd->add_flag("--strict", check_strict,
+                      "Unset environment variables (token_env, ${NAME}) are errors, not warnings");
 
   std::string record_store, record_scope, record_key_space, record_key;
   auto* record_cmd = app.add_subcommand("record", "Inspect or remove a record");
@@ -296,18 +392,7 @@ int main(int argc, char** argv) {
     if (!admin_addr.empty()) flags.admin = admin_addr;
     return serve(config_file, flags);
   }
-  if (*check_cmd) {
-    try {
-      Config c = load_config_file(check_file);
-      require_admin_token_off_loopback(c);
-      std::cout << check_file << ": ok (" << c.routes.size() << " route" << (c.routes.size() == 1 ? "" : "s")
-                << ")\n";
-      return kOk;
-    } catch (const ConfigError& e) {
-      std::cerr << "idem: " << e.what() << "\n";
-      return kUsage;
-    }
-  }
+  if (*check_cmd) return check(check_file, check_strict);
   if (*list_cmd)
     return list_records(list_store, list_key_space, list_state, list_uncertain, list_limit,
                         std::move(list_cursor));

@@ -1,4 +1,4 @@
-// Idempotency keys as clients send them (docs/gateway.md). Pure; safe for concurrent use.
+// Idempotency keys as clients send them (docs/http.md, "What to send"). Pure; safe for concurrent use.
 // The gateway's, not part of the installed library's contract (include/idem/).
 #pragma once
 

@@ -37,7 +37,7 @@ Result<std::uint64_t> parse_size(std::string_view text);
 std::string format_duration(Duration d);
 
 // Retry-After: whole seconds, rounded up, at least 1; 1 for zero or negative. The one
-// rounding of a wait for HTTP: every problem reply with Retry-After (docs/gateway.md).
+// rounding of a wait for HTTP: every problem reply with Retry-After (docs/http.md).
 std::int64_t retry_after_seconds(Duration d) noexcept;
 
 // A wait in whole milliseconds, rounded up, so that a wait is never shown as shorter than it

@@ -68,7 +68,7 @@ std::vector<HeaderField> header_fields(const http::request_header<>& req) {
 
 Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,
                  std::shared_ptr<const Clock> clock)
-    : config_(config),
+    : config_(std::make_shared<const Config>(config)),
       store_(store),
       upstream_(upstream),
       metrics_(metrics),
@@ -332,12 +332,12 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
     }
   }
   const Settlement how = settle_for(end, policy.on_uncertain, claim.lost());
-  // On a token route the user may submit again with the same token (docs/gateway.md,
+  // On a token route the user may submit again with the same token (docs/http.md,
   // "One-time tokens"): the store re-arms it in the same step that releases the claim, so
   // a duplicate waiting for the key finds both, and a claim that was not ours to release
   // (taken over, removed by an operator) re-arms nothing.
   std::optional<TokenRestore> restore;
-  if (how == Settlement::release && token_route) restore = TokenRestore{id.key, config_.tokens.ttl};
+  if (how == Settlement::release && token_route) restore = TokenRestore{id.key, config()->tokens.ttl};
   // Duplicates waiting here replay what was committed; after a release they go to the
   // store, where one of them may run again.
   std::shared_ptr<const std::string> committed;
@@ -469,7 +469,8 @@ Gateway::Reply Gateway::forwarded(const HttpRequest& req, UpstreamResult up, std
 }
 
 awaitable<HttpResponse> Gateway::issue_token(const HttpRequest& req) {
-  const Subject& subject = config_.tokens.subject;
+  const std::shared_ptr<const Config> config = this->config();
+  const Subject& subject = config->tokens.subject;
   std::string scope;
   if (subject.kind != Subject::Kind::none) {
     auto it = req.find(subject.header);
@@ -478,7 +479,7 @@ awaitable<HttpResponse> Gateway::issue_token(const HttpRequest& req) {
                                  req.version(), req.keep_alive());
     scope = subject.kind == Subject::Kind::header_hash ? hash_subject(it->value()) : std::string(it->value());
   }
-  IssueTokenArgs args{scope, config_.tokens.ttl};
+  IssueTokenArgs args{scope, config->tokens.ttl};
   auto call = async_issue_token(store_, std::move(args), use_awaitable);
   Result<std::string> token = co_await observe("issue_token", std::move(call));
   if (!token)
@@ -487,7 +488,7 @@ awaitable<HttpResponse> Gateway::issue_token(const HttpRequest& req) {
   metrics_.count_token_issued();
   boost::json::object o;
   o["token"] = *token;
-  o["expires_in"] = std::chrono::duration_cast<std::chrono::seconds>(config_.tokens.ttl).count();
+  o["expires_in"] = std::chrono::duration_cast<std::chrono::seconds>(config->tokens.ttl).count();
   co_return json_response(http::status::created, boost::json::serialize(o), req.version(), req.keep_alive());
 }
 

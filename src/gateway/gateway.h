@@ -1,4 +1,4 @@
-// The request pipeline of `idem serve` (docs/gateway.md): what happens to a request once
+// The request pipeline of `idem serve` (docs/http.md, docs/gateway.md): what happens to a request once
 // the HTTP layer has read it. validate → claim → forward or local reply → capture the
 // response → store or release → answer, with every store and upstream call bounded by a
 // deadline and every outcome counted and logged once.
@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -47,7 +48,15 @@ class Gateway {
   Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,
           std::shared_ptr<const Clock> clock = nullptr);
 
-  const Config& config() const noexcept { return config_; }
+  // The config in force. A request keeps the one it was matched with (its routes and
+  // policies) until it is answered, whatever reload() does meanwhile.
+  std::shared_ptr<const Config> config() const noexcept { return config_.load(std::memory_order_acquire); }
+  // SIGHUP (docs/operations.md, "Reloading the config"): routes, policies and tokens of
+  // `next` apply to the requests that arrive from now on. What was built from the first
+  // config stays: the upstream, the replay cache's size.
+  void reload(std::shared_ptr<const Config> next) noexcept {
+    config_.store(std::move(next), std::memory_order_release);
+  }
   // The results this gateway committed, for replays without a store call; the admin API
   // erases what it removes.
   ReplayCache& replay_cache() noexcept { return cache_; }
@@ -131,7 +140,7 @@ class Gateway {
   // After every store call: idem_store_seconds, idem_store_errors_total and the log.
   void observed(const char* op, Duration latency, const Status& status);
 
-  const Config& config_;
+  std::atomic<std::shared_ptr<const Config>> config_;
   Store& store_;
   UpstreamClient& upstream_;
   Metrics& metrics_;

@@ -1,5 +1,5 @@
-// What a protected route does (docs/gateway.md `defaults`, and the same keys on a route): how
-// long claims and results live, whose records they are, what happens on duplicates, store
+// What a protected route does (docs/configuration.md, "Policy keys": `defaults`, and the same keys on a
+// route): how long claims and results live, whose records they are, what happens on duplicates, store
 // failures and unknown outcomes, and what identifies a request. Plain values; a loaded
 // Config is immutable and shared between threads.
 #pragma once
@@ -15,7 +15,7 @@
 namespace idem::gateway {
 
 // `subject`: none | header:NAME | header-hash:NAME. The subject's value scopes the
-// route's records (docs/gateway.md Scope); header-hash uses the lowercase hex SHA-256 of the
+// route's records (docs/configuration.md, `subject`); header-hash uses the lowercase hex SHA-256 of the
 // header's value, so raw credentials never reach the store.
 struct Subject {
   enum class Kind { none, header, header_hash };

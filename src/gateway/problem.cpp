@@ -56,6 +56,8 @@ Entry entry(Problem p) noexcept {
       return {"request-invalid", "request_invalid", 400, "Request invalid"};
     case Problem::overloaded:
       return {"overloaded", "overloaded", 503, "Gateway overloaded"};
+    case Problem::shutting_down:
+      return {"shutting-down", "shutting_down", 503, "Gateway shutting down"};
     case Problem::version_not_supported:
       return {"version-not-supported", "version_not_supported", 505, "HTTP version not supported"};
   }

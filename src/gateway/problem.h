@@ -1,4 +1,4 @@
-// The problems the gateway itself answers with (docs/gateway.md, docs/admin.md), as values: the core
+// The problems the gateway itself answers with (docs/http.md, docs/control-api.md), as values: the core
 // decides which problem applies, the HTTP layer turns it into an application/problem+json
 // reply with the status given here. This is the one place that maps problems to HTTP
 // status codes. Pure; safe for concurrent use.
@@ -34,6 +34,7 @@ enum class Problem {
   unsupported_media_type,  // 415 control API POST whose body is not application/json
   request_invalid,         // 400 malformed control API request
   overloaded,              // 503 the request bodies held in memory reached their cap
+  shutting_down,           // 503 /readyz while the gateway drains (SIGTERM)
   version_not_supported,   // 505 not HTTP/1.0 or HTTP/1.1 (an HTTP/2 preface, say)
 };
 

@@ -1,5 +1,5 @@
-// The fingerprint of a request under a route's `fingerprint` rule (docs/gateway.md): what tells
-// a repeat of the first request from a different request that reuses its key.
+// The fingerprint of a request under a route's `fingerprint` rule (docs/configuration.md; numbers:
+// docs/gateway.md): what tells a repeat of the first request from a different request that reuses its key.
 //
 // The fields are part of the stored format (fingerprints persist in durable stores and are
 // compared across gateway versions), so they must never change; the canonical form of JSON

@@ -1,5 +1,5 @@
 // Who a protected request belongs to and what it is: the (scope, key) of its record and
-// its fingerprint, decided in the order docs/gateway.md gives, cheapest checks first:
+// its fingerprint, decided in the order docs/http.md, "Every problem", gives, cheapest checks first:
 //
 //   check_head        subject → key present and valid (header and token keys)
 //   (HTTP layer)      read the body, refusing more than check_body_size allows

@@ -1,4 +1,4 @@
-// What the gateway keeps as a record's result (docs/gateway.md, docs/admin.md): the upstream's response
+// What the gateway keeps as a record's result (docs/http.md, docs/admin.md): the upstream's response
 // for replay, or a marker — outcome uncertain, response not stored (over max_result) — or
 // a JSON value committed through the control API. One codec, so every reader (the replay
 // path, the admin records endpoint, `idem record get`) agrees on the bytes.

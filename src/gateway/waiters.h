@@ -1,5 +1,5 @@
 // The in-process registry of requests waiting for the first request with the same key
-// (docs/gateway.md "waits up to `wait` for the first"): the holder notifies the key when it
+// (docs/gateway.md, "Duplicates in flight"): the holder notifies the key when it
 // commits or releases, so a waiter on this instance wakes at once instead of at its next
 // poll. Waiters for holders on other instances rely on polling alone.
 // Safe for concurrent use.

@@ -7,9 +7,11 @@
 #include <thread>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 
 #include "gateway/e2e_fixture.h"
 #include "gateway/request_identity.h"
+#include "testutil/eventually.h"
 #include "testutil/redis_server.h"
 
 namespace idem::e2e {
@@ -62,6 +64,81 @@ TEST(GatewayProcess, CheckExitCodes) {
   EXPECT_EQ(run({IDEM_BIN, "serve", "--store", "memory:"}), 2);  // no upstream
   EXPECT_EQ(run({IDEM_BIN}), 2);
   EXPECT_EQ(run({IDEM_BIN, "version"}), 0);
+}
+
+// `idem version` and `idem --version` (README.md) print the same line.
+TEST(GatewayProcess, VersionTwoWays) {
+  std::string a, b;
+  EXPECT_EQ(run({IDEM_BIN, "version"}, &a), 0);
+  EXPECT_EQ(run({IDEM_BIN, "--version"}, &b), 0);
+  EXPECT_EQ(a, b);
+  EXPECT_TRUE(a.starts_with("idem ")) << a;
+  EXPECT_NE(a.find('.'), std::string::npos) << a;
+}
+
+// `idem check` reports unset variables as warnings, `--strict` as errors
+// (docs/configuration.md, "Secrets from the environment").
+TEST(GatewayProcess, CheckWarnsOfUnsetVariablesAndStrictRefuses) {
+  TempDir tmp;
+  const std::string file = tmp.path + "/idem.yaml";
+  write_file(file,
+             "upstream: http://127.0.0.1:9000\n"
+             "store: redis://:${IDEM_TEST_UNSET_PASSWORD}@127.0.0.1:6379\n"
+             "admin:\n"
+             "  token_env: IDEM_TEST_UNSET_TOKEN\n");
+  ::unsetenv("IDEM_TEST_UNSET_PASSWORD");
+  ::unsetenv("IDEM_TEST_UNSET_TOKEN");
+  std::string out;
+  EXPECT_EQ(run({IDEM_BIN, "check", file}, &out), 0) << out;
+  EXPECT_NE(out.find("warning: " + file +
+                     ":2: store: the environment variable IDEM_TEST_UNSET_PASSWORD is not set"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(
+      out.find("warning: " + file + ":4: admin.token_env: the environment variable IDEM_TEST_UNSET_TOKEN"),
+      std::string::npos)
+      << out;
+  EXPECT_NE(out.find(": ok (1 route, 2 warnings)"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "check", "--strict", file}, &out), 2) << out;
+  EXPECT_NE(out.find(file + ":2: store: the environment variable IDEM_TEST_UNSET_PASSWORD is not set"),
+            std::string::npos)
+      << out;
+  // serve is strict: it never runs with a secret missing.
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "serve", "--config", file}, &out), 2) << out;
+  ::setenv("IDEM_TEST_UNSET_PASSWORD", "pw", 1);
+  ::setenv("IDEM_TEST_UNSET_TOKEN", "tok", 1);
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "check", "--strict", file}, &out), 0) << out;
+  EXPECT_EQ(out.find("warning"), std::string::npos) << out;
+  ::unsetenv("IDEM_TEST_UNSET_PASSWORD");
+  ::unsetenv("IDEM_TEST_UNSET_TOKEN");
+}
+
+// A port in use: the message names the listener and the address, exit 1.
+TEST(GatewayProcess, AListenerThatCannotBindIsNamed) {
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::acceptor taken(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  const std::string busy = "127.0.0.1:" + std::to_string(taken.local_endpoint().port());
+  const std::string free_address = "127.0.0.1:" + std::to_string(free_port());
+  struct Case {
+    std::string listen, admin, expected;
+  };
+  for (const Case& c :
+       {Case{busy, free_address,
+             "idem: cannot listen on " + busy + " (client listener): address already in use"},
+        Case{free_address, busy,
+             "idem: cannot listen on " + busy + " (admin listener): address already in use"}}) {
+    std::string out;
+    EXPECT_EQ(run({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:9", "--store", "memory:", "--listen",
+                   c.listen, "--admin", c.admin},
+                  &out),
+              1)
+        << out;
+    EXPECT_NE(out.find(c.expected), std::string::npos) << out;
+    EXPECT_EQ(out.find("boost"), std::string::npos) << out;
+  }
 }
 
 TEST(GatewayProcess, AdminTokenAndNonLoopbackRefusal) {
@@ -496,6 +573,165 @@ TEST(GatewayProcess, ARecordDeletedByAnotherProcessIsNotReplayedFromMemory) {
   EXPECT_EQ(again.result_int(), 201u);
   EXPECT_EQ(again["Idempotent-Replayed"], "") << again.body();
   EXPECT_EQ(request(g.upstream.port(), verb::get, "/_count?key=gone").body(), "2");
+}
+
+}  // namespace
+}  // namespace idem::e2e
+
+namespace idem::e2e {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::string out;
+  run({"/bin/cat", path}, &out);
+  return out;
+}
+
+// One keep-alive connection to the gateway: requests on it must survive a reload.
+class KeepAlive {
+ public:
+  explicit KeepAlive(unsigned short port) : socket_(ioc_) {
+    socket_.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  }
+  Response post(const std::string& target, const std::string& key) {
+    http::request<http::string_body> req{verb::post, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.set("Idempotency-Key", key);
+    req.body() = "{}";
+    req.prepare_payload();
+    boost::system::error_code ec;
+    http::write(socket_, req, ec);
+    Response res;
+    if (!ec) http::read(socket_, buffer_, res, ec);
+    if (ec) res.result(0);
+    return res;
+  }
+
+ private:
+  boost::asio::io_context ioc_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::beast::flat_buffer buffer_;
+};
+
+// SIGHUP (docs/operations.md, "Reloading the config"): new routes and policies apply to new
+// requests, on connections opened before the reload too; an invalid file changes nothing;
+// what needs a restart is kept and said.
+TEST(GatewayProcess, SighupReloadsRoutesAndPoliciesWithoutDroppingAConnection) {
+  TempDir tmp;
+  Process upstream({IDEM_TEST_UPSTREAM}, tmp.path + "/upstream.log", true);
+  const unsigned short port = free_port(), admin = free_port();
+  const std::string file = tmp.path + "/idem.yaml", log = tmp.path + "/idem.log";
+  const std::string head = "listen: 127.0.0.1:" + std::to_string(port) +
+                           "\nupstream: http://127.0.0.1:" + std::to_string(upstream.port()) +
+                           "\nstore: \"memory:\"\nadmin:\n  listen: 127.0.0.1:" + std::to_string(admin) +
+                           "\n";
+  const std::string orders = "routes:\n  - name: orders\n    match: {method: POST, path: /orders}\n";
+  write_file(file, head + orders);
+  Process idem({IDEM_BIN, "serve", "--config", file}, log);
+  ASSERT_TRUE(wait_healthy(admin, 5000));
+
+  KeepAlive conn(port);
+  EXPECT_EQ(conn.post("/orders", "k1").result_int(), 201u);
+  EXPECT_EQ(header(conn.post("/orders", "k1"), "Idempotent-Replayed"), "true");
+  EXPECT_EQ(header(conn.post("/payments", "p1"), "Idempotent-Replayed"), "");  // no route yet
+  EXPECT_EQ(header(conn.post("/payments", "p1"), "Idempotent-Replayed"), "");
+
+  auto reloads = [&] {
+    std::size_t n = 0;
+    for (std::size_t at = 0; (at = read_text(log).find("idem: reload", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  write_file(file, head + orders + "    on_duplicate: reject\n" +
+                       "  - name: payments\n    match: {method: POST, path: /payments}\n");
+  idem.signal(SIGHUP);
+  ASSERT_TRUE(testutil::eventually([&] { return reloads() == 1; })) << read_text(log);
+  EXPECT_NE(read_text(log).find("idem: reloaded " + file + " (2 routes)"), std::string::npos)
+      << read_text(log);
+  // The same connection, the new routes.
+  Response dup = conn.post("/orders", "k1");
+  EXPECT_EQ(dup.result_int(), 409u);
+  EXPECT_EQ(problem_type(dup), "urn:idem:problem:duplicate");
+  EXPECT_EQ(conn.post("/payments", "p2").result_int(), 201u);
+  EXPECT_EQ(header(conn.post("/payments", "p2"), "Idempotent-Replayed"), "true");
+
+  // An invalid file: logged with its line and key, and the running config stays.
+  write_file(file, head + orders + "    on_duplicate: sometimes\n");
+  idem.signal(SIGHUP);
+  ASSERT_TRUE(testutil::eventually([&] { return reloads() == 2; })) << read_text(log);
+  EXPECT_NE(read_text(log).find("idem: reload failed, the running config is kept: " + file +
+                                ":9: routes[0].on_duplicate: expected replay, reject, got 'sometimes'"),
+            std::string::npos)
+      << read_text(log);
+  EXPECT_EQ(header(conn.post("/payments", "p2"), "Idempotent-Replayed"), "true");
+  EXPECT_EQ(conn.post("/orders", "k1").result_int(), 409u);
+
+  // A new listener address needs a restart: kept, and said; the routes apply.
+  const unsigned short other = free_port();
+  std::string moved = head + orders;
+  moved.replace(moved.find(std::to_string(port)), std::to_string(port).size(), std::to_string(other));
+  write_file(file, moved);
+  idem.signal(SIGHUP);
+  ASSERT_TRUE(testutil::eventually([&] { return reloads() == 3; })) << read_text(log);
+  EXPECT_NE(read_text(log).find("(1 route); kept the running listen (a restart applies them)"),
+            std::string::npos)
+      << read_text(log);
+  EXPECT_EQ(header(conn.post("/orders", "k1"), "Idempotent-Replayed"), "true");  // on_duplicate: replay again
+  EXPECT_EQ(header(conn.post("/payments", "p2"), "Idempotent-Replayed"), "");    // no route again
+  EXPECT_EQ(request(other, verb::get, "/").result_int(), 0u) << "nothing listens on the new address";
+
+  idem.signal(SIGTERM);
+  EXPECT_EQ(idem.wait(5000), 0);
+}
+
+// SIGTERM (docs/operations.md, "Stopping"): /readyz answers 503 at once while the admin
+// listener stays up for the drain; new clients are refused; the request in flight ends.
+TEST(GatewayProcess, SigtermTurnsReadyzTo503AndKeepsTheAdminListenerForTheDrain) {
+  SqliteGateway g;
+  ASSERT_TRUE(wait_healthy(g.admin, 5000));
+  EXPECT_EQ(request(g.admin, verb::get, "/readyz").result_int(), 200u);
+  Response answer;
+  std::thread client([&] {
+    answer = request(g.port, verb::post, "/orders",
+                     {{"Idempotency-Key", "slow"}, {"X-Test-Delay-Ms", "3000"}}, "{}");
+  });
+  ASSERT_TRUE(testutil::eventually([&] {
+    return request(g.admin, verb::get, "/metrics").body().find("\nidem_inflight 1\n") != std::string::npos;
+  }));
+  g.idem.signal(SIGTERM);
+  ASSERT_TRUE(
+      testutil::eventually([&] { return request(g.admin, verb::get, "/readyz").result_int() == 503u; }));
+  // While the request is still in flight: the admin listener takes new connections.
+  Response ready = request(g.admin, verb::get, "/readyz");
+  EXPECT_EQ(problem_type(ready), "urn:idem:problem:shutting-down");
+  EXPECT_EQ(request(g.admin, verb::get, "/healthz").result_int(), 200u);
+  EXPECT_NE(request(g.admin, verb::get, "/metrics").body().find("\nidem_inflight 1\n"), std::string::npos);
+  EXPECT_EQ(request(g.port, verb::post, "/orders", {{"Idempotency-Key", "late"}}, "{}").result_int(), 0u)
+      << "the client listener no longer accepts";
+  client.join();
+  EXPECT_EQ(answer.result_int(), 201u);
+  EXPECT_EQ(g.idem.wait(5000), 0);
+  std::string out;
+  EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", g.store, "--key-space", "default", "slow"}, &out), 0)
+      << out;
+  EXPECT_NE(out.find("\"state\":\"done\""), std::string::npos) << out;
+}
+
+// A second SIGTERM does not wait for the drain.
+TEST(GatewayProcess, ASecondSignalStopsWithoutWaiting) {
+  SqliteGateway g;
+  ASSERT_TRUE(wait_healthy(g.admin, 5000));
+  std::thread client([&] {
+    request(g.port, verb::post, "/orders", {{"Idempotency-Key", "long"}, {"X-Test-Delay-Ms", "20000"}}, "{}");
+  });
+  ASSERT_TRUE(testutil::eventually([&] {
+    return request(g.admin, verb::get, "/metrics").body().find("\nidem_inflight 1\n") != std::string::npos;
+  }));
+  g.idem.signal(SIGTERM);
+  ASSERT_TRUE(
+      testutil::eventually([&] { return request(g.admin, verb::get, "/readyz").result_int() == 503u; }));
+  g.idem.signal(SIGINT);
+  EXPECT_EQ(g.idem.wait(5000), 0) << "still draining after the second signal";
+  client.join();
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -410,6 +411,119 @@ TEST(LoadConfigFile, ReadsTheFileAndNamesItInErrors) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()), path + ": cannot open the file: No such file or directory");
   }
+}
+
+}  // namespace
+}  // namespace idem::gateway
+
+namespace idem::gateway {
+namespace {
+
+// An environment of the test's own, so nothing depends on the process's variables.
+ConfigEnvironment env_of(std::map<std::string, std::string> vars, bool strict = true,
+                         std::vector<ConfigError>* warnings = nullptr) {
+  return {.lookup = [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
+            auto it = vars.find(name);
+            if (it == vars.end()) return std::nullopt;
+            return it->second;
+          },
+          .strict = strict,
+          .warnings = warnings};
+}
+
+std::string error_of(std::string_view yaml, const ConfigEnvironment& env) {
+  try {
+    load_config_text(yaml, "idem.yaml", env);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// docs/configuration.md, "Secrets from the environment".
+TEST(ConfigEnvironment, NamesAreReplacedInEveryStringValue) {
+  const auto env =
+      env_of({{"PG_PASSWORD", "pa%2Fss-w0rd"}, {"PORT", "8081"}, {"KEY_HEADER", "X-Request-Key"}});
+  Config c = load_config_text(
+      "listen: 127.0.0.1:${PORT}\n"
+      "store: postgres://idem:${PG_PASSWORD}@db.internal:5432/idem\n"
+      "routes:\n"
+      "  - name: a\n"
+      "    match: {method: POST, path: /a}\n"
+      "    key: header:${KEY_HEADER}\n",
+      "idem.yaml", env);
+  EXPECT_EQ(c.listen.port, 8081);
+  EXPECT_EQ(c.store, "postgres://idem:pa%2Fss-w0rd@db.internal:5432/idem");
+  EXPECT_EQ(c.routes.at(0).key.header, "X-Request-Key");
+}
+
+TEST(ConfigEnvironment, DollarDollarBraceIsALiteralAndALoneDollarIsItself) {
+  const auto env = env_of({{"A", "1"}});
+  Config c = load_config_text("store: \"sqlite:/var/lib/$${A}/$/${A}$\"\n", "idem.yaml", env);
+  // `$${A}` stays `${A}` (not read again), `${A}` is 1.
+  EXPECT_EQ(c.store, "sqlite:/var/lib/${A}/$/1$");
+}
+
+// The value is used as it is: a password in a store URI must be percent-encoded where URIs
+// require it, and the error says so without showing it.
+TEST(ConfigEnvironment, AVariableInAStoreUriIsNotEncodedAndNeverShown) {
+  const std::string e =
+      error_of("store: postgres://idem:${PG_PASSWORD}@db:5432/idem\n", env_of({{"PG_PASSWORD", "s3cr/et"}}));
+  EXPECT_NE(e.find("idem.yaml:1: store: "), std::string::npos) << e;
+  EXPECT_NE(e.find("percent-encoded"), std::string::npos) << e;
+  EXPECT_EQ(e.find("s3cr"), std::string::npos) << e;
+}
+
+TEST(ConfigEnvironment, AValueIsNotExpandedTwice) {
+  // A secret that happens to hold `${...}` is used as it is.
+  const auto env = env_of({{"DIR", "/srv/${OTHER}"}, {"OTHER", "no"}});
+  Config c = load_config_text("store: sqlite:${DIR}/idem.db\n", "idem.yaml", env);
+  EXPECT_EQ(c.store, "sqlite:/srv/${OTHER}/idem.db");
+}
+
+TEST(ConfigEnvironment, AnUnsetVariableIsAnErrorNamingItFileLineAndKey) {
+  EXPECT_EQ(error_of("listen: 127.0.0.1:8080\nstore: redis://:${REDIS_PASSWORD}@h:6379\n", env_of({})),
+            "idem.yaml:2: store: the environment variable REDIS_PASSWORD is not set");
+  EXPECT_EQ(error_of("admin:\n  token_env: IDEM_ADMIN_TOKEN\n", env_of({})),
+            "idem.yaml:2: admin.token_env: the environment variable IDEM_ADMIN_TOKEN is not set");
+  // Set but empty: a secret that is empty is a mistake, in every mode.
+  EXPECT_EQ(error_of("admin:\n  token_env: T\n", env_of({{"T", ""}}, false)),
+            "idem.yaml:2: admin.token_env: the environment variable T is empty");
+}
+
+TEST(ConfigEnvironment, MalformedReferencesAreErrors) {
+  for (const char* yaml : {"store: \"sqlite:${X\"\n", "store: \"sqlite:${}\"\n", "store: \"sqlite:${1X}\"\n",
+                           "store: \"sqlite:${A-B}\"\n", "store: \"sqlite:${json.id}\"\n"}) {
+    const std::string e = error_of(yaml, env_of({{"X", "x"}}));
+    EXPECT_NE(e.find("idem.yaml:1: store: "), std::string::npos) << yaml << " -> " << e;
+    EXPECT_NE(e.find("$${"), std::string::npos) << "the error tells how to write a literal: " << e;
+  }
+}
+
+TEST(ConfigEnvironment, LenientModeWarnsAndReadsUnsetAsEmpty) {
+  std::vector<ConfigError> warnings;
+  const auto env = env_of({}, false, &warnings);
+  Config c = load_config_text(
+      "store: postgres://idem:${PG_PASSWORD}@db:5432/idem\n"
+      "admin:\n"
+      "  listen: 10.0.0.1:9901\n"
+      "  token_env: IDEM_ADMIN_TOKEN\n",
+      "idem.yaml", env);
+  EXPECT_EQ(c.store, "postgres://idem:@db:5432/idem");
+  // A token is configured all the same, so the non-loopback admin is not refused for it.
+  EXPECT_EQ(c.admin.token_env, "IDEM_ADMIN_TOKEN");
+  EXPECT_FALSE(c.admin.token.empty());
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_STREQ(warnings[0].what(), "idem.yaml:1: store: the environment variable PG_PASSWORD is not set");
+  EXPECT_STREQ(warnings[1].what(),
+               "idem.yaml:4: admin.token_env: the environment variable IDEM_ADMIN_TOKEN is not set");
+}
+
+TEST(ConfigEnvironment, TheProcessEnvironmentByDefault) {
+  ::setenv("IDEM_CONFIG_TEST_STORE", "memory:", 1);
+  Config c = load_config_text("store: ${IDEM_CONFIG_TEST_STORE}\n", "idem.yaml");
+  ::unsetenv("IDEM_CONFIG_TEST_STORE");
+  EXPECT_EQ(c.store, "memory:");
 }
 
 }  // namespace

@@ -118,14 +118,23 @@ HttpResponse ui_response(const UiAsset& asset, unsigned version, bool keep_alive
 }  // namespace
 
 Admin::Admin(const Config& config, Store& store, Metrics& metrics, ReplayCache* cache)
-    : config_(config), store_(store), metrics_(metrics), cache_(cache), token_(config.admin.token) {}
+    : settings_(std::make_shared<const Settings>(
+          Settings{std::make_shared<const Config>(config), AdminToken(config.admin.token)})),
+      store_(store),
+      metrics_(metrics),
+      cache_(cache) {}
+
+void Admin::reload(std::shared_ptr<const Config> next) {
+  AdminToken token(next->admin.token);
+  settings_.store(std::make_shared<const Settings>(Settings{std::move(next), std::move(token)}));
+}
 
 HttpResponse Admin::store_failed(const HttpRequest& req, std::string_view op, const Status& s) const {
   std::fprintf(stderr, "idem: admin: %.*s: store failed: %s\n", static_cast<int>(op.size()), op.data(),
                s.to_string().c_str());
   // Unavailable: nothing was applied, the caller retries as is. Outcome unknown: the call
   // may have been applied, so the caller reads the record before it retries
-  // (docs/admin.md, "Control API").
+  // (docs/control-api.md, "Errors").
   if (s.code() == StatusCode::deadline_exceeded)
     return problem_response(Problem::store_timeout,
                             "the idempotency store did not answer: the call may have been applied; read the "
@@ -139,17 +148,21 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
   const unsigned v = req.version();
   const bool ka = req.keep_alive();
   const std::vector<HeaderField> fields = header_fields(req);
+  const std::shared_ptr<const Settings> settings = settings_.load();
+  const AdminToken& token = settings->token;
   const std::string_view path = target_path(req.target());
   const bool probe = path == "/healthz" || path == "/readyz" || path == "/metrics";
   // Before anything else, so that a refused request learns nothing, not even readiness.
   // With a token, the page, records and control API still refuse other sites' pages: a
   // browser that holds the operator's Basic credentials sends them on its own.
-  if (auto refused = token_.configured() ? (probe ? std::nullopt : check_origin(fields))
-                                         : check_loopback_request(fields))
+  if (auto refused =
+          token.configured() ? (probe ? std::nullopt : check_origin(fields)) : check_loopback_request(fields))
     co_return problem_response(refused->problem, refused->detail, v, ka);
   if (path == "/healthz" && req.method() == http::verb::get)
     co_return json_response(http::status::ok, "{\"status\":\"ok\"}", v, ka);
   if (path == "/readyz" && req.method() == http::verb::get) {
+    if (draining_.load())
+      co_return problem_response(Problem::shutting_down, "the gateway is shutting down", v, ka);
     auto call = async_ping(store_, use_awaitable);
     Result<Done> r = co_await std::move(call);
     // Probes poll: say when readiness changes, not at every poll.
@@ -179,7 +192,7 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
   const std::optional<UiAsset> asset = find_ui_asset(path);
   if (!records_path && !control_path && !asset)
     co_return problem_response(404, "not-found", "Not found", "no such admin endpoint", v, ka);
-  if (token_.configured() && !token_.accepts(find_header(fields, "Authorization").value_or("")))
+  if (token.configured() && !token.accepts(find_header(fields, "Authorization").value_or("")))
     co_return unauthorized(v, ka);
   if (asset) {
     if (req.method() != http::verb::get) {
@@ -197,7 +210,7 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
                                v, ka);
   if (auto refused = check_json_request(fields))
     co_return problem_response(refused->problem, refused->detail, v, ka);
-  co_return co_await control(req, path.substr(3));
+  co_return co_await control(req, path.substr(3), *settings->config);
 }
 
 awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view rest) {
@@ -265,7 +278,7 @@ awaitable<HttpResponse> Admin::list_records(const HttpRequest& req) {
   co_return json_response(http::status::ok, list.json(), v, ka);
 }
 
-awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view op) {
+awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view op, const Config& config) {
   const unsigned v = req.version();
   const bool ka = req.keep_alive();
   auto invalid = [&](std::string_view detail) {
@@ -281,7 +294,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
   json::value body = json::parse(req.body(), ec);
   if (ec || !body.is_object()) co_return invalid("the body must be a JSON object");
   Fields f(body.get_object());
-  const Policy& d = config_.defaults;
+  const Policy& d = config.defaults;
 
   if (op == "/begin") {
     BeginArgs a{f.str("scope"), f.str("key"), f.str("fingerprint", false), f.millis("lease_ms", d.lease),
@@ -344,7 +357,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     co_return ok(outcome("extended"));
   }
   if (op == "/tokens") {
-    IssueTokenArgs a{f.str("scope"), f.millis("ttl_ms", config_.tokens.ttl)};
+    IssueTokenArgs a{f.str("scope"), f.millis("ttl_ms", config.tokens.ttl)};
     if (!f.ok()) co_return invalid(f.error());
     auto call = async_issue_token(store_, std::move(a), use_awaitable);
     Result<std::string> r = co_await std::move(call);
@@ -361,7 +374,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     co_return ok(outcome(to_string(*r)));
   }
   if (op == "/tokens/restore") {
-    RestoreTokenArgs a{f.str("scope"), f.str("token"), f.millis("ttl_ms", config_.tokens.ttl)};
+    RestoreTokenArgs a{f.str("scope"), f.str("token"), f.millis("ttl_ms", config.tokens.ttl)};
     if (!f.ok()) co_return invalid(f.error());
     auto call = async_restore_token(store_, std::move(a), use_awaitable);
     Result<RestoreOutcome> r = co_await std::move(call);

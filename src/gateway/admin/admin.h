@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 
 #include <boost/asio/awaitable.hpp>
 
@@ -30,19 +31,33 @@ class Admin {
   // Answers one fully read admin request. Never throws.
   boost::asio::awaitable<HttpResponse> handle(const HttpRequest& req);
 
+  // SIGHUP: the control API's defaults (lease, retention, token ttl) and the admin token of
+  // `next` apply from the next request on.
+  void reload(std::shared_ptr<const Config> next);
+  // SIGTERM: /readyz answers 503 (problem shutting-down) from now on, so load balancers
+  // stop sending while the drain finishes; everything else keeps answering.
+  void set_draining() noexcept { draining_.store(true); }
+
  private:
   boost::asio::awaitable<HttpResponse> records(const HttpRequest& req, std::string_view rest);
   boost::asio::awaitable<HttpResponse> list_records(const HttpRequest& req);
-  boost::asio::awaitable<HttpResponse> control(const HttpRequest& req, std::string_view op);
+  boost::asio::awaitable<HttpResponse> control(const HttpRequest& req, std::string_view op,
+                                               const Config& config);
   // 503 store-unavailable, saying nothing of the store; `op` and `s` go to standard error.
   HttpResponse store_failed(const HttpRequest& req, std::string_view op, const Status& s) const;
 
-  const Config& config_;
+  // What a reload replaces, together: a request sees one config and its token.
+  struct Settings {
+    std::shared_ptr<const Config> config;
+    AdminToken token;
+  };
+
+  std::atomic<std::shared_ptr<const Settings>> settings_;
   Store& store_;
   Metrics& metrics_;
   ReplayCache* cache_;
-  const AdminToken token_;
   std::atomic<bool> ready_{true};  // the last /readyz outcome, so a failing store is logged once
+  std::atomic<bool> draining_{false};
 };
 
 }  // namespace idem::gateway

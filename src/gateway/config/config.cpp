@@ -1,6 +1,7 @@
 #include "gateway/config/config.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -62,13 +63,20 @@ Config default_config() {
   return c;
 }
 
-Config load_config_file(const std::string& path) {
+std::optional<std::string> ConfigEnvironment::get(const std::string& name) const {
+  if (lookup) return lookup(name);
+  const char* value = std::getenv(name.c_str());
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+Config load_config_file(const std::string& path, const ConfigEnvironment& env) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path, 0, "", std::string("cannot open the file: ") + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw ConfigError(path, 0, "", "cannot read the file");
-  return load_config_text(text.str(), path);
+  return load_config_text(text.str(), path, env);
 }
 
 void apply_overrides(Config& config, const CliOverrides& flags) {

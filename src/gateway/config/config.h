@@ -1,11 +1,13 @@
-// The gateway's configuration (docs/gateway.md) and how it is read: a YAML file, the defaults
+// The gateway's configuration (docs/configuration.md) and how it is read: a YAML file, the defaults
 // `idem serve --upstream URL` runs with, and the command-line flags that override both.
 // Loading validates everything a config can get wrong, so a running gateway never meets
 // an invalid setting; any mistake throws ConfigError naming the file, line and key.
-// Loading has no global state (it reads the environment for admin.token_env, and the file
-// in load_config_file); a loaded Config is immutable and safe to share between threads.
+// Loading has no global state (it reads the environment through a ConfigEnvironment, and
+// the file in load_config_file); a loaded Config is immutable and safe to share between
+// threads.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -40,6 +42,21 @@ class ConfigError : public std::runtime_error {
   std::string reason_;
 };
 
+// How a config reads the environment: the variable admin.token_env names, and `${NAME}` in
+// any string value (docs/configuration.md, "Secrets from the environment").
+struct ConfigEnvironment {
+  // The variable's value, or nullopt when it is unset. Null: the process environment.
+  std::function<std::optional<std::string>(const std::string& name)> lookup = {};
+  // True (`idem serve`, `idem check --strict`): an unset variable is a ConfigError naming
+  // it. False (`idem check`): it is a warning, added to `warnings`, and reads as empty (an
+  // unset token_env as a token that is set), so a config can be checked on a machine that
+  // does not hold its secrets.
+  bool strict = true;
+  std::vector<ConfigError>* warnings = nullptr;
+
+  std::optional<std::string> get(const std::string& name) const;
+};
+
 struct AdminConfig {
   ListenAddress listen{"127.0.0.1", 9901};
   std::string token_env;  // the variable named by admin.token_env, or "" for none
@@ -58,6 +75,8 @@ struct ReplayCacheConfig {
   // served without asking the store, so how long a removal on another instance may go
   // unseen. Memory and SQLite stores are exact and ignore it.
   Duration shared_ttl = std::chrono::seconds(1);
+
+  friend bool operator==(const ReplayCacheConfig&, const ReplayCacheConfig&) = default;
 };
 
 struct Config {
@@ -90,12 +109,15 @@ Config default_config();
 // route; unique route names; templates naming path parameters the route has) throw
 // ConfigError, as do YAML syntax errors and more than one YAML document. An empty text is
 // the default config.
-Config load_config_text(std::string_view yaml, std::string_view name);
+// `${NAME}` in a value is replaced by the variable's value (not read again for `${`), `$${`
+// is a literal `${`, and a `$` before anything else is itself; a `${` without its `}` or
+// with a name that is not letters, digits and `_` (not starting with a digit) is an error.
+Config load_config_text(std::string_view yaml, std::string_view name, const ConfigEnvironment& env = {});
 
 // load_config_text of the file at `path`; ConfigError also when it cannot be read.
-Config load_config_file(const std::string& path);
+Config load_config_file(const std::string& path, const ConfigEnvironment& env = {});
 
-// Command-line flags (README.md), which override the config file.
+// Command-line flags (docs/configuration.md, "Command line"), which override the config file.
 struct CliOverrides {
   std::optional<std::string> listen{};    // --listen ADDR
   std::optional<std::string> upstream{};  // --upstream URL

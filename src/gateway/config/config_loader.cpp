@@ -1,6 +1,5 @@
 // load_config_text: reads the document key by key through a YamlReader, so every error
 // names its line and dotted key, then checks the rules that tie settings together.
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -160,11 +159,11 @@ void ConfigReader::read_admin(const Entry& admin, Config& c) const {
   if (const Entry* e = find(es, "token_env")) {
     std::string var = scalar(*e, "the name of an environment variable");
     if (var.empty() || var.find('=') != std::string::npos) fail(*e, "'" + var + "' is not a variable name");
-    const char* value = std::getenv(var.c_str());
-    if (value == nullptr) fail(*e, "the environment variable " + var + " is not set");
-    if (*value == '\0') fail(*e, "the environment variable " + var + " is empty");
+    std::optional<std::string> value = variable(*e, var);
+    if (value && value->empty()) fail(*e, "the environment variable " + var + " is empty");
     c.admin.token_env = var;
-    c.admin.token = value;
+    // Unset, under a lenient environment (idem check): a token is configured all the same.
+    c.admin.token = value.value_or("(unset)");
   }
   if (auto why = config_checks::admin_exposed(c)) fail(listen ? where(*listen) : where(admin), *why);
 }
@@ -361,8 +360,8 @@ Config ConfigReader::read(const YAML::Node& root) {
 
 }  // namespace
 
-Config load_config_text(std::string_view yaml, std::string_view name) {
-  ConfigReader reader{std::string(name)};
+Config load_config_text(std::string_view yaml, std::string_view name, const ConfigEnvironment& env) {
+  ConfigReader reader{std::string(name), env};
   YAML::Node root = reader.parse_document(yaml);
   try {
     return reader.read(root);

@@ -164,7 +164,43 @@ std::string YamlReader::scalar(const Entry& e, const char* expected) const {
   if (!e.value.IsScalar()) {
     fail(e, std::string("expected ") + expected + ", got a " + (e.value.IsSequence() ? "list" : "mapping"));
   }
-  return e.value.Scalar();
+  return expand(e, e.value.Scalar());
+}
+
+std::optional<std::string> YamlReader::variable(const Entry& e, const std::string& name) const {
+  if (std::optional<std::string> value = env_.get(name)) return value;
+  const std::string reason = "the environment variable " + name + " is not set";
+  if (env_.strict) fail(e, reason);
+  if (env_.warnings) env_.warnings->emplace_back(source_, where(e).line, e.path, reason);
+  return std::nullopt;
+}
+
+std::string YamlReader::expand(const Entry& e, const std::string& text) const {
+  if (text.find('$') == std::string::npos) return text;
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text.compare(i, 3, "$${") == 0) {
+      out += "${";
+      i += 3;
+    } else if (text.compare(i, 2, "${") == 0) {
+      const std::size_t end = text.find('}', i + 2);
+      if (end == std::string::npos) fail(e, "'${' without its '}' (write $${ for a literal ${)");
+      const std::string name = text.substr(i + 2, end - i - 2);
+      const bool valid =
+          !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
+          name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+              std::string::npos;
+      if (!valid)
+        fail(e, "'${" + name +
+                    "}' does not name an environment variable (letters, digits and _; write $${ "
+                    "for a literal ${)");
+      out += variable(e, name).value_or("");
+      i = end + 1;
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
 }
 
 Duration YamlReader::duration(const Entry& e, Duration min, const char* rule) const {

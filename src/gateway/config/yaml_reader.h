@@ -5,12 +5,14 @@
 // config code; no global state.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
 
+#include "gateway/config/config.h"
 #include "idem/clock.h"
 
 namespace idem::gateway {
@@ -38,7 +40,7 @@ std::string join(const Names& names);
 
 class YamlReader {
  public:
-  explicit YamlReader(std::string source) : source_(std::move(source)) {}
+  YamlReader(std::string source, const ConfigEnvironment& env) : source_(std::move(source)), env_(env) {}
 
   // The root of `text`, a YAML stream of one document (empty documents after it are
   // allowed); an empty stream gives a null node. Fails with "invalid YAML: ..." and the
@@ -60,9 +62,12 @@ class YamlReader {
   // The entry named `name`; fails with "required" at `parent` otherwise.
   const Entry& require(const std::vector<Entry>& es, std::string_view name, const Where& parent) const;
 
-  // The scalar text; fails for an empty value, a list or a mapping. `expected` describes
-  // what belongs there ("a duration such as 30s").
+  // The scalar text with `${NAME}` replaced (load_config_text); fails for an empty value, a
+  // list or a mapping. `expected` describes what belongs there ("a duration such as 30s").
   std::string scalar(const Entry& e, const char* expected) const;
+  // The variable `name`, for the setting at `e`: unset is an error, or under a lenient
+  // environment a warning and nullopt.
+  std::optional<std::string> variable(const Entry& e, const std::string& name) const;
   // parse_duration, then at least `min` (else fails with `rule`).
   Duration duration(const Entry& e, Duration min, const char* rule) const;
   std::uint64_t size(const Entry& e) const;  // parse_size
@@ -71,7 +76,10 @@ class YamlReader {
   std::size_t choice(const Entry& e, const Names& names) const;
 
  private:
+  std::string expand(const Entry& e, const std::string& text) const;
+
   std::string source_;
+  const ConfigEnvironment& env_;
 };
 
 }  // namespace idem::gateway

@@ -1,4 +1,4 @@
-// Request bodies on the client listener (docs/gateway.md, "Framing" and "Bounded memory"):
+// Request bodies on the client listener (docs/gateway.md, "Framing (RFC 9112)" and "Memory"):
 // what a client's body may cost, and where it ends.
 //  - BodyBudget: one cap on the request-body bytes held in memory across all connections;
 //    a request that would go past it is refused (503 overloaded) instead of buffered.

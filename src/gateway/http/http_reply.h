@@ -1,5 +1,5 @@
 // HTTP building blocks shared by the gateway's listeners and its upstream client: the
-// message types, problem+json replies (docs/gateway.md), Retry-After and hop-by-hop handling.
+// message types, problem+json replies (docs/http.md, "Every problem"), Retry-After and hop-by-hop handling.
 // Problem → status comes from problem.h, the one place that maps them.
 // Pure functions; safe for concurrent use.
 #pragma once
@@ -25,7 +25,7 @@ using HttpResponse = http::response<http::string_body>;
 HttpResponse problem_response(Problem p, std::string_view detail, unsigned version, bool keep_alive,
                               std::optional<Duration> retry_after = std::nullopt);
 
-// The same shape for the few HTTP-level errors that are not gateway problems of docs/gateway.md
+// The same shape for the few HTTP-level errors that are not gateway problems of docs/http.md
 // (431 header too large, 404 unknown admin path, 405).
 HttpResponse problem_response(unsigned status, std::string_view name, std::string_view title,
                               std::string_view detail, unsigned version, bool keep_alive);
@@ -38,7 +38,7 @@ HttpResponse json_response(http::status status, std::string body, unsigned versi
 // for answers to HEAD, where it describes the body a GET would have had.
 void strip_hop_by_hop(http::fields& fields);
 
-// The forwarded-request fields that the gateway alone may set (docs/gateway.md).
+// The forwarded-request fields that the gateway alone may set (docs/http.md, "What to send").
 inline constexpr std::string_view kFenceHeader = "Idempotency-Fence";
 inline constexpr std::string_view kReplayedHeader = "Idempotent-Replayed";
 inline constexpr std::string_view kStatusHeader = "Idempotency-Status";

@@ -1,4 +1,4 @@
-// Streaming between the client and the upstream (docs/gateway.md, "Bounded memory"): a
+// Streaming between the client and the upstream (docs/gateway.md, "Memory"): a
 // request on no route is forwarded as its body arrives, and any response too large to
 // hold whole is passed on as it arrives, so an event stream reaches the client event by
 // event and a large download costs a fixed buffer, not its size.

@@ -245,17 +245,25 @@ tcp::endpoint Server::listen(const ListenAddress& address, bool admin) {
   auto listener = std::make_unique<Listener>(pool_.main(), admin,
                                              admin ? limits_.max_admin_connections : limits_.max_connections);
   tcp::acceptor& acceptor = listener->acceptor;
-  if (address.every_interface()) {
-    bind_every_interface(acceptor, address.port);
-  } else {
-    tcp::resolver resolver(pool_.main());
-    auto results = resolver.resolve(address.host, std::to_string(address.port));
-    const tcp::endpoint ep = results.begin()->endpoint();
-    acceptor.open(ep.protocol());
-    acceptor.set_option(asio::socket_base::reuse_address(true));
-    acceptor.bind(ep);
+  try {
+    if (address.every_interface()) {
+      bind_every_interface(acceptor, address.port);
+    } else {
+      tcp::resolver resolver(pool_.main());
+      auto results = resolver.resolve(address.host, std::to_string(address.port));
+      const tcp::endpoint ep = results.begin()->endpoint();
+      acceptor.open(ep.protocol());
+      acceptor.set_option(asio::socket_base::reuse_address(true));
+      acceptor.bind(ep);
+    }
+    acceptor.listen(asio::socket_base::max_listen_connections);
+  } catch (const boost::system::system_error& e) {
+    // The system's words ("Address already in use"), without Boost's source location.
+    std::string why = e.code().message();
+    if (!why.empty() && why[0] >= 'A' && why[0] <= 'Z') why[0] = static_cast<char>(why[0] - 'A' + 'a');
+    throw ListenError("cannot listen on " + address.to_string() + " (" + (admin ? "admin" : "client") +
+                      " listener): " + why);
   }
-  acceptor.listen(asio::socket_base::max_listen_connections);
   const tcp::endpoint bound = acceptor.local_endpoint();
   Listener& ref = *listener;
   {
@@ -276,7 +284,7 @@ awaitable<void> Server::accept_loop(Listener& listener) {
       co_await listener.gate.async_wait(kTuple);
     }
     auto [ec, socket] = co_await acceptor.async_accept(pool_.next(), kTuple);
-    if (stopping_.load()) co_return;
+    if (stopping_.load() && !listener.admin) co_return;
     if (ec) {
       if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
       // EMFILE and friends: keep serving the connections we have, and do not spin.
@@ -287,7 +295,7 @@ awaitable<void> Server::accept_loop(Listener& listener) {
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     auto conn = std::make_shared<Conn>(std::move(socket));
-    {
+    if (!listener.admin) {
       std::lock_guard lock(mu_);
       if (++accepted_ % 256 == 0) conns_.remove_if([](const std::weak_ptr<Conn>& w) { return w.expired(); });
       conns_.push_back(conn);
@@ -309,12 +317,15 @@ void Server::connection_closed(Listener& listener) {
 void Server::shutdown() {
   stopping_.store(true);
   std::lock_guard lock(mu_);
+  // The admin listener stays: probes see /readyz 503 while the drain lasts, and metrics
+  // can be read until the end (docs/operations.md, "Stopping").
   for (auto& l : listeners_)
-    asio::post(l->acceptor.get_executor(), [l = l.get()] {
-      boost::system::error_code ec;
-      l->acceptor.close(ec);
-      l->gate.cancel();
-    });
+    if (!l->admin)
+      asio::post(l->acceptor.get_executor(), [l = l.get()] {
+        boost::system::error_code ec;
+        l->acceptor.close(ec);
+        l->gate.cancel();
+      });
   // Idle connections wait for a request head that is not coming: cancel that read. The
   // check runs on the connection's thread, so it cannot race with the session.
   for (auto& w : conns_)
@@ -336,7 +347,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
   beast::flat_buffer buffer(limits_.header_limit + kBufferSlack);
   bool unread_body = false;  // answered before the body was read: the client may still send
   for (;;) {
-    if (stopping_.load()) break;
+    if (stopping_.load() && !admin) break;
     Request req;
     req.head.header_limit(static_cast<std::uint32_t>(limits_.header_limit));
     req.head.body_limit(boost::none);  // each route sets its own when the body is read
@@ -369,7 +380,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
       break;
     }
 
-    ActiveGuard guard(active_, admin ? nullptr : &metrics_);
+    ActiveGuard guard(admin ? admin_active_ : active_, admin ? nullptr : &metrics_);
     std::optional<Answer> answer;
     if (auto refusal = refuse_head(req.head.get(), admin))
       answer.emplace(std::move(*refusal));
@@ -379,7 +390,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
       answer = co_await handle(*conn, buffer, req);
     if (!answer) break;
     unread_body = !req.body_done;
-    const bool keep = answer->response.keep_alive() && !stopping_.load() && !unread_body;
+    const bool keep = answer->response.keep_alive() && (admin || !stopping_.load()) && !unread_body;
     answer->response.keep_alive(keep);
     const bool usable = co_await write_answer(stream, *answer, limits_.write_timeout);
     if (!usable || !keep) break;
@@ -469,8 +480,9 @@ awaitable<std::optional<Answer>> Server::handle(Conn& conn, beast::flat_buffer& 
     co_return Answer{co_await gateway_.issue_token(body.parser->get())};
   }
 
-  const auto& routes = gateway_.config().routes;
-  auto match = match_route(routes, head.method_string(), head.target());
+  // Held until the answer: the route matched stays valid across a reload.
+  const std::shared_ptr<const Config> config = gateway_.config();
+  auto match = match_route(config->routes, head.method_string(), head.target());
   if (!match) co_return co_await relay(conn, buffer, req, nullptr);
 
   // Cheap checks first: nothing is read or claimed for a request rejected on its head.
@@ -518,7 +530,7 @@ awaitable<std::optional<Answer>> Server::relay(Conn& conn, beast::flat_buffer& b
   }
   const auto t0 = Steady::now();
   const Duration timeout =
-      route ? route->policy.upstream_timeout : gateway_.config().defaults.upstream_timeout;
+      route ? route->policy.upstream_timeout : gateway_.config()->defaults.upstream_timeout;
   auto answer = co_await relay_request(conn.stream, buffer, parser, guard, gateway_.upstream(),
                                        {limits_.body_timeout, timeout}, req.body_done);
   metrics_.observe_upstream(std::chrono::duration_cast<Duration>(Steady::now() - t0));

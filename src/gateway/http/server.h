@@ -13,8 +13,9 @@
 // dropped), a request on no route streams to the upstream, and the request bodies held
 // whole across all connections share one cap (past it: 503 overloaded).
 //
-// Shutdown (SIGTERM): stop accepting, close idle connections, let requests in flight
-// finish (their results are stored), then report drained.
+// Shutdown (SIGTERM): stop accepting clients, close idle client connections, let requests
+// in flight finish (their results are stored), then report drained. The admin listener
+// serves until the process stops.
 // Threads: listeners run on the pool's main context; each connection is accepted onto the
 // pool's next context and runs there alone (IoPool). shutdown() may be called from any thread.
 #pragma once
@@ -54,19 +55,27 @@ struct ServerLimits {
   std::size_t max_admin_connections = 64;
 };
 
+// What a listener that cannot be opened says: "cannot listen on 127.0.0.1:8080 (client
+// listener): address already in use".
+class ListenError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class Server {
  public:
   Server(IoPool& pool, Gateway& gateway, Admin& admin, Metrics& metrics, ServerLimits limits = {});
 
-  // Binds and listens; throws boost::system::system_error when the address cannot be bound.
+  // Binds and listens; throws ListenError when the address cannot be resolved or bound.
   // Every interface (:PORT) is IPv6 and IPv4 on one socket, or IPv4 alone on a system
   // without IPv6. Returns the bound endpoint (port 0 picks a free port).
   boost::asio::ip::tcp::endpoint listen_client(const ListenAddress& address);
   boost::asio::ip::tcp::endpoint listen_admin(const ListenAddress& address);
 
-  // Stops accepting and closes idle connections; requests in flight run to the end.
+  // Stops accepting clients and closes idle client connections; requests in flight run to
+  // the end. The admin listener and its connections are left alone.
   void shutdown();
-  // True once shutdown() was called and no request is in flight.
+  // True once shutdown() was called and no client request is in flight.
   bool drained() const noexcept { return stopping_.load() && active_.load() == 0; }
 
  private:
@@ -120,7 +129,8 @@ class Server {
   Metrics& metrics_;
   ServerLimits limits_;
   std::atomic<bool> stopping_{false};
-  std::atomic<int> active_{0};  // requests between head read and response written
+  std::atomic<int> admin_active_{0};  // admin requests: not waited for by the drain
+  std::atomic<int> active_{0};        // requests between head read and response written
   BodyBudget budget_;
   std::mutex mu_;
   std::list<std::unique_ptr<Listener>> listeners_;  // guarded by mu_

@@ -1,6 +1,6 @@
-// The PostgreSQL store (docs/stores.md; URIs in the README, "Stores"): postgres://user:pass@host:port/db (or
-// postgresql://), distributed and durable. Any libpq URI parameter may follow; one more is the store's own
-// and is removed before the URI reaches libpq:
+// The PostgreSQL store (docs/stores.md; URIs in docs/configuration.md, "Stores"):
+// postgres://user:pass@host:port/db (or postgresql://), distributed and durable. Any libpq URI parameter may
+// follow; one more is the store's own and is removed before the URI reaches libpq:
 //   table_prefix=NAME   the tables are NAMErecords, NAMEtokens, NAMElocks (default idem_);
 //                       [a-z_][a-z0-9_]*, at most 40 characters
 // The tables are created if missing. Errors name the host and the server's reason, never

@@ -1,4 +1,4 @@
-// The Redis and Redis Cluster stores (docs/stores.md; URIs in the README, "Stores"):
+// The Redis and Redis Cluster stores (docs/stores.md; URIs in docs/configuration.md, "Stores"):
 //   redis://[user:pass@]host:port[/db][?prefix=P]
 //   redis-cluster://host:port[,host:port...][?prefix=P]
 // Every operation is one Lua script (redis_scripts.h), atomic on the server, judged by the

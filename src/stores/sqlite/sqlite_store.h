@@ -1,4 +1,4 @@
-// The embedded SQLite store, the default (README, "Stores": sqlite:PATH[?sync=normal|full]).
+// The embedded SQLite store, the default (docs/configuration.md, "Stores": sqlite:PATH[?sync=normal|full]).
 #pragma once
 
 #include <memory>

@@ -1,0 +1,188 @@
+package dev.idem.client;
+
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Flow;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
+
+/**
+ * One HTTP exchange with the admin listener, and what its answer means: the body of a
+ * control API answer, or the {@link IdemException} that tells the caller what to do
+ * (docs/java.md, "Errors"). The one place where statuses are mapped.
+ */
+final class Exchange {
+  private final HttpClient http;
+  private final URI base;
+  private final Duration requestTimeout;
+  private final int maxResponseBytes;
+
+  Exchange(HttpClient http, URI base, Duration requestTimeout, int maxResponseBytes) {
+    this.http = http;
+    this.base = base;
+    this.requestTimeout = requestTimeout;
+    this.maxResponseBytes = maxResponseBytes;
+  }
+
+  record Answer(int status, String body, Optional<String> retryAfter) {}
+
+  // One exchange, bounded as a whole by requestTimeout (HttpClient's own timeout ends when
+  // the head arrives; a body that stalls would block forever) and in size by maxResponseBytes.
+  Answer send(HttpRequest r, String what) {
+    CompletableFuture<HttpResponse<byte[]>> call = http.sendAsync(r, info -> new LimitedBody(maxResponseBytes, info.statusCode()));
+    HttpResponse<byte[]> res;
+    try {
+      res = call.get(requestTimeout.toNanos(), TimeUnit.NANOSECONDS);
+    } catch (TimeoutException e) {
+      call.cancel(true);
+      throw new OutcomeUnknownException(what + ": no answer within " + requestTimeout + " (it may have been applied)", 0, e);
+    } catch (InterruptedException e) {
+      call.cancel(true);
+      Thread.currentThread().interrupt();
+      throw new OutcomeUnknownException(what + ": interrupted (it may have been applied)", 0, e);
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      while (cause instanceof CompletionException && cause.getCause() != null) cause = cause.getCause();
+      if (cause instanceof TooLong t)
+        throw new ProtocolException(what + ": answer longer than " + maxResponseBytes + " bytes", t.status, null);
+      if (cause instanceof HttpConnectTimeoutException || cause instanceof ConnectException)
+        // No connection: the request was never sent.
+        throw new NotAppliedException(what + ": cannot connect to " + base + ": " + cause, 0, cause);
+      if (cause instanceof HttpTimeoutException)
+        throw new OutcomeUnknownException(what + ": no answer within " + requestTimeout + " (it may have been applied)", 0, cause);
+      throw new OutcomeUnknownException(what + ": connection failed: " + cause + " (it may have been applied)", 0, cause);
+    }
+    return new Answer(res.statusCode(), new String(res.body(), StandardCharsets.UTF_8), res.headers().firstValue("Retry-After"));
+  }
+
+  private static final class TooLong extends IOException {
+    private static final long serialVersionUID = 1L;
+    final int status;
+
+    TooLong(int status) {
+      super("answer too long");
+      this.status = status;
+    }
+  }
+
+  // Collects the body up to a limit; past it, cancels the exchange.
+  private static final class LimitedBody implements HttpResponse.BodySubscriber<byte[]> {
+    private final int limit;
+    private final int status;
+    private final java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    private final CompletableFuture<byte[]> done = new CompletableFuture<>();
+    private Flow.Subscription subscription;
+
+    LimitedBody(int limit, int status) {
+      this.limit = limit;
+      this.status = status;
+    }
+
+    @Override
+    public CompletableFuture<byte[]> getBody() {
+      return done;
+    }
+
+    @Override
+    public void onSubscribe(Flow.Subscription s) {
+      subscription = s;
+      s.request(Long.MAX_VALUE);
+    }
+
+    @Override
+    public void onNext(List<ByteBuffer> buffers) {
+      if (done.isDone()) return;
+      for (ByteBuffer b : buffers) {
+        if (out.size() + b.remaining() > limit) {
+          subscription.cancel();
+          done.completeExceptionally(new TooLong(status));
+          return;
+        }
+        byte[] chunk = new byte[b.remaining()];
+        b.get(chunk);
+        out.write(chunk, 0, chunk.length);
+      }
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      done.completeExceptionally(t);
+    }
+
+    @Override
+    public void onComplete() {
+      done.complete(out.toByteArray());
+    }
+  }
+
+  static <T> T parse(String what, Answer a, Function<JsonValue, T> reader) {
+    try {
+      return reader.apply(JsonValue.parse(a.body));
+    } catch (JsonException | java.time.format.DateTimeParseException | ArithmeticException e) {
+      throw new ProtocolException(what + ": unexpected answer (" + e.getMessage() + "): " + excerpt(a.body), a.status, e);
+    }
+  }
+
+  // What a non-answer means for the caller (the classes of IdemException).
+  IdemException failure(String what, Answer a) {
+    String detail = problemDetail(a.body);
+    String msg = what + ": " + a.status + (detail.isEmpty() ? "" : ": " + detail);
+    String type = problemType(a.body);
+    return switch (a.status) {
+      case 400 -> new RequestInvalidException(msg);
+      case 401 -> new UnauthorizedException(msg);
+      case 503 -> type.endsWith(":store-unavailable")
+          ? new StoreUnavailableException(msg, retryAfter(a.retryAfter))
+          : new OutcomeUnknownException(msg + " (not the gateway's answer: it may have been applied)", 503, null);
+      case 504 -> new OutcomeUnknownException(msg + " (it may have been applied: read the record before retrying)", 504, null);
+      default -> a.status >= 500
+          ? new OutcomeUnknownException(msg + " (it may have been applied)", a.status, null)
+          : new ProtocolException(msg, a.status, null);
+    };
+  }
+
+  // Retry-After in whole seconds (the gateway's form); at least 1 s when absent or unreadable.
+  static Duration retryAfter(Optional<String> header) {
+    try {
+      long s = Long.parseLong(header.orElse("1").trim());
+      return Duration.ofSeconds(Math.max(1, Math.min(s, 3600)));
+    } catch (NumberFormatException e) {
+      return Duration.ofSeconds(1);
+    }
+  }
+
+  private static String problemDetail(String body) {
+    return problemField(body, "detail");
+  }
+
+  private static String problemType(String body) {
+    return problemField(body, "type");
+  }
+
+  private static String problemField(String body, String field) {
+    try {
+      return JsonValue.parse(body).asObject().get(field).map(JsonValue::asString).orElse("");
+    } catch (JsonException e) {
+      return "";
+    }
+  }
+
+  private static String excerpt(String body) {
+    return body.length() <= 200 ? body : body.substring(0, 200) + "...";
+  }
+}
