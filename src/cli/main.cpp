@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +21,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "cli/service_notify.h"
 #include "gateway/admin/admin.h"
 #include "gateway/admin/metrics.h"
 #include "gateway/admin/record_json.h"
@@ -160,7 +162,8 @@ asio::awaitable<void> flush_log_periodically(Gateway& gateway) {
 // policies, tokens and admin token apply to new requests. Listeners, store, upstream and
 // replay cache stay as they started (changing them needs a restart, which the log says).
 // An invalid file changes nothing.
-void reload(const std::string& config_file, const CliOverrides& flags, Gateway& gateway, Admin& admin) {
+void reload(const std::string& config_file, const CliOverrides& flags, Gateway& gateway, Admin& admin,
+            Metrics& metrics) {
   if (config_file.empty()) {
     std::cerr << "idem: SIGHUP: there is no --config file to reload" << std::endl;
     return;
@@ -173,6 +176,7 @@ void reload(const std::string& config_file, const CliOverrides& flags, Gateway& 
     require_upstream(next);
   } catch (const ConfigError& e) {
     std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
+    metrics.count_reload(false);
     return;
   }
   std::vector<std::string> kept;
@@ -192,11 +196,13 @@ void reload(const std::string& config_file, const CliOverrides& flags, Gateway& 
     require_admin_token_off_loopback(next);
   } catch (const ConfigError& e) {
     std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
+    metrics.count_reload(false);
     return;
   }
   auto shared = std::make_shared<const Config>(std::move(next));
   gateway.reload(shared);
   admin.reload(shared);
+  metrics.count_reload(true);
   std::cerr << "idem: reloaded " << config_file << " (" << shared->routes.size() << " route"
             << (shared->routes.size() == 1 ? "" : "s") << ")";
   for (std::size_t i = 0; i < kept.size(); ++i)
@@ -247,15 +253,18 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
 
   IoPool pool(std::max(1u, std::thread::hardware_concurrency()));
   UpstreamClient upstream(*config.upstream, config.upstream_idle);
-  Metrics metrics;
+  // Latency buckets reach the longest timeout and the store's deadline (docs/observability.md).
+  Metrics metrics(MetricsOptions{longest_upstream_timeout(config), StoreOptions{}.op_timeout});
   Gateway gateway(config, *store, upstream, metrics);
   Admin admin(config, *store, metrics, &gateway.replay_cache());
   Server server(pool, gateway, admin, metrics, server_limits());
+  std::ostringstream serving;
   try {
     auto client = server.listen_client(config.listen);
     auto admin_ep = server.listen_admin(config.admin.listen);
-    std::cerr << "idem: serving on " << client << " (admin " << admin_ep << ", upstream "
-              << config.upstream->text << ", store " << redact_uri(config.store) << ")" << std::endl;
+    serving << "serving on " << client << " (admin " << admin_ep << ", upstream " << config.upstream->text
+            << ", store " << redact_uri(config.store) << ")";
+    std::cerr << "idem: " << serving.str() << std::endl;
   } catch (const ListenError& e) {
     std::cerr << "idem: " << e.what() << "\n";
     return kRuntime;
@@ -276,6 +285,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     stopping = true;
     std::cerr << "idem: shutting down" << std::endl;
     admin.set_draining();
+    cli::notify_stopping();
     server.shutdown();
     asio::co_spawn(pool.main(),
                    drain(server, gateway, upstream, pool,
@@ -289,12 +299,16 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   std::function<void(const boost::system::error_code&, int)> on_reload;
   on_reload = [&](const boost::system::error_code& ec, int) {
     if (ec) return;
-    reload(config_file, flags, gateway, admin);
+    cli::notify_reloading();
+    reload(config_file, flags, gateway, admin, metrics);
+    cli::notify_ready(serving.str());
     reload_signals.async_wait(on_reload);
   };
   reload_signals.async_wait(on_reload);
 
   asio::co_spawn(pool.main(), flush_log_periodically(gateway), asio::detached);
+  cli::start_watchdog(pool);
+  cli::notify_ready(serving.str());  // under systemd (docs/admin.md): started once signals are handled
   pool.run();
   gateway.flush_log();
   std::cerr << "idem: stopped" << std::endl;

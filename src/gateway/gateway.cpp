@@ -1,6 +1,7 @@
 #include "gateway/gateway.h"
 
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 
 #include <boost/asio/as_tuple.hpp>
@@ -12,6 +13,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include "gateway/http/request.h"
+#include "gateway/request_meta.h"
 #include "gateway/stored_result.h"
 #include "gateway/upstream_end.h"
 #include "idem/async.h"
@@ -29,6 +32,10 @@ constexpr auto kTuple = asio::as_tuple(use_awaitable);
 constexpr std::size_t kStreamedPrefix = 64 * 1024;
 // How often a waiter asks the store again, for holders on other instances.
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
+// The most of each client-chosen value a log line holds (docs/observability.md).
+constexpr std::size_t kLoggedMethod = 32;
+constexpr std::size_t kLoggedPath = 1024;
+constexpr std::size_t kLoggedClient = 64;
 
 Duration since(Steady::time_point t0) { return std::chrono::duration_cast<Duration>(Steady::now() - t0); }
 
@@ -102,11 +109,13 @@ Gateway::Reply Gateway::problem(const HttpRequest& req, Problem p, std::string_v
   return {problem_response(p, detail, req.version(), req.keep_alive(), retry_after), problem_metric_name(p)};
 }
 
-void Gateway::log(const Route& route, const Identity* id, std::string_view outcome, unsigned status,
-                  Duration latency) {
-  // Written by hand into the batch: a route name is [A-Za-z0-9._-] (config checks it), an
-  // outcome one of ours and the rest numbers or hex, so nothing needs escaping, and
-  // boost::json's object cost more than the rest of a replay.
+void Gateway::log(const Route& route, const Identity* id, std::string_view method, std::string_view target,
+                  const RequestMeta& meta, std::string_view outcome, unsigned status, Duration latency) {
+  // Written by hand into the batch: boost::json's object cost more than the rest of a
+  // replay. A route name is [A-Za-z0-9._-] (config checks it), an outcome one of ours, and
+  // the key hash hex: they need no escaping. The method, path and request id are the
+  // client's: escaped and bounded (append_json_string), so any bytes still make one line
+  // of valid JSON.
   std::string key_hash;
   if (id && !id->key.empty()) key_hash = hash_subject(id->scope + '\n' + id->record_key).substr(0, 12);
   char numbers[64];
@@ -115,11 +124,22 @@ void Gateway::log(const Route& route, const Identity* id, std::string_view outco
   const std::size_t status_end = static_cast<std::size_t>(p - numbers);
   p = std::to_chars(p, numbers + sizeof numbers, static_cast<long long>(latency.count())).ptr;
   const std::string_view digits(numbers, static_cast<std::size_t>(p - numbers));
+  const auto now = std::chrono::system_clock::now();
   std::lock_guard lock(log_mu_);
   std::string& b = log_buffer_;
-  b.append(R"({"route":")").append(route.name).append(R"(","outcome":")").append(outcome);
+  b.append(R"({"time":")");
+  append_rfc3339_ms(b, now);
+  b.append(R"(","route":")").append(route.name).append(R"(","method":)");
+  append_json_string(b, method, kLoggedMethod);
+  b.append(R"(,"path":)");
+  append_json_string(b, target_path(target), kLoggedPath);
+  b.append(R"(,"outcome":")").append(outcome);
   b.append(R"(","status":)").append(digits.substr(0, status_end));
   b.append(R"(,"latency_us":)").append(digits.substr(status_end));
+  b.append(R"(,"request_id":)");
+  append_json_string(b, meta.request_id.view(), kMaxRequestIdLength);
+  b.append(R"(,"client":)");
+  append_json_string(b, meta.client, kLoggedClient);
   if (!key_hash.empty()) b.append(R"(,"key_hash":")").append(key_hash).append("\"");
   b.append("}\n");
   if (b.size() >= 16 * 1024) write_log_locked();
@@ -137,15 +157,18 @@ void Gateway::write_log_locked() {
   log_buffer_.clear();
 }
 
-HttpResponse Gateway::reject_early(const Route& route, const http::request_header<>& req, const Rejection& r,
-                                   bool keep_alive, std::optional<Duration> retry_after) {
+HttpResponse Gateway::reject_early(const Route& route, const http::request_header<>& req,
+                                   const RequestMeta& meta, const Rejection& r, bool keep_alive,
+                                   std::optional<Duration> retry_after) {
   auto res = problem_response(r.problem, r.detail, req.version(), keep_alive, retry_after);
   metrics_.count_request(route.name, problem_metric_name(r.problem));
-  log(route, nullptr, problem_metric_name(r.problem), res.result_int(), Duration{});
+  log(route, nullptr, req.method_string(), req.target(), meta, problem_metric_name(r.problem),
+      res.result_int(), Duration{});
   return res;
 }
 
-awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& req, Decision head) {
+awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& req, Decision head,
+                                   const RequestMeta& meta) {
   const auto t0 = Steady::now();
   const Route& route = *match.route;
   const auto headers = header_fields(req);
@@ -156,25 +179,26 @@ awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& r
   if (d.verdict == Verdict::reject) {
     reply = problem(req, d.rejection.problem, d.rejection.detail);
   } else if (d.verdict == Verdict::unprotected) {
-    reply = co_await forward_unprotected(route, req, false);
+    reply = co_await forward_unprotected(route, req, meta, false);
   } else if (route.mode == Mode::lock) {
-    reply = co_await lock_mode(route, d.identity, req);
+    reply = co_await lock_mode(route, d.identity, req, meta);
   } else {
-    reply = co_await replay_mode(route, d.identity, req);
+    reply = co_await replay_mode(route, d.identity, req, meta);
   }
   metrics_.count_request(route.name, reply.outcome);
-  log(route, d.verdict == Verdict::protect ? &d.identity : nullptr, reply.outcome,
-      reply.response.result_int(), since(t0));
+  log(route, d.verdict == Verdict::protect ? &d.identity : nullptr, req.method_string(), req.target(), meta,
+      reply.outcome, reply.response.result_int(), since(t0));
   co_return Answer{std::move(reply.response), std::move(reply.tail)};
 }
 
-void Gateway::count_unprotected(const Route& route, unsigned status, Duration latency) {
+void Gateway::count_unprotected(const Route& route, std::string_view method, std::string_view target,
+                                const RequestMeta& meta, unsigned status, Duration latency) {
   metrics_.count_request(route.name, "unprotected");
-  log(route, nullptr, "unprotected", status, latency);
+  log(route, nullptr, method, target, meta, "unprotected", status, latency);
 }
 
-awaitable<Gateway::Reply> Gateway::replay_mode(const Route& route, const Identity& id,
-                                               const HttpRequest& req) {
+awaitable<Gateway::Reply> Gateway::replay_mode(const Route& route, const Identity& id, const HttpRequest& req,
+                                               const RequestMeta& meta) {
   const Policy& p = route.policy;
   const auto wait_until = Steady::now() + p.wait;
   if (auto hit = cache_.get(id.scope, id.record_key, id.fingerprint))
@@ -201,12 +225,13 @@ awaitable<Gateway::Reply> Gateway::replay_mode(const Route& route, const Identit
     if (*o) co_return answer_replay(route, req, **o, true);
     // The leader gave its claim back (a 5xx, a failure): lead or follow anew.
   }
-  co_return co_await claim_and_run(route, id, req, wait_until, waited, lead);
+  co_return co_await claim_and_run(route, id, req, meta, wait_until, waited, lead);
 }
 
 awaitable<Gateway::Reply> Gateway::claim_and_run(const Route& route, const Identity& id,
-                                                 const HttpRequest& req, Steady::time_point wait_until,
-                                                 bool waited, Coalescer::Lead& lead) {
+                                                 const HttpRequest& req, const RequestMeta& meta,
+                                                 Steady::time_point wait_until, bool waited,
+                                                 Coalescer::Lead& lead) {
   const ClaimPolicy policy = claim_policy(route.policy);
   // Registered on the first in_progress, then the store is asked again before waiting, so a
   // commit between the store's answer and the registration is not missed.
@@ -219,7 +244,7 @@ awaitable<Gateway::Reply> Gateway::claim_and_run(const Route& route, const Ident
       case BeginStep::unknown:
         // A claim an unknown begin may have made is given back by the runner, so it never
         // turns into an uncertain key (docs/gateway.md, "When the store fails").
-        co_return co_await store_failed(route, req, a.begun.status());
+        co_return co_await store_failed(route, req, meta, a.begun.status());
       case BeginStep::mismatch:
         co_return problem(req, Problem::key_reused, "this key was used with a different request");
       case BeginStep::replay:
@@ -243,7 +268,7 @@ awaitable<Gateway::Reply> Gateway::claim_and_run(const Route& route, const Ident
       }
       case BeginStep::run:
         reg.reset();
-        co_return co_await run_claimed(route, id, req, *a.claim, policy, lead);
+        co_return co_await run_claimed(route, id, req, meta, *a.claim, policy, lead);
       case BeginStep::busy:
         break;
     }
@@ -290,8 +315,8 @@ Gateway::Reply Gateway::answer_replay(const Route& route, const HttpRequest& req
 }
 
 awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identity& id, const HttpRequest& req,
-                                               Claim& claim, const ClaimPolicy& policy,
-                                               Coalescer::Lead& lead) {
+                                               const RequestMeta& meta, Claim& claim,
+                                               const ClaimPolicy& policy, Coalescer::Lead& lead) {
   const Policy& p = route.policy;
   const bool token_route = route.key.kind == KeyRule::Kind::token;
   if (token_route && !claim.recovered()) {
@@ -301,13 +326,13 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
     if (!c || *c == ConsumeOutcome::invalid) {
       // The claim was ours only while the token was checked: give it back, token untouched.
       (void)co_await runner_.settle(claim, policy, Settlement::release);
-      if (!c) co_return co_await store_failed(route, req, c.status());
+      if (!c) co_return co_await store_failed(route, req, meta, c.status());
       co_return problem(req, Problem::token_invalid,
                         "the Idempotency-Token is unknown, expired or already used");
     }
   }
 
-  HttpRequest fwd = make_forward_request(req, upstream_.url());
+  HttpRequest fwd = make_forward_request(req, upstream_.url(), meta);
   fwd.set("Idempotency-Key", id.key);
   fwd.set(kFenceHeader, std::to_string(claim.fence()));
   claim.started();
@@ -367,18 +392,19 @@ void Gateway::log_unsettled(const Route& route, const Status& settled) const {
                  route.name.c_str());
 }
 
-awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity& id, const HttpRequest& req) {
+awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity& id, const HttpRequest& req,
+                                             const RequestMeta& meta) {
   const Policy& p = route.policy;
   const std::string name = id.scope.empty() ? id.record_key : id.scope + "\n" + id.record_key;
   const std::string owner = runner_.next_owner();
   LockArgs args{name, owner, p.lease};
   auto call = async_lock(store_, std::move(args), use_awaitable);
   Result<LockOutcome> r = co_await observe("lock", std::move(call));
-  if (!r) co_return co_await store_failed(route, req, r.status());
+  if (!r) co_return co_await store_failed(route, req, meta, r.status());
   if (r->kind == LockOutcome::Kind::busy)
     co_return problem(req, Problem::locked, "another request holds this key", r->retry_after);
 
-  HttpRequest fwd = make_forward_request(req, upstream_.url());
+  HttpRequest fwd = make_forward_request(req, upstream_.url(), meta);
   fwd.set("Idempotency-Key", id.key);
   fwd.set(kFenceHeader, std::to_string(r->fence));
   UpstreamResult up = co_await exchange_locked(fwd, route, name, owner);
@@ -440,16 +466,17 @@ awaitable<void> Gateway::renew_lock(const Route& route, const std::string& name,
 }
 
 // The client learns that the store failed, never its address or error: observe() logged those.
-awaitable<Gateway::Reply> Gateway::store_failed(const Route& route, const HttpRequest& req, const Status&) {
+awaitable<Gateway::Reply> Gateway::store_failed(const Route& route, const HttpRequest& req,
+                                                const RequestMeta& meta, const Status&) {
   if (route.policy.on_store_error == OnStoreError::pass)
-    co_return co_await forward_unprotected(route, req, true);
+    co_return co_await forward_unprotected(route, req, meta, true);
   co_return problem(req, Problem::store_unavailable, "the idempotency store is unavailable",
                     Duration(1'000'000));
 }
 
 awaitable<Gateway::Reply> Gateway::forward_unprotected(const Route& route, const HttpRequest& req,
-                                                       bool mark) {
-  HttpRequest fwd = make_forward_request(req, upstream_.url());
+                                                       const RequestMeta& meta, bool mark) {
+  HttpRequest fwd = make_forward_request(req, upstream_.url(), meta);
   const auto t0 = Steady::now();
   UpstreamResult up = co_await upstream_.exchange(fwd, route.policy.upstream_timeout, kStreamedPrefix);
   metrics_.observe_upstream(since(t0));

@@ -67,16 +67,20 @@ class Gateway {
   // and whose body is read. Answers, counts idem_requests_total and logs one line. A
   // response too large to hold whole comes with a tail to stream (its record is settled
   // already: not stored).
-  boost::asio::awaitable<Answer> protect(const RouteMatch& match, const HttpRequest& req, Decision head);
+  // `meta` (the client's address and the request id) must outlive the call.
+  boost::asio::awaitable<Answer> protect(const RouteMatch& match, const HttpRequest& req, Decision head,
+                                         const RequestMeta& meta);
 
   // A protected request rejected before its body was read (check_head, max_body, the
   // body budget).
-  HttpResponse reject_early(const Route& route, const http::request_header<>& req, const Rejection& r,
-                            bool keep_alive, std::optional<Duration> retry_after = std::nullopt);
+  HttpResponse reject_early(const Route& route, const http::request_header<>& req, const RequestMeta& meta,
+                            const Rejection& r, bool keep_alive,
+                            std::optional<Duration> retry_after = std::nullopt);
 
   // A request of a protected route forwarded unprotected by the HTTP layer (streamed: no
   // key on a `required: false` route): counts and logs it.
-  void count_unprotected(const Route& route, unsigned status, Duration latency);
+  void count_unprotected(const Route& route, std::string_view method, std::string_view target,
+                         const RequestMeta& meta, unsigned status, Duration latency);
 
   UpstreamClient& upstream() noexcept { return upstream_; }
 
@@ -102,17 +106,22 @@ class Gateway {
   Reply problem(const HttpRequest& req, Problem p, std::string_view detail,
                 std::optional<Duration> retry_after = std::nullopt) const;
 
-  boost::asio::awaitable<Reply> replay_mode(const Route& route, const Identity& id, const HttpRequest& req);
+  boost::asio::awaitable<Reply> replay_mode(const Route& route, const Identity& id, const HttpRequest& req,
+                                            const RequestMeta& meta);
   // The store's part of replay_mode: begin (waiting for a holder while `wait` lasts), then
   // run, replay or refuse; publishes to the duplicates following `lead` what they answer.
   boost::asio::awaitable<Reply> claim_and_run(const Route& route, const Identity& id, const HttpRequest& req,
-                                              Steady::time_point wait_until, bool waited,
-                                              Coalescer::Lead& lead);
+                                              const RequestMeta& meta, Steady::time_point wait_until,
+                                              bool waited, Coalescer::Lead& lead);
   boost::asio::awaitable<Reply> run_claimed(const Route& route, const Identity& id, const HttpRequest& req,
-                                            Claim& claim, const ClaimPolicy& policy, Coalescer::Lead& lead);
-  boost::asio::awaitable<Reply> lock_mode(const Route& route, const Identity& id, const HttpRequest& req);
-  boost::asio::awaitable<Reply> forward_unprotected(const Route& route, const HttpRequest& req, bool mark);
-  boost::asio::awaitable<Reply> store_failed(const Route& route, const HttpRequest& req, const Status& s);
+                                            const RequestMeta& meta, Claim& claim, const ClaimPolicy& policy,
+                                            Coalescer::Lead& lead);
+  boost::asio::awaitable<Reply> lock_mode(const Route& route, const Identity& id, const HttpRequest& req,
+                                          const RequestMeta& meta);
+  boost::asio::awaitable<Reply> forward_unprotected(const Route& route, const HttpRequest& req,
+                                                    const RequestMeta& meta, bool mark);
+  boost::asio::awaitable<Reply> store_failed(const Route& route, const HttpRequest& req,
+                                             const RequestMeta& meta, const Status& s);
   // The upstream's response as this client's answer, its tail (if any) still to stream.
   Reply forwarded(const HttpRequest& req, UpstreamResult up, std::string_view outcome) const;
   Reply answer_replay(const Route& route, const HttpRequest& req, std::string_view stored, bool waited) const;
@@ -134,8 +143,9 @@ class Gateway {
   template <class T>
   boost::asio::awaitable<Result<T>> observe(const char* op, boost::asio::awaitable<Result<T>> call);
 
-  void log(const Route& route, const Identity* id, std::string_view outcome, unsigned status,
-           Duration latency);
+  // One line of the request log (docs/observability.md, "The request log").
+  void log(const Route& route, const Identity* id, std::string_view method, std::string_view target,
+           const RequestMeta& meta, std::string_view outcome, unsigned status, Duration latency);
   void write_log_locked();  // requires log_mu_
   // After every store call: idem_store_seconds, idem_store_errors_total and the log.
   void observed(const char* op, Duration latency, const Status& status);

@@ -679,6 +679,9 @@ TEST(GatewayProcess, SighupReloadsRoutesAndPoliciesWithoutDroppingAConnection) {
   EXPECT_EQ(header(conn.post("/payments", "p2"), "Idempotent-Replayed"), "");    // no route again
   EXPECT_EQ(request(other, verb::get, "/").result_int(), 0u) << "nothing listens on the new address";
 
+  const std::string metrics = request(admin, verb::get, "/metrics").body();
+  EXPECT_NE(metrics.find("idem_config_reloads_total{result=\"ok\"} 2"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("idem_config_reloads_total{result=\"failed\"} 1"), std::string::npos) << metrics;
   idem.signal(SIGTERM);
   EXPECT_EQ(idem.wait(5000), 0);
 }

@@ -1,5 +1,7 @@
 // The gateway runtime's pure helpers: problem+json replies, Retry-After, hop-by-hop
 // stripping, metrics rendering and the records JSON.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
 
@@ -8,6 +10,7 @@
 #include "gateway/http/http_reply.h"
 #include "gateway/http/upstream.h"
 #include "gateway/stored_result.h"
+#include "idem/version.h"
 
 namespace idem::gateway {
 namespace {
@@ -38,7 +41,7 @@ TEST(HopByHop, StrippedWithTheFieldsConnectionNames) {
   req.body() = "{}";
   UpstreamUrl up;
   up.base_path = "/api";
-  HttpRequest fwd = make_forward_request(req, up);
+  HttpRequest fwd = make_forward_request(req, up, RequestMeta{"127.0.0.1", RequestId::generate()});
   EXPECT_EQ(fwd.count("X-Private"), 0u);
   EXPECT_EQ(fwd.count("Keep-Alive"), 0u);
   EXPECT_EQ(fwd.count(http::field::transfer_encoding), 0u);
@@ -109,6 +112,107 @@ TEST(Metrics, RendersTheSpecNames) {
   EXPECT_NE(text.find("idem_inflight 0\n"), std::string::npos);
 }
 
+TEST(Metrics, BuildInfoProcessAndReloads) {
+  Metrics m;
+  std::string text = m.render();
+  EXPECT_NE(text.find("idem_build_info{version=\"" + std::string(kVersion) + "\"} 1\n"), std::string::npos);
+  for (const char* name :
+       {"process_cpu_seconds_total", "process_resident_memory_bytes", "process_virtual_memory_bytes",
+        "process_open_fds", "process_max_fds", "process_start_time_seconds"})
+    EXPECT_NE(text.find(std::string("\n# TYPE ") + name + " "), std::string::npos) << name;
+  EXPECT_NE(text.find("idem_config_reloads_total{result=\"ok\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("idem_config_reloads_total{result=\"failed\"} 0\n"), std::string::npos);
+  auto last_success = [&] {
+    const std::string name = "\nidem_config_last_reload_success_timestamp_seconds ";
+    const auto at = text.find(name);
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size()));
+  };
+  const double start = last_success();
+  EXPECT_GT(start, 1.7e9);
+  m.count_reload(false);
+  text = m.render();
+  EXPECT_NE(text.find("idem_config_reloads_total{result=\"failed\"} 1\n"), std::string::npos);
+  EXPECT_EQ(last_success(), start) << "a failed reload changes nothing";
+  m.count_reload(true);
+  text = m.render();
+  EXPECT_NE(text.find("idem_config_reloads_total{result=\"ok\"} 1\n"), std::string::npos);
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_NEAR(last_success(), now, 5);
+}
+
+// The buckets reach the configured timeout and deadline, however long, and a call cut off
+// by one lands in its own bucket.
+TEST(Metrics, BucketsCoverTheConfiguredTimeouts) {
+  EXPECT_EQ(latency_buckets(std::chrono::seconds(30)).back(), 60);
+  EXPECT_EQ(latency_buckets(std::chrono::seconds(90)).back(), 90);
+  const auto b = latency_buckets(milliseconds(3500));
+  EXPECT_TRUE(std::is_sorted(b.begin(), b.end()));
+  EXPECT_EQ(std::count(b.begin(), b.end(), 3.5), 1);
+  EXPECT_EQ(latency_buckets(std::chrono::seconds(5)).size(), latency_buckets(Duration{}).size());
+
+  Metrics m(MetricsOptions{std::chrono::seconds(120), milliseconds(7500)});
+  m.observe_upstream(std::chrono::seconds(100));
+  m.observe_upstream(std::chrono::seconds(120));
+  m.observe_store("begin", milliseconds(7500));
+  const std::string text = m.render();
+  EXPECT_NE(text.find("idem_upstream_seconds_bucket{le=\"60\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("idem_upstream_seconds_bucket{le=\"120\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("idem_upstream_seconds_bucket{le=\"+Inf\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("idem_store_seconds_bucket{op=\"begin\",le=\"5\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("idem_store_seconds_bucket{op=\"begin\",le=\"7.5\"} 1\n"), std::string::npos) << text;
+}
+
+// The forwarding fields (docs/observability.md): X-Forwarded-For appended to, the protocol
+// replaced, the trace context untouched, the request id kept or generated, and none of
+// them removable through the client's Connection header.
+TEST(ForwardRequest, CarriesTheForwardingFields) {
+  HttpRequest req{http::verb::post, "/orders", 11};
+  req.insert("X-Forwarded-For", "1.2.3.4");
+  req.insert("X-Forwarded-For", "5.6.7.8");
+  req.set("X-Forwarded-Proto", "https");
+  req.set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  req.set("tracestate", "a=1");
+  req.set("X-Request-Id", "client-1");
+  req.set(http::field::connection, "X-Request-Id, X-Forwarded-Proto");
+  const RequestMeta meta = request_meta(req.base(), "10.0.0.9");
+  EXPECT_EQ(meta.request_id.view(), "client-1");
+  UpstreamUrl up;
+  HttpRequest fwd = make_forward_request(req, up, meta);
+  EXPECT_EQ(fwd.count("X-Forwarded-For"), 1u);
+  EXPECT_EQ(fwd["X-Forwarded-For"], "1.2.3.4, 5.6.7.8, 10.0.0.9");
+  EXPECT_EQ(fwd.count("X-Forwarded-Proto"), 1u);
+  EXPECT_EQ(fwd["X-Forwarded-Proto"], "http");
+  EXPECT_EQ(fwd["traceparent"], "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  EXPECT_EQ(fwd["tracestate"], "a=1");
+  EXPECT_EQ(fwd.count("X-Request-Id"), 1u);
+  EXPECT_EQ(fwd["X-Request-Id"], "client-1");
+  // The client's own X-Forwarded-For, declared hop-by-hop, goes; the gateway's entry stays.
+  req.set(http::field::connection, "X-Forwarded-For");
+  EXPECT_EQ(make_forward_request(req, up, meta)["X-Forwarded-For"], "10.0.0.9");
+
+  HttpRequest bare{http::verb::get, "/x", 11};
+  bare.insert("X-Request-Id", "one");
+  bare.insert("X-Request-Id", "two");
+  const RequestMeta generated = request_meta(bare.base(), "::1");
+  EXPECT_TRUE(generated.request_id.generated());
+  HttpRequest f2 = make_forward_request(bare, up, generated);
+  EXPECT_EQ(f2.count("X-Request-Id"), 1u);
+  EXPECT_EQ(f2["X-Request-Id"], generated.request_id.view());
+  EXPECT_EQ(f2["X-Forwarded-For"], "::1");
+
+  // More X-Forwarded-For fields than are held inline: all combined, in order.
+  HttpRequest many{http::verb::get, "/x", 11};
+  std::string expected;
+  for (int i = 0; i < 20; ++i) {
+    many.insert("X-Forwarded-For", "10.0.0." + std::to_string(i));
+    expected += "10.0.0." + std::to_string(i) + ", ";
+  }
+  HttpRequest f3 = make_forward_request(many, up, request_meta(many.base(), "192.0.2.1"));
+  EXPECT_EQ(f3.count("X-Forwarded-For"), 1u);
+  EXPECT_EQ(f3["X-Forwarded-For"], expected + "192.0.2.1");
+}
+
 // The upstream's response is encoded in place; it reads back as the StoredResult it is,
 // without the fields a replay must not carry.
 TEST(StoredResponse, EncodedInPlaceAsTheStoredResultItIs) {
@@ -155,6 +259,32 @@ TEST(RecordJson, DoneResponseAndPending) {
   EXPECT_EQ(q.at("state").as_string(), "pending");
   EXPECT_TRUE(q.contains("lease_until"));
   EXPECT_FALSE(q.contains("result"));
+}
+
+}  // namespace
+}  // namespace idem::gateway
+
+#include "gateway/admin/raw_json.h"
+
+namespace idem::gateway {
+namespace {
+
+TEST(RawJson, MemberTextIsTheValueAsWritten) {
+  EXPECT_EQ(member_text(R"({"a":1,"result": {"x":[1,"}",{"y":"\"]"}]} ,"b":2})", "result"),
+            R"({"x":[1,"}",{"y":"\"]"}]})");
+  EXPECT_EQ(member_text(R"( { "\u0072esult" : 1e400 } )", "result"), "1e400");
+  EXPECT_EQ(member_text(R"({"results":1,"result":"x"})", "result"), R"("x")");
+  EXPECT_EQ(member_text(R"({"a":{"result":1}})", "result"), std::nullopt);  // only top-level members
+  EXPECT_EQ(member_text(R"({})", "result"), std::nullopt);
+  EXPECT_EQ(member_text(R"([1])", "result"), std::nullopt);
+}
+
+TEST(RawJson, ValueTextIsJsonOrAString) {
+  EXPECT_EQ(json_value_text(" 1790000000000000001 "), "1790000000000000001");
+  EXPECT_EQ(json_value_text("{\"a\":1e400}"), "{\"a\":1e400}");
+  EXPECT_EQ(json_value_text("not json"), "\"not json\"");
+  EXPECT_EQ(with_member("{}", "value", "1"), "{\"value\":1}");
+  EXPECT_EQ(with_member("{\"a\":1}", "v\"", "[]"), "{\"a\":1,\"v\\\"\":[]}");
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include "core/canonical_json.h"
 #include "core/units.h"
+#include "gateway/admin/raw_json.h"
 #include "gateway/admin/record_json.h"
 #include "gateway/admin/record_list.h"
 #include "gateway/admin/ui_assets.h"
@@ -311,13 +313,11 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
       o["retry_after_ms"] = ceil_ms(r->retry_after);
     } else if (r->kind == BeginOutcome::Kind::replay) {
       Result<StoredResult> s = decode_stored_result(r->result);
+      if (s && s->kind == StoredResult::Kind::json)  // as committed, byte for byte
+        co_return ok(with_member(json::serialize(o), "result", json_value_text(s->json)));
       json::value result;
-      if (s && s->kind == StoredResult::Kind::json) {
-        result = json::parse(s->json, ec);
-        if (ec) result = json::value(s->json);
-      } else if (s && s->kind == StoredResult::Kind::response) {
+      if (s && s->kind == StoredResult::Kind::response)
         result = json::object{{"response_status", s->response.status}, {"body", s->response.body}};
-      }
       o["result"] = std::move(result);
     }
     co_return ok(json::serialize(o));
@@ -327,9 +327,14 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     CommitArgs a{
         f.str("scope"), f.str("key"), f.u64("fence").value_or(0), {}, f.millis("retention_ms", d.retention)};
     if (!f.ok()) co_return invalid(f.error());
+    // The result as the client wrote it: numbers a double cannot hold stay exact. The body
+    // must then be JSON by the stricter rules of exact parsing (no repeated member names).
+    Result<ExactJson> exact = parse_exact_json(req.body());
+    if (!exact) co_return invalid("the body is not valid JSON: " + exact.status().message());
+    std::optional<std::string_view> written = member_text(req.body(), "result");
     StoredResult stored;
     stored.kind = StoredResult::Kind::json;
-    stored.json = json::serialize(*result);
+    stored.json = written ? std::string(*written) : json::serialize(*result);
     a.result = encode(stored);
     auto call = async_commit(store_, std::move(a), use_awaitable);
     Result<CommitOutcome> r = co_await std::move(call);

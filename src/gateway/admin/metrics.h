@@ -1,37 +1,53 @@
-// The gateway's Prometheus metrics (docs/admin.md): what it counts and how /metrics renders
-// it. All members are safe for concurrent use from any thread.
+// The gateway's Prometheus metrics (docs/observability.md): what it counts and how /metrics
+// renders it. All members are safe for concurrent use from any thread.
 #pragma once
 
-#include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "idem/clock.h"
 
 namespace idem::gateway {
 
+// The bucket bounds (seconds, ascending) of a latency histogram whose calls may last up to
+// `longest` (a timeout or deadline): a fixed ladder from 0.5 ms to 60 s, plus `longest`
+// itself, so that calls cut off by it land in a bucket of their own and every configured
+// timeout, however long, is covered.
+std::vector<double> latency_buckets(Duration longest);
+
 // A latency histogram with fixed buckets (seconds).
 class Histogram {
  public:
-  static constexpr std::array<double, 12> kBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                                     0.05,   0.1,   0.25,   0.5,   1,    5};
+  explicit Histogram(std::vector<double> bounds);
   void observe(Duration d) noexcept;
   // Appends the _bucket, _sum and _count lines; `labels` is "" or `op="begin"`.
   void render(std::string& out, std::string_view name, std::string_view labels) const;
+  const std::vector<double>& bounds() const noexcept { return bounds_; }
 
  private:
-  std::array<std::atomic<std::uint64_t>, kBounds.size() + 1> buckets_{};
+  const std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> buckets_;  // bounds_.size() + 1 (+Inf)
   std::atomic<std::uint64_t> count_{0};
   std::atomic<std::uint64_t> sum_us_{0};
 };
 
+struct MetricsOptions {
+  Duration upstream_timeout = std::chrono::seconds(30);  // the longest configured
+  Duration store_deadline = std::chrono::seconds(5);     // of one store call
+};
+
 class Metrics {
  public:
+  explicit Metrics(MetricsOptions options = {});
+
   // idem_requests_total{route,outcome}: outcome is forwarded, replayed, waited, unprotected
   // or a problem's metric name.
   void count_request(std::string_view route, std::string_view outcome);
@@ -43,11 +59,18 @@ class Metrics {
   void observe_upstream(Duration d) noexcept { upstream_.observe(d); }
   void inflight_add(int delta) noexcept { inflight_.fetch_add(delta, std::memory_order_relaxed); }
   std::int64_t inflight() const noexcept { return inflight_.load(std::memory_order_relaxed); }
+  // A configuration reload (SIGHUP) that was applied (`ok`) or refused:
+  // idem_config_reloads_total{result="ok"|"failed"}, and on success
+  // idem_config_last_reload_success_timestamp_seconds (the process start until then).
+  void count_reload(bool ok) noexcept;
 
-  // The Prometheus text exposition format, version 0.0.4.
+  // The Prometheus text exposition format, version 0.0.4, with idem_build_info and the
+  // process_* metrics of the Prometheus client libraries (read from /proc/self).
   std::string render() const;
 
  private:
+  const std::vector<double> store_bounds_;
+  const double start_time_;       // seconds since the epoch, as process_start_time_seconds
   mutable std::shared_mutex mu_;  // insertions take it whole; counting and rendering share it
   std::map<std::string, std::map<std::string, std::atomic<std::uint64_t>, std::less<>>, std::less<>>
       requests_;                                         // route → outcome → count
@@ -57,6 +80,9 @@ class Metrics {
   std::atomic<std::uint64_t> store_conflicts_{0};
   std::atomic<std::uint64_t> overloaded_{0};
   std::atomic<std::int64_t> inflight_{0};
+  std::atomic<std::uint64_t> reloads_ok_{0};
+  std::atomic<std::uint64_t> reloads_failed_{0};
+  std::atomic<std::int64_t> last_reload_ms_;  // ms since the epoch
   Histogram upstream_;
 };
 

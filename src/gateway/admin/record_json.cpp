@@ -3,7 +3,11 @@
 #include <cstdio>
 #include <ctime>
 
+#include <optional>
+
 #include <boost/json.hpp>
+
+#include "gateway/admin/raw_json.h"
 
 #include "gateway/stored_result.h"
 
@@ -26,9 +30,10 @@ std::string rfc3339(TimePoint t) {
   return buf;
 }
 
-std::string record_json(const Record& record) { return boost::json::serialize(record_object(record)); }
+namespace {
 
-boost::json::object record_object(const Record& record) {
+// Everything but a json result's value, which record_json splices in as it was written.
+boost::json::object record_object(const Record& record, std::optional<std::string>& value) {
   boost::json::object o;
   o["scope"] = record.scope;
   o["key"] = record.key;
@@ -56,15 +61,21 @@ boost::json::object record_object(const Record& record) {
           break;
         case StoredResult::Kind::json: {
           o["result"] = "json";
-          boost::system::error_code ec;
-          boost::json::value v = boost::json::parse(r->json, ec);
-          o["value"] = ec ? boost::json::value(r->json) : v;
+          value = json_value_text(r->json);
           break;
         }
       }
     }
   }
   return o;
+}
+
+}  // namespace
+
+std::string record_json(const Record& record) {
+  std::optional<std::string> value;
+  std::string text = boost::json::serialize(record_object(record, value));
+  return value ? with_member(std::move(text), "value", *value) : text;
 }
 
 }  // namespace idem::gateway

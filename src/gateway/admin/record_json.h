@@ -6,8 +6,6 @@
 
 #include <string>
 
-#include <boost/json/object.hpp>
-
 #include "idem/record.h"
 
 namespace idem::gateway {
@@ -15,8 +13,8 @@ namespace idem::gateway {
 // "2026-11-29T21:07:59.123456Z".
 std::string rfc3339(TimePoint t);
 
-// The record as a JSON object, and as its text.
-boost::json::object record_object(const Record& record);
+// The record as JSON text. A control-API result (`json`) is its `value` as committed, byte
+// for byte (gateway/admin/raw_json.h), never a double's rounding of it.
 std::string record_json(const Record& record);
 
 }  // namespace idem::gateway

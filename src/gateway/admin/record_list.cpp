@@ -94,11 +94,15 @@ void ListCollector::add(ListPage page) {
 }
 
 std::string ListCollector::json() const {
-  boost::json::array records;
-  records.reserve(records_.size());
-  for (const Record& r : records_) records.push_back(record_object(r));
-  return boost::json::serialize(
-      boost::json::object{{"records", std::move(records)}, {"next_cursor", cursor_}});
+  std::string out = "{\"records\":[";
+  for (std::size_t i = 0; i < records_.size(); ++i) {
+    if (i > 0) out += ',';
+    out += record_json(records_[i]);
+  }
+  out += "],\"next_cursor\":";
+  out += boost::json::serialize(boost::json::value(boost::json::string(cursor_)));
+  out += '}';
+  return out;
 }
 
 }  // namespace idem::gateway

@@ -42,5 +42,7 @@ void strip_hop_by_hop(http::fields& fields);
 inline constexpr std::string_view kFenceHeader = "Idempotency-Fence";
 inline constexpr std::string_view kReplayedHeader = "Idempotent-Replayed";
 inline constexpr std::string_view kStatusHeader = "Idempotency-Status";
+inline constexpr std::string_view kForwardedForHeader = "X-Forwarded-For";
+inline constexpr std::string_view kForwardedProtoHeader = "X-Forwarded-Proto";
 
 }  // namespace idem::gateway

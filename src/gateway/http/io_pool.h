@@ -26,6 +26,8 @@ class IoPool {
   // The context for a new connection, round robin.
   boost::asio::io_context& next() noexcept;
   std::size_t size() const noexcept { return contexts_.size(); }
+  // Context i (0 is main()), for work that must visit each thread, such as the watchdog.
+  boost::asio::io_context& at(std::size_t i) noexcept { return *contexts_[i]; }
 
   // Runs every context, one thread each (the caller's thread runs main()), until stop().
   void run();

@@ -84,8 +84,8 @@ awaitable<bool> write_answer(beast::tcp_stream& client, Answer& answer, Steady::
 
 awaitable<std::optional<Answer>> relay_request(beast::tcp_stream& client, beast::flat_buffer& buffer,
                                                StreamParser& parser, ChunkGuard& guard,
-                                               UpstreamClient& upstream, RelayTimeouts timeouts,
-                                               bool& body_complete) {
+                                               UpstreamClient& upstream, const RequestMeta& meta,
+                                               RelayTimeouts timeouts, bool& body_complete) {
   const unsigned version = parser.get().version();
   const bool keep_alive = parser.get().keep_alive();
   const bool head = parser.get().method() == http::verb::head;
@@ -99,7 +99,7 @@ awaitable<std::optional<Answer>> relay_request(beast::tcp_stream& client, beast:
   // counts and drops).
   http::request<http::buffer_body> fwd;
   fwd.base() = std::move(parser.get().base());
-  prepare_forward_head(fwd.base(), upstream.url());
+  prepare_forward_head(fwd.base(), upstream.url(), meta);
   if (parser.chunked())
     fwd.chunked(true);
   else if (auto length = parser.content_length())

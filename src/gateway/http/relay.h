@@ -32,15 +32,16 @@ struct RelayTimeouts {
 };
 
 // Forwards a request whose head `parser` has read (its body not yet read) to the
-// upstream, streaming the body as it arrives, and reads the upstream's response head.
-// `guard` is attached to the parser (chunk extensions and trailers). The answer: the
-// upstream's response (its body streamed through a tail), or a problem (502/504) when
-// the upstream failed; nullopt when the client failed mid-body (close the connection).
-// `body_complete` says whether the client's body was read to its end.
+// upstream, with the forwarding fields of `meta` (add_forwarding_fields), streaming the
+// body as it arrives, and reads the upstream's response head. `guard` is attached to the
+// parser (chunk extensions and trailers). The answer: the upstream's response (its body
+// streamed through a tail), or a problem (502/504) when the upstream failed; nullopt when
+// the client failed mid-body (close the connection). `body_complete` says whether the
+// client's body was read to its end.
 boost::asio::awaitable<std::optional<Answer>> relay_request(boost::beast::tcp_stream& client,
                                                             boost::beast::flat_buffer& buffer,
                                                             StreamParser& parser, ChunkGuard& guard,
-                                                            UpstreamClient& upstream, RelayTimeouts timeouts,
-                                                            bool& body_complete);
+                                                            UpstreamClient& upstream, const RequestMeta& meta,
+                                                            RelayTimeouts timeouts, bool& body_complete);
 
 }  // namespace idem::gateway

@@ -117,6 +117,16 @@ awaitable<std::pair<beast::error_code, std::size_t>> read_head(
   }
 }
 
+// The peer's IP as text, an IPv4 client of an IPv6 socket (every interface) as IPv4.
+std::string peer_address(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  const tcp::endpoint ep = socket.remote_endpoint(ec);
+  if (ec) return "unknown";
+  asio::ip::address a = ep.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  return a.to_string(ec);
+}
+
 HttpResponse malformed_body(unsigned version) {
   return problem_response(Problem::request_invalid, "malformed request body (chunked framing)", version,
                           false);
@@ -343,6 +353,7 @@ HttpResponse Server::overloaded(unsigned version) {
 
 awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
   beast::tcp_stream& stream = conn->stream;
+  if (!admin) conn->peer = peer_address(stream.socket());
   // Bounded: a head, chunk-extension line or trailer section that does not fit is refused.
   beast::flat_buffer buffer(limits_.header_limit + kBufferSlack);
   bool unread_body = false;  // answered before the body was read: the client may still send
@@ -382,13 +393,19 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
 
     ActiveGuard guard(admin ? admin_active_ : active_, admin ? nullptr : &metrics_);
     std::optional<Answer> answer;
+    RequestMeta meta;
+    if (!admin) meta = request_meta(req.head.get(), conn->peer);
     if (auto refusal = refuse_head(req.head.get(), admin))
       answer.emplace(std::move(*refusal));
     else if (admin)
       answer = co_await handle_admin(*conn, buffer, req);
     else
-      answer = co_await handle(*conn, buffer, req);
+      answer = co_await handle(*conn, buffer, req, meta);
     if (!answer) break;
+    // Every answer on the client listener names its request (docs/observability.md): the
+    // id the upstream received and the request log shows; a replay too (its body and the
+    // rest of its stored head are as they were).
+    if (!admin) answer->response.set(kRequestIdHeader, meta.request_id.view());
     unread_body = !req.body_done;
     const bool keep = answer->response.keep_alive() && (admin || !stopping_.load()) && !unread_body;
     answer->response.keep_alive(keep);
@@ -468,7 +485,8 @@ awaitable<Server::Body> Server::read_body(Conn& conn, beast::flat_buffer& buffer
   co_return body;
 }
 
-awaitable<std::optional<Answer>> Server::handle(Conn& conn, beast::flat_buffer& buffer, Request& req) {
+awaitable<std::optional<Answer>> Server::handle(Conn& conn, beast::flat_buffer& buffer, Request& req,
+                                                const RequestMeta& meta) {
   const auto& head = req.head.get();
   const bool keep_alive = head.keep_alive();
 
@@ -483,7 +501,7 @@ awaitable<std::optional<Answer>> Server::handle(Conn& conn, beast::flat_buffer& 
   // Held until the answer: the route matched stays valid across a reload.
   const std::shared_ptr<const Config> config = gateway_.config();
   auto match = match_route(config->routes, head.method_string(), head.target());
-  if (!match) co_return co_await relay(conn, buffer, req, nullptr);
+  if (!match) co_return co_await relay(conn, buffer, req, nullptr, meta);
 
   // Cheap checks first: nothing is read or claimed for a request rejected on its head.
   const Route& route = *match->route;
@@ -492,14 +510,14 @@ awaitable<std::optional<Answer>> Server::handle(Conn& conn, beast::flat_buffer& 
   Decision decision = check_head(route, view);
   if (decision.verdict == Verdict::reject)
     co_return Answer{
-        gateway_.reject_early(route, head, decision.rejection, keep_alive && req.head.is_done())};
+        gateway_.reject_early(route, head, meta, decision.rejection, keep_alive && req.head.is_done())};
   // Forwarded as it is (no key on a `required: false` route): streamed, like a request on
   // no route.
   if (decision.verdict == Verdict::unprotected && route.key.kind != KeyRule::Kind::templated)
-    co_return co_await relay(conn, buffer, req, &route);
+    co_return co_await relay(conn, buffer, req, &route, meta);
   if (auto length = req.head.content_length())
     if (auto r = check_body_size(route, *length))
-      co_return Answer{gateway_.reject_early(route, head, *r, keep_alive && req.head.is_done())};
+      co_return Answer{gateway_.reject_early(route, head, meta, *r, keep_alive && req.head.is_done())};
 
   BodyReservation reservation(budget_);
   Body body = co_await read_body(conn, buffer, req, route.policy.max_body, reservation);
@@ -508,15 +526,15 @@ awaitable<std::optional<Answer>> Server::handle(Conn& conn, beast::flat_buffer& 
     // A body over max_body is counted and logged as the route's problem.
     if (body.refusal->result_int() == 413) {
       auto r = check_body_size(route, route.policy.max_body + 1);
-      co_return Answer{gateway_.reject_early(route, body.parser->get(), *r, false)};
+      co_return Answer{gateway_.reject_early(route, body.parser->get(), meta, *r, false)};
     }
     co_return Answer{std::move(*body.refusal)};
   }
-  co_return co_await gateway_.protect(*match, body.parser->get(), std::move(decision));
+  co_return co_await gateway_.protect(*match, body.parser->get(), std::move(decision), meta);
 }
 
 awaitable<std::optional<Answer>> Server::relay(Conn& conn, beast::flat_buffer& buffer, Request& req,
-                                               const Route* route) {
+                                               const Route* route, const RequestMeta& meta) {
   StreamParser parser(std::move(req.head));
   parser.body_limit(boost::none);  // streamed: it costs a fixed buffer, whatever its size
   ChunkGuard guard(limits_.header_limit, req.head_bytes, nullptr);
@@ -531,7 +549,14 @@ awaitable<std::optional<Answer>> Server::relay(Conn& conn, beast::flat_buffer& b
   const auto t0 = Steady::now();
   const Duration timeout =
       route ? route->policy.upstream_timeout : gateway_.config()->defaults.upstream_timeout;
-  auto answer = co_await relay_request(conn.stream, buffer, parser, guard, gateway_.upstream(),
+  // The head moves to the forwarded request: what the log line of a route's request names
+  // is kept first.
+  std::string method, target;
+  if (route) {
+    method = parser.get().method_string();
+    target = parser.get().target();
+  }
+  auto answer = co_await relay_request(conn.stream, buffer, parser, guard, gateway_.upstream(), meta,
                                        {limits_.body_timeout, timeout}, req.body_done);
   metrics_.observe_upstream(std::chrono::duration_cast<Duration>(Steady::now() - t0));
   if (!answer && guard.failure() == ChunkGuard::Failure::head_too_large)
@@ -539,7 +564,7 @@ awaitable<std::optional<Answer>> Server::relay(Conn& conn, beast::flat_buffer& b
   if (!answer && guard.failure() == ChunkGuard::Failure::malformed)
     answer.emplace(malformed_body(parser.get().version()));
   if (answer && route)
-    gateway_.count_unprotected(*route, answer->response.result_int(),
+    gateway_.count_unprotected(*route, method, target, meta, answer->response.result_int(),
                                std::chrono::duration_cast<Duration>(Steady::now() - t0));
   co_return answer;
 }

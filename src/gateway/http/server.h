@@ -83,6 +83,7 @@ class Server {
     explicit Conn(boost::asio::ip::tcp::socket s) : stream(std::move(s)) {}
     boost::beast::tcp_stream stream;
     bool idle = true;  // touched on the connection's thread only
+    std::string peer;  // the client's address (RequestMeta::client); set by the session
   };
   struct Listener {
     Listener(boost::asio::io_context& ioc, bool admin, std::size_t max_connections);
@@ -113,11 +114,12 @@ class Server {
   boost::asio::awaitable<void> session(std::shared_ptr<Conn> conn, bool admin);
   // nullopt: close the connection without an answer (the client went away mid-body).
   boost::asio::awaitable<std::optional<Answer>> handle(Conn& conn, boost::beast::flat_buffer& buffer,
-                                                       Request& req);
+                                                       Request& req, const RequestMeta& meta);
   boost::asio::awaitable<std::optional<Answer>> handle_admin(Conn& conn, boost::beast::flat_buffer& buffer,
                                                              Request& req);
   boost::asio::awaitable<std::optional<Answer>> relay(Conn& conn, boost::beast::flat_buffer& buffer,
-                                                      Request& req, const Route* route);
+                                                      Request& req, const Route* route,
+                                                      const RequestMeta& meta);
   // Reads the body whole, at most `limit` bytes, holding them in the body budget.
   boost::asio::awaitable<Body> read_body(Conn& conn, boost::beast::flat_buffer& buffer, Request& req,
                                          std::uint64_t limit, BodyReservation& reservation);

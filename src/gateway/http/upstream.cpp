@@ -3,9 +3,12 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
+#include <span>
 #include <tuple>
+#include <vector>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -112,9 +115,10 @@ UpstreamResult lost(const beast::error_code& ec, const char* what) {
 
 }  // namespace
 
-HttpRequest make_forward_request(const HttpRequest& client, const UpstreamUrl& upstream) {
+HttpRequest make_forward_request(const HttpRequest& client, const UpstreamUrl& upstream,
+                                 const RequestMeta& meta) {
   HttpRequest req = client;
-  prepare_forward_head(req.base(), upstream);
+  prepare_forward_head(req.base(), upstream, meta);
   req.keep_alive(true);
   if (!req.body().empty() || req.method() == http::verb::post || req.method() == http::verb::put ||
       req.method() == http::verb::patch)
@@ -122,12 +126,49 @@ HttpRequest make_forward_request(const HttpRequest& client, const UpstreamUrl& u
   return req;
 }
 
-void prepare_forward_head(http::request_header<>& head, const UpstreamUrl& upstream) {
+void prepare_forward_head(http::request_header<>& head, const UpstreamUrl& upstream,
+                          const RequestMeta& meta) {
   strip_hop_by_hop(head);
+  add_forwarding_fields(head, meta);
   head.erase(kFenceHeader);
   head.erase(http::field::expect);
   if (!upstream.base_path.empty()) head.target(upstream.base_path + std::string(head.target()));
   head.version(11);
+}
+
+void add_forwarding_fields(http::request_header<>& head, const RequestMeta& meta) {
+  // The client's values are views into the fields that set() replaces: the new value is
+  // made first. Few requests carry more than one field; more than kInline are rarer still.
+  constexpr std::size_t kInline = 8;
+  std::array<std::string_view, kInline> inline_values;
+  std::vector<std::string_view> many;
+  std::size_t n = 0;
+  const auto [first, last] = head.equal_range(kForwardedForHeader);
+  for (auto it = first; it != last; ++it) {
+    if (n == kInline) many.assign(inline_values.begin(), inline_values.end());
+    if (n >= kInline)
+      many.push_back(it->value());
+    else
+      inline_values[n] = it->value();
+    ++n;
+  }
+  const std::span<const std::string_view> existing =
+      n > kInline ? std::span<const std::string_view>(many)
+                  : std::span<const std::string_view>(inline_values.data(), n);
+  std::string xff = forwarded_for(existing, meta.client);
+  head.set(kForwardedForHeader, xff);
+  head.set(kForwardedProtoHeader, "http");
+  // The client's own id stays as sent, unless its Connection header named it away.
+  if (meta.request_id.generated() || head.find(kRequestIdHeader) == head.end())
+    head.set(kRequestIdHeader, meta.request_id.view());
+}
+
+RequestMeta request_meta(const http::request_header<>& head, std::string_view client) {
+  std::array<std::string_view, 2> ids;
+  std::size_t n = 0;
+  const auto [first, last] = head.equal_range(kRequestIdHeader);
+  for (auto it = first; it != last && n < ids.size(); ++it) ids[n++] = it->value();
+  return RequestMeta{client, choose_request_id(std::span<const std::string_view>(ids.data(), n))};
 }
 
 HttpResponse make_client_response(HttpResponse upstream, unsigned version, bool keep_alive, bool head,

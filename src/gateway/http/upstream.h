@@ -31,6 +31,7 @@
 
 #include "gateway/config/address.h"
 #include "gateway/http/http_reply.h"
+#include "gateway/request_meta.h"
 
 namespace idem::gateway {
 
@@ -86,11 +87,28 @@ struct UpstreamResult {
 
 // The request as the upstream must see it: the client's request with hop-by-hop fields,
 // Expect (the body is already read) and any client-sent Idempotency-Fence removed, the
-// target prefixed with the upstream's base path, framing recomputed and keep-alive on.
-HttpRequest make_forward_request(const HttpRequest& client, const UpstreamUrl& upstream);
+// forwarding fields added (add_forwarding_fields, after the hop-by-hop fields are gone, so
+// a client's Connection header cannot name them away), the target prefixed with the
+// upstream's base path, framing recomputed and keep-alive on.
+HttpRequest make_forward_request(const HttpRequest& client, const UpstreamUrl& upstream,
+                                 const RequestMeta& meta);
 // The same for a request whose body is streamed: the head only, framing (Content-Length or
 // chunked) kept as the client sent it.
-void prepare_forward_head(http::request_header<>& head, const UpstreamUrl& upstream);
+void prepare_forward_head(http::request_header<>& head, const UpstreamUrl& upstream, const RequestMeta& meta);
+
+// The fields every forwarded request carries (docs/observability.md): `meta.client`
+// appended to X-Forwarded-For, X-Forwarded-Proto set to "http" (a client-sent value is
+// replaced: this listener speaks plain HTTP, and a client must not pass itself off as
+// having come over TLS), and X-Request-Id: the client's own when it sent one sane id (left
+// as sent, or put back if its Connection header named it), else the generated one.
+// traceparent and tracestate pass untouched, like every end-to-end field. Only the
+// forwarded request gets these: keys, subjects and fingerprints are read from what the
+// client sent.
+void add_forwarding_fields(http::request_header<>& head, const RequestMeta& meta);
+
+// The request id of a request with this head and its context, from its X-Request-Id
+// fields (choose_request_id).
+RequestMeta request_meta(const http::request_header<>& head, std::string_view client);
 
 // The upstream's response as the client must see it: hop-by-hop fields removed, framing
 // recomputed for `version` and `keep_alive` (kept as sent for an answer to HEAD, and for a

@@ -1,0 +1,74 @@
+// What the gateway knows of a request besides its message (docs/observability.md): who
+// sent it (the peer address) and its request id, the id that the upstream receives as
+// X-Request-Id, the client gets back and the request log names. Plus the text helpers of
+// the request log: JSON string escaping, bounded, for values an attacker chooses (path,
+// request id, method), and RFC 3339 timestamps. Pure; safe for concurrent use (the id
+// generator is per thread).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace idem::gateway {
+
+// The longest X-Request-Id a client may send and have passed on (nginx and Envoy ids are
+// 32 and 36 characters; W3C trace ids 32).
+inline constexpr std::size_t kMaxRequestIdLength = 128;
+inline constexpr std::string_view kRequestIdHeader = "X-Request-Id";
+
+// True for 1 to kMaxRequestIdLength visible ASCII characters (0x21-0x7E): an id that is
+// safe to pass on, log and echo. Anything else (empty, too long, spaces, control bytes,
+// bytes above 0x7E) is replaced by a generated one.
+bool is_sane_request_id(std::string_view id) noexcept;
+
+// A request id held inline (it is made for every request: no allocation).
+class RequestId {
+ public:
+  RequestId() = default;
+  // `id` must be sane (is_sane_request_id); otherwise the result is a new random id.
+  static RequestId from_client(std::string_view id) noexcept;
+  // 32 random lowercase hex characters (128 bits from a per-thread generator seeded from
+  // the system's entropy source: ids of different gateways do not collide).
+  static RequestId generate() noexcept;
+
+  std::string_view view() const noexcept { return {chars_.data(), size_}; }
+  bool generated() const noexcept { return generated_; }
+
+ private:
+  std::array<char, kMaxRequestIdLength> chars_{};
+  std::size_t size_ = 0;
+  bool generated_ = false;
+};
+
+// The request id for a request whose X-Request-Id fields are `values` (in arrival order):
+// the client's, when it sent exactly one and it is sane; otherwise a generated one (the
+// forwarded request then carries only that).
+RequestId choose_request_id(std::span<const std::string_view> values) noexcept;
+
+// The request's context: the peer address (the IP without port, "127.0.0.1" or "::1"; an
+// IPv4 client on an IPv6 socket as IPv4) and its request id. `client` views a string that
+// lives as long as the connection.
+struct RequestMeta {
+  std::string_view client;
+  RequestId request_id;
+};
+
+// The X-Forwarded-For value the upstream receives: the client's own value(s) with `client`
+// appended ("a, b, client"), or `client` alone when the client sent none. Several fields
+// are combined in order, as RFC 9110 §5.3 allows; empty ones are skipped.
+std::string forwarded_for(std::span<const std::string_view> existing, std::string_view client);
+
+// Appends `text` to `out` as a JSON string, quotes included: '"', '\\' and control
+// characters escaped, valid UTF-8 kept, each byte of invalid UTF-8 written as U+FFFD. At
+// most `max_bytes` bytes of `text` are taken (never half a character); a cut value ends
+// in "...". The result is always valid JSON, whatever `text` holds.
+void append_json_string(std::string& out, std::string_view text, std::size_t max_bytes);
+
+// `t` as RFC 3339 in UTC with milliseconds: "2026-12-02T01:02:03.456Z" (24 characters).
+void append_rfc3339_ms(std::string& out, std::chrono::system_clock::time_point t);
+
+}  // namespace idem::gateway
