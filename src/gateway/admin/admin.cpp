@@ -10,6 +10,7 @@
 #include "gateway/admin/raw_json.h"
 #include "gateway/admin/record_json.h"
 #include "gateway/admin/record_list.h"
+#include "gateway/admin/ui_assets.h"
 #include "gateway/gateway.h"
 #include "gateway/http/request.h"
 #include "gateway/route.h"
@@ -89,6 +90,33 @@ class Fields {
 
 std::string outcome(const char* name) { return json::serialize(json::object{{"outcome", name}}); }
 
+// 401 unauthorized with a Bearer and a Basic challenge: a browser asks the operator for the
+// token (as the password) and sends it with every request of the page from then on.
+HttpResponse unauthorized(unsigned version, bool keep_alive) {
+  HttpResponse res = problem_response(
+      Problem::unauthorized,
+      "a valid Authorization is required: Bearer <token>, or Basic with the token as the password", version,
+      keep_alive);
+  for (std::string_view challenge : kAdminChallenges) res.insert(http::field::www_authenticate, challenge);
+  return res;
+}
+
+// A file of the operator's page, with what keeps it from being framed, cached or
+// reinterpreted, and its script from running anything but itself (docs/admin.md).
+HttpResponse ui_response(const UiAsset& asset, unsigned version, bool keep_alive) {
+  HttpResponse res{http::status::ok, version};
+  res.set(http::field::content_type, asset.content_type);
+  res.set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'");
+  res.set("X-Frame-Options", "DENY");
+  res.set(http::field::cache_control, "no-store");
+  res.set("X-Content-Type-Options", "nosniff");
+  res.set("Referrer-Policy", "no-referrer");
+  res.body() = std::string(asset.body);
+  res.keep_alive(keep_alive);
+  res.prepare_payload();
+  return res;
+}
+
 }  // namespace
 
 Admin::Admin(const Config& config, Store& store, Metrics& metrics, ReplayCache* cache)
@@ -124,11 +152,14 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
   const std::vector<HeaderField> fields = header_fields(req);
   const std::shared_ptr<const Settings> settings = settings_.load();
   const AdminToken& token = settings->token;
-  // Before anything else, so that a refused request learns nothing, not even readiness.
-  if (!token.configured())
-    if (auto refused = check_loopback_request(fields))
-      co_return problem_response(refused->problem, refused->detail, v, ka);
   const std::string_view path = target_path(req.target());
+  const bool probe = path == "/healthz" || path == "/readyz" || path == "/metrics";
+  // Before anything else, so that a refused request learns nothing, not even readiness.
+  // With a token, the page, records and control API still refuse other sites' pages: a
+  // browser that holds the operator's Basic credentials sends them on its own.
+  if (auto refused =
+          token.configured() ? (probe ? std::nullopt : check_origin(fields)) : check_loopback_request(fields))
+    co_return problem_response(refused->problem, refused->detail, v, ka);
   if (path == "/healthz" && req.method() == http::verb::get)
     co_return json_response(http::status::ok, "{\"status\":\"ok\"}", v, ka);
   if (path == "/readyz" && req.method() == http::verb::get) {
@@ -160,11 +191,20 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
   constexpr std::string_view kRecords = "/v1/records/";
   const bool records_path = path.starts_with(kRecords);
   const bool control_path = path.starts_with("/v1/") && !records_path;
-  if (!records_path && !control_path)
+  const std::optional<UiAsset> asset = find_ui_asset(path);
+  if (!records_path && !control_path && !asset)
     co_return problem_response(404, "not-found", "Not found", "no such admin endpoint", v, ka);
   if (token.configured() && !token.accepts(find_header(fields, "Authorization").value_or("")))
-    co_return problem_response(Problem::unauthorized, "a valid Authorization: Bearer token is required", v,
-                               ka);
+    co_return unauthorized(v, ka);
+  if (asset) {
+    if (req.method() != http::verb::get) {
+      HttpResponse res = problem_response(405, "method-not-allowed", "Method not allowed",
+                                          "the operator's page takes GET", v, ka);
+      res.set(http::field::allow, "GET");
+      co_return res;
+    }
+    co_return ui_response(*asset, v, ka);
+  }
   if (path == "/v1/records") co_return co_await list_records(req);
   if (records_path) co_return co_await records(req, path.substr(kRecords.size()));
   if (req.method() != http::verb::post)

@@ -1,9 +1,11 @@
-// The admin listener's endpoints (docs/admin.md): health, readiness, metrics, records
-// and the control API — the engine over HTTP/JSON. Who may call them is decided by
-// admin_access.h (docs/admin.md): records and the control API require
-// `Authorization: Bearer <token>` when admin.token_env is set; without a token every
-// request from a web page or for a foreign Host is refused. Store errors are answered
-// without the store's address or error text; those go to standard error.
+// The admin listener's endpoints (docs/admin.md): health, readiness, metrics, records,
+// the control API — the engine over HTTP/JSON — and the operator's page (`GET /` and its
+// files under /ui/, ui_assets.h). Who may call them is decided by admin_access.h
+// (docs/admin.md): the page, records and the control API require the token (Bearer, or
+// Basic with the token as the password) when admin.token_env is set; without a token
+// every request for a foreign Host is refused; token or not, requests from another
+// site's page (a foreign Origin) are. Store errors are answered without the store's
+// address or error text; those go to standard error.
 // Safe for concurrent use.
 #pragma once
 

@@ -152,8 +152,10 @@ bool has_encoded(std::string_view text, char hi, char lo) {
 // An absolute-form target ("http://host/orders") is reduced to its origin-form. Refused,
 // because frameworks route them differently and a protected path could hide behind one:
 // a fragment ('#'), a backslash (also encoded), an encoded '/', and dot segments ("/a/../
-// orders", also percent-encoded).
-std::optional<std::string> origin_form(std::string_view target) {
+// orders", also percent-encoded). On the admin listener (`admin`), an encoded '/' or '\'
+// passes: nothing is forwarded there, and /v1/records/{scope}/{key} splits the path at its
+// literal '/' before decoding, so %2F and %5C are how a key holding '/' or '\' is named.
+std::optional<std::string> origin_form(std::string_view target, bool admin) {
   std::string_view t = target;
   const auto scheme = t.find("://");
   if (!t.starts_with('/') && scheme != std::string_view::npos && t.find('/') > scheme) {
@@ -164,8 +166,8 @@ std::optional<std::string> origin_form(std::string_view target) {
   if (out.starts_with('?')) out.insert(0, "/");
   if (!out.starts_with('/')) return std::nullopt;
   std::string_view path = target_path(out);
-  if (out.find_first_of("#\\") != std::string::npos || has_encoded(path, '2', 'F') ||
-      has_encoded(path, '5', 'C'))
+  if (out.find_first_of("#\\") != std::string::npos ||
+      (!admin && (has_encoded(path, '2', 'F') || has_encoded(path, '5', 'C'))))
     return std::nullopt;
   while (!path.empty()) {
     path.remove_prefix(1);
@@ -178,9 +180,10 @@ std::optional<std::string> origin_form(std::string_view target) {
   return out;
 }
 
-// The checks every request head passes on either listener before anything else happens;
-// the refusal to answer (and close) otherwise. Rewrites an absolute-form target.
-std::optional<HttpResponse> refuse_head(http::request_header<>& head) {
+// The checks every request head passes on either listener (`admin`: the admin listener)
+// before anything else happens; the refusal to answer (and close) otherwise. Rewrites an
+// absolute-form target.
+std::optional<HttpResponse> refuse_head(http::request_header<>& head, bool admin) {
   const unsigned version = head.version();
   if (version != 10 && version != 11)
     return problem_response(Problem::version_not_supported, "this gateway speaks HTTP/1.1 (and 1.0) only", 11,
@@ -205,7 +208,7 @@ std::optional<HttpResponse> refuse_head(http::request_header<>& head) {
   const auto [host, host_end] = head.equal_range(http::field::host);
   if (host != host_end && std::next(host) != host_end) return invalid("more than one Host field");
   if (head.method() != http::verb::options || head.target() != "*") {
-    auto target = origin_form(head.target());
+    auto target = origin_form(head.target(), admin);
     if (!target)
       return invalid(
           "the request target must be a path without '#', '\\', an encoded '/' or '\\', or dot segments");
@@ -392,7 +395,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     std::optional<Answer> answer;
     RequestMeta meta;
     if (!admin) meta = request_meta(req.head.get(), conn->peer);
-    if (auto refusal = refuse_head(req.head.get()))
+    if (auto refusal = refuse_head(req.head.get(), admin))
       answer.emplace(std::move(*refusal));
     else if (admin)
       answer = co_await handle_admin(*conn, buffer, req);
