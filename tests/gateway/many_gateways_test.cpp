@@ -198,8 +198,15 @@ TEST_P(ManyGateways, GatewaysWhoseClocksDifferBySixtySecondsAgreeOnLeasesAndExpi
   for (const auto* first : {&behind, &ahead}) {
     const Gateway* second = first == &behind ? &ahead : &behind;
     const std::string key = unique_name("skew-");
-    std::thread slow([&] { post(*first, "/orders", key, {{"X-Test-Delay-Ms", "1500"}}); });
-    ASSERT_TRUE(wait_record(*second, key, "pending"));
+    // The first holds its claim for 3 s: room for the other gateway to see it pending on a
+    // machine busy with other tests.
+    Response held;
+    std::thread slow([&] { held = post(*first, "/orders", key, {{"X-Test-Delay-Ms", "3000"}}); });
+    if (!wait_record(*second, key, "pending")) {
+      slow.join();
+      FAIL() << "the other gateway never saw the claim pending; the first answered " << held.result_int()
+             << ": " << held.body();
+    }
     Response r = post(*second, "/orders", key);  // waits for the first, across instances
     slow.join();
     EXPECT_EQ(r.result_int(), 201u) << r.body();
