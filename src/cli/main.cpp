@@ -143,6 +143,15 @@ asio::awaitable<void> drain(Server& server, Gateway& gateway, UpstreamClient& up
     timer.expires_after(std::chrono::milliseconds(20));
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
   }
+  // The admin listener served while the drain lasted; now every session ends, within the
+  // store's call deadline (an admin request may be waiting on the store).
+  server.close();
+  const auto closed_by =
+      std::chrono::steady_clock::now() + StoreOptions{}.op_timeout + std::chrono::seconds(1);
+  while (!server.closed() && std::chrono::steady_clock::now() < closed_by) {
+    timer.expires_after(std::chrono::milliseconds(10));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
   upstream.close_idle();
   pool.stop();
 }

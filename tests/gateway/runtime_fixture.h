@@ -139,6 +139,11 @@ routes:
     while (!server_->drained() && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+    // The admin listener's sessions too (they outlive shutdown()).
+    server_->close();
+    while (!server_->closed() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     pool_.stop();
     runner_.join();
     upstream_.reset();

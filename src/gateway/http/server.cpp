@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdio>
+#include <optional>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -294,7 +295,7 @@ awaitable<void> Server::accept_loop(Listener& listener) {
       co_await listener.gate.async_wait(kTuple);
     }
     auto [ec, socket] = co_await acceptor.async_accept(pool_.next(), kTuple);
-    if (stopping_.load() && !listener.admin) co_return;
+    if ((stopping_.load() && !listener.admin) || closing_.load()) co_return;
     if (ec) {
       if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
       // EMFILE and friends: keep serving the connections we have, and do not spin.
@@ -304,8 +305,8 @@ awaitable<void> Server::accept_loop(Listener& listener) {
     }
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    auto conn = std::make_shared<Conn>(std::move(socket));
-    if (!listener.admin) {
+    auto conn = std::make_shared<Conn>(std::move(socket), listener.admin);
+    {
       std::lock_guard lock(mu_);
       if (++accepted_ % 256 == 0) conns_.remove_if([](const std::weak_ptr<Conn>& w) { return w.expired(); });
       conns_.push_back(conn);
@@ -340,9 +341,31 @@ void Server::shutdown() {
   // check runs on the connection's thread, so it cannot race with the session.
   for (auto& w : conns_)
     if (auto c = w.lock())
-      asio::post(c->stream.get_executor(), [c] {
-        if (c->idle) c->stream.cancel();
-      });
+      if (!c->admin)
+        asio::post(c->stream.get_executor(), [c] {
+          if (c->idle) c->stream.cancel();
+        });
+}
+
+void Server::close() {
+  closing_.store(true);
+  stopping_.store(true);
+  std::lock_guard lock(mu_);
+  for (auto& l : listeners_)
+    asio::post(l->acceptor.get_executor(), [l = l.get()] {
+      boost::system::error_code ec;
+      l->acceptor.close(ec);
+      l->gate.cancel();
+    });
+  for (auto& w : conns_)
+    if (auto c = w.lock()) asio::post(c->stream.get_executor(), [c] { c->stream.cancel(); });
+}
+
+bool Server::closed() const noexcept {
+  std::lock_guard lock(mu_);
+  for (const auto& l : listeners_)
+    if (l->open.load() != 0) return false;
+  return true;
 }
 
 HttpResponse Server::overloaded(unsigned version) {
@@ -358,7 +381,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
   beast::flat_buffer buffer(limits_.header_limit + kBufferSlack);
   bool unread_body = false;  // answered before the body was read: the client may still send
   for (;;) {
-    if (stopping_.load() && !admin) break;
+    if ((stopping_.load() && !admin) || closing_.load()) break;
     Request req;
     req.head.header_limit(static_cast<std::uint32_t>(limits_.header_limit));
     req.head.body_limit(boost::none);  // each route sets its own when the body is read
@@ -391,7 +414,9 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
       break;
     }
 
-    ActiveGuard guard(admin ? admin_active_ : active_, admin ? nullptr : &metrics_);
+    // Admin requests are not waited for by the drain: only client requests are counted.
+    std::optional<ActiveGuard> guard;
+    if (!admin) guard.emplace(active_, &metrics_);
     std::optional<Answer> answer;
     RequestMeta meta;
     if (!admin) meta = request_meta(req.head.get(), conn->peer);
@@ -407,7 +432,8 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     // rest of its stored head are as they were).
     if (!admin) answer->response.set(kRequestIdHeader, meta.request_id.view());
     unread_body = !req.body_done;
-    const bool keep = answer->response.keep_alive() && (admin || !stopping_.load()) && !unread_body;
+    const bool keep =
+        answer->response.keep_alive() && (admin || !stopping_.load()) && !closing_.load() && !unread_body;
     answer->response.keep_alive(keep);
     const bool usable = co_await write_answer(stream, *answer, limits_.write_timeout);
     if (!usable || !keep) break;

@@ -77,11 +77,17 @@ class Server {
   void shutdown();
   // True once shutdown() was called and no client request is in flight.
   bool drained() const noexcept { return stopping_.load() && active_.load() == 0; }
+  // After the drain: closes the admin listener too and cancels what every connection
+  // waits for, so that each session ends (and stops touching this Server) before the io
+  // contexts are stopped. closed() is true once no connection is left.
+  void close();
+  bool closed() const noexcept;
 
  private:
   struct Conn {
-    explicit Conn(boost::asio::ip::tcp::socket s) : stream(std::move(s)) {}
+    Conn(boost::asio::ip::tcp::socket s, bool on_admin) : stream(std::move(s)), admin(on_admin) {}
     boost::beast::tcp_stream stream;
+    const bool admin;
     bool idle = true;  // touched on the connection's thread only
     std::string peer;  // the client's address (RequestMeta::client); set by the session
   };
@@ -131,10 +137,10 @@ class Server {
   Metrics& metrics_;
   ServerLimits limits_;
   std::atomic<bool> stopping_{false};
-  std::atomic<int> admin_active_{0};  // admin requests: not waited for by the drain
+  std::atomic<bool> closing_{false};  // close(): the admin listener ends too
   std::atomic<int> active_{0};        // requests between head read and response written
   BodyBudget budget_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::list<std::unique_ptr<Listener>> listeners_;  // guarded by mu_
   std::list<std::weak_ptr<Conn>> conns_;            // guarded by mu_
   std::uint64_t accepted_ = 0;                      // guarded by mu_
