@@ -15,26 +15,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** {@link Deduplicator} against a real {@code idem serve}. */
-class DeduplicatorTest {
-  static GatewayProcess gateway;
-  static Idem idem;
-
-  @BeforeAll
-  static void start() throws Exception {
-    gateway = GatewayProcess.start();
-    idem = gateway.client();
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    if (gateway != null) gateway.close();
-  }
-
+class DeduplicatorTest extends GatewayTest {
   @Test
   void aRedeliveredMessageIsADuplicate() {
     String group = "billing-" + UUID.randomUUID();

@@ -16,26 +16,10 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** Every call of {@link Idem} against a real {@code idem serve}. */
-class IdemClientTest {
-  static GatewayProcess gateway;
-  static Idem idem;
-
-  @BeforeAll
-  static void start() throws Exception {
-    gateway = GatewayProcess.start();
-    idem = gateway.client();
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    if (gateway != null) gateway.close();
-  }
-
+class IdemClientTest extends GatewayTest {
   static String fresh(String what) {
     return what + "-" + UUID.randomUUID();
   }

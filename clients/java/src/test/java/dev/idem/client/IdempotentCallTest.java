@@ -19,26 +19,10 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** {@link IdempotentCall} against a real {@code idem serve}. */
-class IdempotentCallTest {
-  static GatewayProcess gateway;
-  static Idem idem;
-
-  @BeforeAll
-  static void start() throws Exception {
-    gateway = GatewayProcess.start();
-    idem = gateway.client();
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    if (gateway != null) gateway.close();
-  }
-
+class IdempotentCallTest extends GatewayTest {
   static String fresh() {
     return "k-" + UUID.randomUUID();
   }
