@@ -1,11 +1,15 @@
 #include "gateway/http/relay.h"
 
 #include <array>
+#include <optional>
+#include <string>
 #include <tuple>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
+
+#include "gateway/http/head_writer.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -50,27 +54,40 @@ awaitable<bool> write_piece(beast::tcp_stream& stream, Serializer& sr, Steady::d
 
 }  // namespace
 
-awaitable<bool> write_answer(beast::tcp_stream& client, Answer& answer, Steady::duration write_timeout) {
+awaitable<bool> write_answer(beast::tcp_stream& client, Answer& answer, Steady::duration write_timeout,
+                             std::string& scratch) {
+  client.expires_after(write_timeout);
   if (!answer.tail) {
-    client.expires_after(write_timeout);
-    auto [ec, n] = co_await http::async_write(client, answer.response, kTuple);
+    auto ec = co_await write_message(client, answer.response, scratch);
     co_return !ec && answer.response.keep_alive();
   }
   http::response<http::buffer_body> out;
   out.base() = std::move(answer.response.base());
-  if (out.find(http::field::content_length) == out.end()) {
-    if (out.version() >= 11)
-      out.chunked(true);
-    else
-      out.keep_alive(false);  // an HTTP/1.0 client reads to the end of the connection
-  }
-  http::response_serializer<http::buffer_body> sr{out};
   std::string& prefix = answer.response.body();
+  std::array<char, kPiece> piece;
+  if (out.find(http::field::content_length) != out.end()) {
+    // Framed by its length: the head with the first part in one write, then the rest as
+    // it arrives, as it is.
+    scratch.clear();
+    append_head(scratch, out.base());
+    if (co_await write_raw(client, scratch, prefix)) co_return false;
+    while (!answer.tail->done()) {
+      auto [ec, n] = co_await answer.tail->read(piece.data(), piece.size());
+      if (ec) co_return false;
+      client.expires_after(write_timeout);
+      if (co_await write_raw(client, {}, std::string_view(piece.data(), n))) co_return false;
+    }
+    co_return out.keep_alive();
+  }
+  if (out.version() >= 11)
+    out.chunked(true);
+  else
+    out.keep_alive(false);  // an HTTP/1.0 client reads to the end of the connection
+  http::response_serializer<http::buffer_body> sr{out};
   out.body().data = prefix.empty() ? nullptr : prefix.data();
   out.body().size = prefix.size();
   out.body().more = true;
   if (!co_await write_piece(client, sr, write_timeout)) co_return false;
-  std::array<char, kPiece> piece;
   while (!answer.tail->done()) {
     auto [ec, n] = co_await answer.tail->read(piece.data(), piece.size());
     if (ec) co_return false;
@@ -85,7 +102,8 @@ awaitable<bool> write_answer(beast::tcp_stream& client, Answer& answer, Steady::
 awaitable<std::optional<Answer>> relay_request(beast::tcp_stream& client, beast::flat_buffer& buffer,
                                                StreamParser& parser, ChunkGuard& guard,
                                                UpstreamClient& upstream, const RequestMeta& meta,
-                                               RelayTimeouts timeouts, bool& body_complete) {
+                                               RelayTimeouts timeouts, bool& body_complete,
+                                               std::string& scratch) {
   const unsigned version = parser.get().version();
   const bool keep_alive = parser.get().keep_alive();
   const bool head = parser.get().method() == http::verb::head;
@@ -111,9 +129,16 @@ awaitable<std::optional<Answer>> relay_request(beast::tcp_stream& client, beast:
   auto connected = co_await upstream.connect(Steady::now() + timeouts.upstream);
   if (!connected.conn) co_return fail(Problem::upstream_unavailable, "the upstream is unavailable");
   UpstreamConnection& up = *connected.conn;
-  http::request_serializer<http::buffer_body> sr{fwd};
   guard.attach(parser);
   std::array<char, kPiece> piece;
+  // A chunked body goes through Beast's serializer, which frames each part; any other
+  // leaves as it came, after a head written by hand (head_writer.h).
+  std::optional<http::request_serializer<http::buffer_body>> sr;
+  scratch.clear();
+  if (fwd.chunked())
+    sr.emplace(fwd);
+  else
+    append_head(scratch, fwd.base());
   // The head goes out with the first part of the body, so a request that arrived whole
   // (the usual case) is forwarded in one write.
   for (bool first = true; first || !parser.is_done(); first = false) {
@@ -128,11 +153,18 @@ awaitable<std::optional<Answer>> relay_request(beast::tcp_stream& client, beast:
       n = piece.size() - parser.get().body().size;
       if (parser.is_done() && !guard.finish(parser.get())) co_return std::nullopt;
     }
-    fwd.body().data = n ? piece.data() : nullptr;
-    fwd.body().size = n;
-    fwd.body().more = !parser.is_done();
-    if (!co_await write_piece(up.stream(), sr, timeouts.upstream))
-      co_return fail(Problem::upstream_unavailable, "the upstream closed the connection");
+    bool written;
+    if (sr) {
+      fwd.body().data = n ? piece.data() : nullptr;
+      fwd.body().size = n;
+      fwd.body().more = !parser.is_done();
+      written = co_await write_piece(up.stream(), *sr, timeouts.upstream);
+    } else {
+      up.stream().expires_after(timeouts.upstream);
+      written = !co_await write_raw(up.stream(), first ? std::string_view(scratch) : std::string_view(),
+                                    std::string_view(piece.data(), n));
+    }
+    if (!written) co_return fail(Problem::upstream_unavailable, "the upstream closed the connection");
   }
   body_complete = true;
 

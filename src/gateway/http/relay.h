@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <optional>
+#include <string>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -23,8 +24,10 @@ using StreamParser = http::request_parser<http::buffer_body>;
 // chunked for HTTP/1.1 clients, else ended by closing). Each write waits at most
 // `write_timeout`. False when the connection cannot be used again (a write failed, or
 // the upstream failed mid-body after the head was sent: the client sees a cut response).
+// `scratch` holds the head while it is written (the connection's, so its capacity is reused).
 boost::asio::awaitable<bool> write_answer(boost::beast::tcp_stream& client, Answer& answer,
-                                          std::chrono::steady_clock::duration write_timeout);
+                                          std::chrono::steady_clock::duration write_timeout,
+                                          std::string& scratch);
 
 struct RelayTimeouts {
   std::chrono::steady_clock::duration client_read;  // each wait for the client's body
@@ -37,11 +40,13 @@ struct RelayTimeouts {
 // parser (chunk extensions and trailers). The answer: the upstream's response (its body
 // streamed through a tail), or a problem (502/504) when the upstream failed; nullopt when
 // the client failed mid-body (close the connection). `body_complete` says whether the
-// client's body was read to its end.
+// client's body was read to its end. `scratch` holds the forwarded head while it is
+// written (the client connection's, as for write_answer).
 boost::asio::awaitable<std::optional<Answer>> relay_request(boost::beast::tcp_stream& client,
                                                             boost::beast::flat_buffer& buffer,
                                                             StreamParser& parser, ChunkGuard& guard,
                                                             UpstreamClient& upstream, const RequestMeta& meta,
-                                                            RelayTimeouts timeouts, bool& body_complete);
+                                                            RelayTimeouts timeouts, bool& body_complete,
+                                                            std::string& scratch);
 
 }  // namespace idem::gateway

@@ -435,7 +435,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     const bool keep =
         answer->response.keep_alive() && (admin || !stopping_.load()) && !closing_.load() && !unread_body;
     answer->response.keep_alive(keep);
-    const bool usable = co_await write_answer(stream, *answer, limits_.write_timeout);
+    const bool usable = co_await write_answer(stream, *answer, limits_.write_timeout, conn->head);
     if (!usable || !keep) break;
   }
   boost::system::error_code ignored;
@@ -583,7 +583,7 @@ awaitable<std::optional<Answer>> Server::relay(Conn& conn, beast::flat_buffer& b
     target = parser.get().target();
   }
   auto answer = co_await relay_request(conn.stream, buffer, parser, guard, gateway_.upstream(), meta,
-                                       {limits_.body_timeout, timeout}, req.body_done);
+                                       {limits_.body_timeout, timeout}, req.body_done, conn.head);
   metrics_.observe_upstream(std::chrono::duration_cast<Duration>(Steady::now() - t0));
   if (!answer && guard.failure() == ChunkGuard::Failure::head_too_large)
     answer.emplace(header_too_large(parser.get().version()));

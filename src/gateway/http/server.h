@@ -90,6 +90,7 @@ class Server {
     const bool admin;
     bool idle = true;  // touched on the connection's thread only
     std::string peer;  // the client's address (RequestMeta::client); set by the session
+    std::string head;  // an answer's head being written (head_writer.h)
   };
   struct Listener {
     Listener(boost::asio::io_context& ioc, bool admin, std::size_t max_connections);

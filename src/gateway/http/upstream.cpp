@@ -19,6 +19,7 @@
 #include <boost/beast/http.hpp>
 
 #include "core/ascii.h"
+#include "gateway/http/head_writer.h"
 #include "gateway/http/request.h"
 
 namespace idem::gateway {
@@ -302,8 +303,9 @@ asio::awaitable<UpstreamResult> UpstreamClient::exchange(const HttpRequest& requ
   Connected c = co_await connect(deadline);
   if (!c.conn) co_return std::move(c.failure);
   c.conn->stream().expires_at(deadline);
-  auto [wec, written] = co_await http::async_write(c.conn->stream(), request, kTuple);
-  if (wec) co_return lost(wec, "send");
+  std::string scratch;
+  scratch.reserve(1024);
+  if (auto wec = co_await write_message(c.conn->stream(), request, scratch)) co_return lost(wec, "send");
   co_return co_await receive(std::move(*c.conn), request.method() == http::verb::head, deadline,
                              max_buffered);
 }

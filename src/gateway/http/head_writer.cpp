@@ -1,0 +1,95 @@
+#include "gateway/http/head_writer.h"
+
+#include <array>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+namespace idem::gateway {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+
+namespace {
+
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+// A scratch buffer that grew past this for an unusual head is given back afterwards.
+constexpr std::size_t kKeptScratch = 16 * 1024;
+
+void append_version(std::string& out, unsigned version) {
+  out.append("HTTP/", 5);
+  out += static_cast<char>('0' + version / 10);
+  out += '.';
+  out += static_cast<char>('0' + version % 10);
+}
+
+void append_fields(std::string& out, const http::fields& fields) {
+  for (const auto& f : fields) {
+    out += f.name_string();
+    out.append(": ", 2);
+    out += f.value();
+    out.append("\r\n", 2);
+  }
+  out.append("\r\n", 2);
+}
+
+template <class Message>
+asio::awaitable<beast::error_code> write_whole(beast::tcp_stream& stream, const Message& message,
+                                               std::string& scratch) {
+  if (message.chunked()) {
+    auto [ec, n] = co_await http::async_write(stream, message, kTuple);
+    co_return ec;
+  }
+  scratch.clear();
+  append_head(scratch, message.base());
+  auto ec = co_await write_raw(stream, scratch, message.body());
+  if (scratch.capacity() > kKeptScratch) std::string().swap(scratch);
+  co_return ec;
+}
+
+}  // namespace
+
+void append_head(std::string& out, const http::request_header<>& head) {
+  out += head.method_string();
+  out += ' ';
+  out += head.target();
+  out += ' ';
+  append_version(out, head.version());
+  out.append("\r\n", 2);
+  append_fields(out, head);
+}
+
+void append_head(std::string& out, const http::response_header<>& head) {
+  append_version(out, head.version());
+  const unsigned code = head.result_int();
+  out += ' ';
+  out += static_cast<char>('0' + code / 100 % 10);
+  out += static_cast<char>('0' + code / 10 % 10);
+  out += static_cast<char>('0' + code % 10);
+  out += ' ';
+  const auto reason = head.reason();
+  out += reason.empty() ? http::obsolete_reason(static_cast<http::status>(code)) : reason;
+  out.append("\r\n", 2);
+  append_fields(out, head);
+}
+
+asio::awaitable<beast::error_code> write_message(beast::tcp_stream& stream, const HttpRequest& message,
+                                                 std::string& scratch) {
+  return write_whole(stream, message, scratch);
+}
+
+asio::awaitable<beast::error_code> write_message(beast::tcp_stream& stream, const HttpResponse& message,
+                                                 std::string& scratch) {
+  return write_whole(stream, message, scratch);
+}
+
+asio::awaitable<beast::error_code> write_raw(beast::tcp_stream& stream, std::string_view head_bytes,
+                                             std::string_view body) {
+  const std::array<asio::const_buffer, 2> parts{asio::buffer(head_bytes.data(), head_bytes.size()),
+                                                asio::buffer(body.data(), body.size())};
+  auto [ec, n] = co_await asio::async_write(stream, parts, kTuple);
+  co_return ec;
+}
+
+}  // namespace idem::gateway

@@ -1,0 +1,38 @@
+// Message heads written by hand, byte for byte as Beast's serializer writes them, into one
+// contiguous buffer: a head and a body held in memory then leave in one gather write
+// (writev) instead of a walk over a buffer sequence of one piece per field, which cost
+// more CPU than the rest of a pass-through request (docs/performance.md, "Where the time
+// goes"). Chunked messages still go through Beast's serializer, which frames the body.
+#pragma once
+
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include "gateway/http/http_reply.h"
+
+namespace idem::gateway {
+
+// Appends the start line, the fields in their order and the blank line to `out`.
+void append_head(std::string& out, const http::request_header<>& head);
+void append_head(std::string& out, const http::response_header<>& head);
+
+// Writes `message` whole: head and body in one gather write through `scratch` (kept by
+// the caller between writes so its capacity is reused). The stream's timeout, as set by
+// the caller, applies.
+boost::asio::awaitable<boost::beast::error_code> write_message(boost::beast::tcp_stream& stream,
+                                                               const HttpRequest& message,
+                                                               std::string& scratch);
+boost::asio::awaitable<boost::beast::error_code> write_message(boost::beast::tcp_stream& stream,
+                                                               const HttpResponse& message,
+                                                               std::string& scratch);
+
+// Writes `head` (already in `head_bytes`, from append_head) and the first `body` bytes of
+// an unchunked message in one gather write; `head_bytes` may be empty (a later part).
+boost::asio::awaitable<boost::beast::error_code> write_raw(boost::beast::tcp_stream& stream,
+                                                           std::string_view head_bytes,
+                                                           std::string_view body);
+
+}  // namespace idem::gateway
