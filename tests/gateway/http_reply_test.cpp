@@ -74,6 +74,23 @@ TEST(HopByHop, EveryNameOfEveryConnectionFieldIsStripped) {
   }
 }
 
+// strip_hop_by_hop tells the fields apart by Beast's code for their name: every name of the
+// list, in any case, and however it was added, is one Beast knows and is removed.
+TEST(HopByHop, EveryListedNameInAnyCaseIsStripped) {
+  for (std::string_view name : kHopByHopFields) {
+    std::string mixed(name);
+    for (std::size_t i = 0; i < mixed.size(); i += 2)
+      if (mixed[i] >= 'a' && mixed[i] <= 'z') mixed[i] = static_cast<char>(mixed[i] - 'a' + 'A');
+    EXPECT_NE(http::string_to_field(mixed), http::field::unknown) << mixed;
+    http::fields f;
+    f.insert(mixed, "1");
+    f.insert("X-Kept", "yes");
+    strip_hop_by_hop(f);
+    EXPECT_EQ(f.count(mixed), 0u) << mixed;
+    EXPECT_EQ(f["X-Kept"], "yes");
+  }
+}
+
 TEST(HopByHop, OneListForForwardingAndStoring) {
   for (std::string_view name : kHopByHopFields) {
     std::string upper(name);
