@@ -2,8 +2,9 @@
 
 #include <cassert>
 #include <cstdint>
-#include <new>
 
+// The state is a member, not a second allocation (XXH3_createState).
+#define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
 namespace idem {
@@ -21,18 +22,17 @@ std::string canonical_digest(XXH128_hash_t h) {
 }  // namespace
 
 struct Fingerprinter::State {
-  State() : xxh(XXH3_createState()) {
-    if (xxh == nullptr) throw std::bad_alloc();
-    XXH3_128bits_reset(xxh);
+  State() {
+    XXH3_INITSTATE(&xxh);
+    XXH3_128bits_reset(&xxh);
   }
-  ~State() { XXH3_freeState(xxh); }
   State(const State&) = delete;
   State& operator=(const State&) = delete;
 
   void update(const void* data, std::size_t size) {
     assert(!finished && "Fingerprinter used after finish()");
     // Fails only on a null state, which the constructor rules out.
-    (void)XXH3_128bits_update(xxh, data, size);
+    (void)XXH3_128bits_update(&xxh, data, size);
   }
   void length(std::uint64_t n) {
     unsigned char le[8];
@@ -40,7 +40,7 @@ struct Fingerprinter::State {
     update(le, sizeof le);
   }
 
-  XXH3_state_t* xxh;
+  XXH3_state_t xxh;
   bool finished = false;
 };
 
@@ -61,7 +61,7 @@ Fingerprinter& Fingerprinter::add_absent() {
 std::string Fingerprinter::finish() {
   assert(!state_->finished && "Fingerprinter::finish() called twice");
   state_->finished = true;
-  return canonical_digest(XXH3_128bits_digest(state_->xxh));
+  return canonical_digest(XXH3_128bits_digest(&state_->xxh));
 }
 
 std::string hash128(std::string_view bytes) {
