@@ -204,6 +204,46 @@ TEST_F(GatewayE2E, ControlApiBeginCommitReplay) {
   EXPECT_EQ(body_json(other).at("outcome").as_string(), "not_owner");
 }
 
+// A caller whose begin's answer was lost never learned the fence: it gives the claim back
+// by the owner it named, and only that owner can; the key is then free, not recovered.
+TEST_F(GatewayE2E, ControlApiAbandonGivesBackAClaimByItsOwner) {
+  const std::string key = unique("abandon");
+  auto call = [&](const char* path, const std::string& body) {
+    return request(admin_, verb::post, path, {{"Content-Type", "application/json"}}, body);
+  };
+  const std::string id = R"("scope":"s","key":")" + key + R"(")";
+  Response begin = call("/v1/begin", "{" + id + R"(,"owner":"worker-1"})");
+  ASSERT_EQ(body_json(begin).at("outcome").as_string(), "acquired") << begin.body();
+  const auto fence = body_json(begin).at("fence").to_number<std::uint64_t>();
+
+  Response other = call("/v1/abandon", "{" + id + R"(,"owner":"worker-2"})");
+  EXPECT_EQ(other.result_int(), 409u);
+  EXPECT_EQ(body_json(other).at("outcome").as_string(), "fenced");
+  EXPECT_EQ(body_json(call("/v1/begin", "{" + id + "}")).at("outcome").as_string(), "in_progress");
+
+  Response mine = call("/v1/abandon", "{" + id + R"(,"owner":"worker-1"})");
+  EXPECT_EQ(mine.result_int(), 200u) << mine.body();
+  EXPECT_EQ(body_json(mine).at("outcome").as_string(), "released");
+  EXPECT_EQ(request(admin_, verb::get, "/v1/records/s/" + key).result_int(), 404u);
+  auto again = body_json(call("/v1/begin", "{" + id + R"(,"owner":"worker-3"})"));
+  EXPECT_EQ(again.at("outcome").as_string(), "acquired");
+  EXPECT_FALSE(again.at("recovered").as_bool());
+  EXPECT_GT(again.at("fence").to_number<std::uint64_t>(), fence);
+  // Done, it is no longer anyone's to give back; an owner is required.
+  ASSERT_EQ(body_json(call("/v1/commit", "{" + id + R"(,"fence":)" +
+                                             std::to_string(again.at("fence").to_number<std::uint64_t>()) +
+                                             R"(,"result":1})"))
+                .at("outcome")
+                .as_string(),
+            "committed");
+  EXPECT_EQ(call("/v1/abandon", "{" + id + R"(,"owner":"worker-3"})").result_int(), 409u);
+  for (const std::string& bad : {"{" + id + "}", "{" + id + R"(,"owner":""})", "{" + id + R"(,"owner":7})"}) {
+    Response r = call("/v1/abandon", bad);
+    EXPECT_EQ(r.result_int(), 400u) << bad;
+    EXPECT_EQ(problem_type(r), "urn:idem:problem:request-invalid") << bad;
+  }
+}
+
 // Without admin.token_env (this fixture) the admin listener serves this machine only: no
 // web page can reach it, neither cross-site nor through a host name rebound to 127.0.0.1.
 TEST_F(GatewayE2E, AdminWithoutATokenRefusesBrowsersAndForeignHosts) {

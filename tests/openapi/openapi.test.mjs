@@ -158,6 +158,10 @@ try {
   const r1 = await call('begin', { body: { scope, key: 'job-2' } });
   expect((await call('release', { body: { scope, key: 'job-2', fence: r1.body.fence } })).body.outcome === 'released', 'release');
   expect((await call('release', { body: { scope, key: 'job-2', fence: r1.body.fence } })).status === 409, 'release fenced');
+  const a1 = await call('begin', { body: { scope, key: 'job-3', owner: 'worker-1' } });
+  expect(a1.body.outcome === 'acquired', 'begin with an owner');
+  expect((await call('abandon', { body: { scope, key: 'job-3', owner: 'worker-2' } })).status === 409, 'abandon fenced');
+  expect((await call('abandon', { body: { scope, key: 'job-3', owner: 'worker-1' } })).body.outcome === 'released', 'abandon');
 
   // records: get, list, delete
   const g = await call('getRecord', { params: { scope, key: 'job-1' } });
@@ -202,7 +206,7 @@ try {
   expect((await call('releaseLock', { body: { name: 'sku-1', owner: 'a' } })).body.outcome === 'released', 'releaseLock');
 
   // refusals every control call shares: 401, 415, 400
-  for (const id of ['begin', 'commit', 'release', 'extend', 'issueToken', 'consumeToken', 'restoreToken',
+  for (const id of ['begin', 'commit', 'release', 'abandon', 'extend', 'issueToken', 'consumeToken', 'restoreToken',
                     'acquireLock', 'releaseLock', 'extendLock']) {
     const u = await call(id, { body: { scope }, auth: false });
     expect(u.status === 401 && u.body.type === 'urn:idem:problem:unauthorized', `${id} 401`);

@@ -299,8 +299,14 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
   const Policy& d = config.defaults;
 
   if (op == "/begin") {
-    BeginArgs a{f.str("scope"), f.str("key"), f.str("fingerprint", false), f.millis("lease_ms", d.lease),
-                f.millis("retention_ms", d.retention)};
+    // `owner` names the claim for /v1/abandon: a caller whose begin's answer was lost can
+    // give back a claim it never learned the fence of (docs/control-api.md).
+    BeginArgs a{f.str("scope"),
+                f.str("key"),
+                f.str("fingerprint", false),
+                f.millis("lease_ms", d.lease),
+                f.millis("retention_ms", d.retention),
+                f.str("owner", false)};
     if (!f.ok() || a.key.empty()) co_return invalid(f.ok() ? "field \"key\" must not be empty" : f.error());
     auto call = async_begin(store_, std::move(a), use_awaitable);
     Result<BeginOutcome> r = co_await std::move(call);
@@ -346,6 +352,16 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     ReleaseArgs a{f.str("scope"), f.str("key"), f.u64("fence").value_or(0)};
     if (!f.ok()) co_return invalid(f.error());
     auto call = async_release(store_, std::move(a), use_awaitable);
+    Result<ReleaseOutcome> r = co_await std::move(call);
+    if (!r) co_return failed(r.status());
+    if (*r == ReleaseOutcome::fenced) co_return conflict("fenced");
+    co_return ok(outcome("released"));
+  }
+  if (op == "/abandon") {
+    AbandonArgs a{f.str("scope"), f.str("key"), f.str("owner")};
+    if (!f.ok() || a.owner.empty())
+      co_return invalid(f.ok() ? "field \"owner\" must not be empty" : f.error());
+    auto call = async_abandon(store_, std::move(a), use_awaitable);
     Result<ReleaseOutcome> r = co_await std::move(call);
     if (!r) co_return failed(r.status());
     if (*r == ReleaseOutcome::fenced) co_return conflict("fenced");
