@@ -133,10 +133,22 @@ public final class Idem {
    * unless extended; {@code retention} how long a committed result is replayed.
    */
   public BeginOutcome begin(String scope, String key, String fingerprint, Duration lease, Duration retention) {
+    return begin(scope, key, fingerprint, lease, retention, null);
+  }
+
+  /**
+   * The same, naming who claims: {@code owner} (unique to this attempt, e.g. a UUID; null
+   * for none) lets {@link #abandon} give the claim back should this call's answer be lost
+   * ({@link OutcomeUnknownException}), when the fence was never learned.
+   */
+  public BeginOutcome begin(String scope, String key, String fingerprint, Duration lease, Duration retention,
+                            String owner) {
+    if (owner != null && owner.isEmpty()) throw new IllegalArgumentException("owner must not be empty (null for none)");
     return call("/v1/begin", JsonValue.object(
         "scope", name(scope, "scope"), "key", nonEmpty(key, "key"),
         "fingerprint", fingerprint == null || fingerprint.isEmpty() ? null : fingerprint,
-        "lease_ms", millis(lease, "lease"), "retention_ms", millis(retention, "retention")), false, o -> {
+        "lease_ms", millis(lease, "lease"), "retention_ms", millis(retention, "retention"),
+        "owner", owner), false, o -> {
       String outcome = outcome(o);
       return switch (outcome) {
         case "acquired" -> new BeginOutcome.Acquired(
@@ -178,6 +190,22 @@ public final class Idem {
         case "released" -> ReleaseOutcome.RELEASED;
         case "fenced" -> ReleaseOutcome.FENCED;
         default -> throw unexpected("/v1/release", outcome(o));
+      };
+    });
+  }
+
+  /**
+   * Gives back the pending claim that a begin naming {@code owner} made, for a caller that
+   * never learned its fence (the begin's answer was lost). FENCED: no pending claim of that
+   * owner (never made, already given back, done, or taken over); nothing changed.
+   */
+  public ReleaseOutcome abandon(String scope, String key, String owner) {
+    return call("/v1/abandon", JsonValue.object(
+        "scope", name(scope, "scope"), "key", nonEmpty(key, "key"), "owner", nonEmpty(owner, "owner")), true, o -> {
+      return switch (outcome(o)) {
+        case "released" -> ReleaseOutcome.RELEASED;
+        case "fenced" -> ReleaseOutcome.FENCED;
+        default -> throw unexpected("/v1/abandon", outcome(o));
       };
     });
   }

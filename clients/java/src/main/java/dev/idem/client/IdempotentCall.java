@@ -42,7 +42,9 @@ import java.util.function.Supplier;
  *
  * <p>Store failures: a begin that fails throws as {@link Idem} does, and nothing runs
  * ({@link StoreUnavailableException}: retry; {@link OutcomeUnknownException}: the begin may
- * have claimed the key, which then stays pending until its lease ends). A commit that fails
+ * have claimed the key, so the claim is given back by the owner each begin names, a UUID of
+ * the call, retried in the background until the gateway answers, and a retry of the call
+ * finds the key free rather than held or recovered). A commit that fails
  * after the work ran does not lose the result: it is returned ({@code stored} false in
  * {@link #execute}) and the commit is retried in the background (a commit with the same fence
  * is safe to repeat) until the gateway answers; a failed release is retried the same way.
@@ -189,7 +191,21 @@ public final class IdempotentCall<T> implements AutoCloseable {
     final long deadline = System.nanoTime() + wait.toNanos();
     Duration backoff = FIRST_BACKOFF;
     for (;;) {
-      BeginOutcome begun = idem.begin(scope, key, fingerprint, lease, retention);
+      final String owner = java.util.UUID.randomUUID().toString();
+      BeginOutcome begun;
+      try {
+        begun = idem.begin(scope, key, fingerprint, lease, retention, owner);
+      } catch (OutcomeUnknownException e) {
+        // The begin may have claimed the key without telling us the fence: give any such
+        // claim back, so that it does not hold the key until its lease ends and then look
+        // like a holder that died mid-work (recovered) although nothing ran.
+        try {
+          settle(() -> idem.abandon(scope, key, owner));
+        } catch (RuntimeException abandonFailed) {
+          e.addSuppressed(abandonFailed);  // the claim, if any, ends with its lease
+        }
+        throw e;
+      }
       if (begun instanceof BeginOutcome.Acquired a) {
         if (a.recovered() && onUncertain == OnUncertain.HOLD) {
           settle(() -> idem.commit(scope, key, a.fence(), UNCERTAIN, retention));

@@ -49,6 +49,26 @@ class IdemClientTest extends GatewayTest {
   }
 
   @Test
+  void aClaimWhoseBeginAnswerWasLostIsGivenBackByItsOwnerOnly() throws Exception {
+    String key = fresh("k");
+    try (AnswerDroppingProxy proxy = new AnswerDroppingProxy(gateway.adminUri().getPort())) {
+      Idem lossy = Idem.builder().baseUri(proxy.uri()).token(GatewayProcess.TOKEN)
+          .requestTimeout(Duration.ofSeconds(10)).build();
+      proxy.dropBegins(1);
+      assertThrows(OutcomeUnknownException.class, () -> lossy.begin("s", key, "fp", null, null, "attempt-1"));
+      // The gateway did claim it: held, until its owner gives it back.
+      assertInstanceOf(BeginOutcome.InProgress.class, idem.begin("s", key, "fp"));
+      assertEquals(ReleaseOutcome.FENCED, idem.abandon("s", key, "attempt-2"));
+      assertEquals(ReleaseOutcome.RELEASED, lossy.abandon("s", key, "attempt-1"));
+      assertEquals(ReleaseOutcome.FENCED, idem.abandon("s", key, "attempt-1"));
+      BeginOutcome.Acquired again = assertInstanceOf(BeginOutcome.Acquired.class, idem.begin("s", key, "fp"));
+      assertFalse(again.recovered());
+    }
+    assertThrows(IllegalArgumentException.class, () -> idem.abandon("s", key, ""));
+    assertThrows(IllegalArgumentException.class, () -> idem.begin("s", key, "fp", null, null, ""));
+  }
+
+  @Test
   void commitIsSafeToRetryAndStaleFencesChangeNothing() {
     String key = fresh("k");
     long fence = ((BeginOutcome.Acquired) idem.begin("s", key, null)).fence();

@@ -27,6 +27,31 @@ class IdempotentCallTest extends GatewayTest {
     return "k-" + UUID.randomUUID();
   }
 
+  // A begin whose answer is lost may have claimed the key: the call gives the claim back
+  // by its owner before it throws, so a retry runs the work at once, not after the lease as
+  // a "recovered" key that HOLD would mark uncertain although nothing ran.
+  @Test
+  void aBeginWhoseAnswerIsLostLeavesNoClaimBehind() throws Exception {
+    String key = fresh();
+    try (AnswerDroppingProxy proxy = new AnswerDroppingProxy(gateway.adminUri().getPort())) {
+      Idem lossy = Idem.builder().baseUri(proxy.uri()).token(GatewayProcess.TOKEN)
+          .requestTimeout(Duration.ofSeconds(10)).build();
+      try (IdempotentCall<Long> call = IdempotentCall.builder(lossy, ResultCodec.longs()).lease(Duration.ofMinutes(5)).build()) {
+        proxy.dropBegins(1);
+        AtomicInteger runs = new AtomicInteger();
+        assertThrows(OutcomeUnknownException.class, () -> call.run("orders", key, "fp", () -> (long) runs.incrementAndGet()));
+        assertEquals(0, runs.get());
+        assertTrue(idem.getRecord("orders", key).isEmpty(), "the lost begin's claim was given back");
+        CallOutcome<Long> again = call.execute("orders", key, "fp", a -> (long) runs.incrementAndGet() + 41);
+        assertInstanceOf(CallOutcome.Executed.class, again);
+        CallOutcome.Executed<Long> e = (CallOutcome.Executed<Long>) again;
+        assertFalse(e.recovered());
+        assertEquals(42L, e.value());
+        assertEquals(1, runs.get());
+      }
+    }
+  }
+
   @Test
   void thirtyTwoCallersOnOneKeyRunItOnceAndAllGetItsResult() throws Exception {
     final int callers = 32;

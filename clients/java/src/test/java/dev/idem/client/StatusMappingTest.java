@@ -208,11 +208,21 @@ class StatusMappingTest {
     try (IdempotentCall<String> call = IdempotentCall.builder(client(), ResultCodec.string()).build()) {
       assertThrows(StoreUnavailableException.class, () -> call.run("s", "k", "", () -> "x" + ran.incrementAndGet()));
       routes.put("/v1/begin", b -> problem(504, "store-timeout", Map.of()));
+      routes.put("/v1/abandon", b -> ok("{\"outcome\":\"released\"}"));
+      assertThrows(OutcomeUnknownException.class, () -> call.run("s", "k", "", () -> "x" + ran.incrementAndGet()));
+      // An abandon the gateway cannot answer does not hide why the call failed.
+      routes.remove("/v1/abandon");
       assertThrows(OutcomeUnknownException.class, () -> call.run("s", "k", "", () -> "x" + ran.incrementAndGet()));
     }
     assertEquals(0, ran.get());
-    Optional<String> anyCommit = requests.stream().filter(s -> !s.startsWith("POST /v1/begin")).findAny();
-    assertTrue(anyCommit.isEmpty(), anyCommit.toString());
+    // Nothing but begins, and after the begin that may have claimed the key, an abandon by
+    // the owner that begin named.
+    List<String> others = requests.stream().filter(s -> !s.startsWith("POST /v1/begin")).toList();
+    assertEquals(2, others.size(), others.toString());
+    for (String abandon : others) assertTrue(abandon.startsWith("POST /v1/abandon "), abandon);
+    String owner = JsonValue.parse(requests.get(1).substring("POST /v1/begin ".length())).asObject().require("owner").asString();
+    assertEquals(owner, JsonValue.parse(others.get(0).substring("POST /v1/abandon ".length())).asObject().require("owner").asString());
+    assertTrue(JsonValue.parse(requests.get(0).substring("POST /v1/begin ".length())).asObject().get("owner").isPresent());
   }
 
   @Test
