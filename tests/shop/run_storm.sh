@@ -7,20 +7,18 @@ set -euo pipefail
 storm=$1 idem=$2 shop=$3 consumer=$4 config_dir=$5
 shift 5
 db=()
-if [ "${1:-}" = "--postgres" ]; then
+case "${1:-}" in
+  --postgres) service=postgres url_var=IDEM_TEST_POSTGRES_URL ;;
+  --mysql) service=mariadb url_var=IDEM_TEST_MYSQL_URL ;;
+  *) url_var="" ;;
+esac
+if [ -n "${url_var}" ]; then
   shift
-  if [ -z "${IDEM_TEST_POSTGRES_URL:-}" ]; then
-    echo "skipped: IDEM_TEST_POSTGRES_URL is not set (scripts/services start postgres)"
+  if [ -z "${!url_var:-}" ]; then
+    echo "skipped: ${url_var} is not set (scripts/services start ${service})"
     exit 77
   fi
-  db=(--db "${IDEM_TEST_POSTGRES_URL}")
-elif [ "${1:-}" = "--mysql" ]; then
-  shift
-  if [ -z "${IDEM_TEST_MYSQL_URL:-}" ]; then
-    echo "skipped: IDEM_TEST_MYSQL_URL is not set (scripts/services start mariadb)"
-    exit 77
-  fi
-  db=(--db "${IDEM_TEST_MYSQL_URL}")
+  db=(--db "${!url_var}")
 fi
 if [ -z "${IDEM_TEST_AMQP_URL:-}" ]; then
   echo "skipped: IDEM_TEST_AMQP_URL is not set (scripts/services start rabbitmq)"
