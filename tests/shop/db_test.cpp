@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -29,6 +30,9 @@ struct Backend {
   const char* name;
   const char* url_env;  // nullptr: SQLite
 };
+
+// Test names and failure messages name the dialect.
+void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
 
 std::string random_name(const std::string& prefix) {
   static std::mt19937_64 rng(std::random_device{}());
