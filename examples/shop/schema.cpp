@@ -4,6 +4,7 @@
 // Conventions every writer follows: ids are TEXT (random or derived, so no sequences);
 // money is BIGINT cents; times (*_at) are BIGINT microseconds since the Unix epoch.
 #include <array>
+#include <string>
 #include <string_view>
 
 #include "db.h"
@@ -144,20 +145,23 @@ constexpr std::array<std::string_view, 9> kMysqlSchema = {
 };
 
 // MySQL commits before and after each CREATE TABLE, so a transaction would hold nothing:
-// a named lock (per database, held by the session) serializes the processes instead.
+// a named lock (per database, held by the session; MySQL takes names of up to 64
+// characters) serializes the processes instead.
 void ensure_mysql_schema(Db& db) {
-  const auto got = db.query("SELECT GET_LOCK(CONCAT('shop.schema.', DATABASE()), 30)");
+  const std::string lock = "LEFT(CONCAT('shop.schema.', DATABASE()), 64)";
+  const auto got = db.query("SELECT GET_LOCK(" + lock + ", 30)");
   if (got.empty() || got[0].is_null(0) || got[0].integer(0) != 1)
     throw DbError(DbError::Kind::unavailable, "mysql: the schema lock was not granted within 30 s");
   struct Release {
     Db& db;
+    const std::string& lock;
     ~Release() {
       try {
-        db.query("SELECT RELEASE_LOCK(CONCAT('shop.schema.', DATABASE()))");
+        db.query("SELECT RELEASE_LOCK(" + lock + ")");
       } catch (const DbError&) {  // a broken session has released it
       }
     }
-  } release{db};
+  } release{db, lock};
   for (std::string_view table : kMysqlSchema) db.exec(std::string(table) + std::string(kMysqlTable));
 }
 

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "db.h"
 
@@ -205,6 +206,29 @@ TEST_P(DbTest, CannotConnectIsUnavailable) {
                               ? "postgres://idem:idem@127.0.0.1:1/idem"
                               : "mysql://idem:idem@127.0.0.1:1/idem";
   EXPECT_EQ(kind_of([&] { Db::open(bad); }), Kind::unavailable);
+}
+
+TEST_P(DbTest, SeveralProcessesMayCreateTheSchemaAtOnce) {
+  // The shop, its consumer and the storm each ensure the schema when they start.
+  for (const char* table : {"t_sku", "t_order", "t_stock_log", "t_charge", "t_outbox", "t_points",
+                            "t_user_points", "t_sequence", "t_stats"})
+    db_->exec(std::string("DROP TABLE ") + table);
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(4);
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        auto db = Db::open(uri_);
+        shop::ensure_schema(*db);
+      } catch (const DbError& e) {
+        errors[i] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  shop::count(*db_, "x");
+  EXPECT_EQ(db_->query("SELECT COUNT(*) FROM t_outbox WHERE sent_at IS NULL").at(0).integer(0), 0);
 }
 
 // ---- servers only -----------------------------------------------------------------------
