@@ -67,7 +67,7 @@ Env::Env(std::string workdir, std::string server_url, std::uint64_t seed) : work
       admin->exec("CREATE DATABASE " + database_);
       shop_db_ = with_database(admin_url_, database_, "");
       if (dialect_ == Db::Dialect::mysql) {
-        // mysql store: switch to with_database(..., "table_prefix=gw_")
+        // TODO mysql store: switch to with_database(..., "table_prefix=gw_") (and "shopidem_")
         shop_store_ = "sqlite:" + path("shop-idem.db");
         gateway_store_ = "sqlite:" + path("gateway.db");
       } else {
