@@ -191,14 +191,23 @@ class PointsConsumer {
   idem::Status grant(const PaidOrder& m) {
     try {
       shop::transaction(*db_, [&](shop::Db& tx) {
-        const std::int64_t inserted = tx.exec(
-            "INSERT INTO t_points(order_no, user_id, points, created_at) VALUES ($1, $2, $3, $4) "
-            "ON CONFLICT (order_no) DO NOTHING",
-            {m.order_no, m.user_id, m.points, now_us()});
+        // MySQL: a duplicate updates nothing and counts 0 (no INSERT IGNORE, which would
+        // also turn other errors into warnings).
+        const std::int64_t inserted =
+            tx.exec(shop::by_dialect(tx,
+                                     "INSERT INTO t_points(order_no, user_id, points, created_at) "
+                                     "VALUES ($1, $2, $3, $4) ON CONFLICT (order_no) DO NOTHING",
+                                     "INSERT INTO t_points(order_no, user_id, points, created_at) "
+                                     "VALUES ($1, $2, $3, $4) ON DUPLICATE KEY UPDATE order_no = order_no"),
+                    {m.order_no, m.user_id, m.points, now_us()});
         if (inserted == 1) {
           tx.exec(
-              "INSERT INTO t_user_points(user_id, balance) VALUES ($1, $2) "
-              "ON CONFLICT (user_id) DO UPDATE SET balance = t_user_points.balance + excluded.balance",
+              shop::by_dialect(
+                  tx,
+                  "INSERT INTO t_user_points(user_id, balance) VALUES ($1, $2) "
+                  "ON CONFLICT (user_id) DO UPDATE SET balance = t_user_points.balance + excluded.balance",
+                  "INSERT INTO t_user_points(user_id, balance) VALUES ($1, $2) "
+                  "ON DUPLICATE KEY UPDATE balance = balance + $2"),
               {m.user_id, m.points});
           // Counted with the grant itself, so the counter equals the ledger across crashes.
           shop::count(tx, "consumer.processed");
@@ -273,7 +282,8 @@ std::variant<Options, int> parse_args(int argc, char** argv) {
   double lease_ms = 3000;
   CLI::App app{"shop-consumer: grants loyalty points for each order.paid message, once"};
   app.add_option("--amqp", opt.amqp, "RabbitMQ URL, amqp://USER:PASSWORD@HOST:PORT/VHOST")->required();
-  app.add_option("--db", opt.db, "The shop's database: sqlite:PATH or postgres://...")->required();
+  app.add_option("--db", opt.db, "The shop's database: sqlite:PATH, postgres://... or mysql://...")
+      ->required();
   app.add_option("--store", opt.store, "The idem store of the de-duplication, any store URI")->required();
   app.add_option("--queue", opt.queue, "The queue to consume (default order.paid)");
   app.add_option("--crash-before-ack", opt.crash_before_ack,

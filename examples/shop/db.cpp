@@ -1,7 +1,9 @@
-// db.h on SQLite (the C API) and PostgreSQL (libpq, blocking, text parameters and results).
+// db.h on SQLite (the C API) and PostgreSQL (libpq, blocking, text parameters and results);
+// MySQL is in db_mysql.cpp.
 // Driver errors are translated here, once, into DbError kinds that tell the caller what to
 // do; nothing above this file knows which database it talks to.
 #include "db.h"
+#include "db_connection.h"
 
 #include <libpq-fe.h>
 #include <sqlite3.h>
@@ -35,21 +37,7 @@ const std::string& Row::text(std::size_t i) const {
 namespace {
 
 using Kind = DbError::Kind;
-
-// What every connection of ours is: the pool needs to know whether the last use broke it.
-class Connection : public Db {
- public:
-  bool broken() const noexcept { return broken_; }
-
- protected:
-  [[noreturn]] void fail(Kind kind, const std::string& what) {
-    if (kind == Kind::unavailable) broken_ = true;
-    throw DbError(kind, what);
-  }
-
- private:
-  bool broken_ = false;
-};
+using detail::Connection;
 
 // ---- SQLite -----------------------------------------------------------------------------
 
@@ -330,7 +318,9 @@ std::unique_ptr<Db> Db::open(const std::string& uri) {
     return std::make_unique<SqliteDb>(path);
   }
   if (uri.starts_with("postgres://") || uri.starts_with("postgresql://")) return std::make_unique<PgDb>(uri);
-  throw DbError(Kind::unavailable, "unknown database URI '" + uri + "' (sqlite:PATH or postgres://...)");
+  if (uri.starts_with("mysql://")) return detail::open_mysql(uri);
+  throw DbError(Kind::unavailable,
+                "unknown database URI '" + uri + "' (sqlite:PATH, postgres://... or mysql://...)");
 }
 
 // ---- the pool ---------------------------------------------------------------------------
@@ -344,7 +334,7 @@ DbPool::Lease::Lease(Lease&& o) noexcept : pool_(o.pool_), db_(std::move(o.db_))
 
 DbPool::Lease::~Lease() {
   if (!pool_ || !db_) return;
-  const bool drop = broken_ || static_cast<Connection&>(*db_).broken();
+  const bool drop = broken_ || static_cast<detail::Connection&>(*db_).broken();
   std::lock_guard lock(pool_->mu_);
   if (drop) {
     db_.reset();
@@ -387,10 +377,11 @@ void backoff(int attempt) {
 }  // namespace detail
 
 void count(Db& db, std::string_view name, std::int64_t n) {
-  db.exec(
-      "INSERT INTO t_stats (name, n) VALUES ($1, $2) "
-      "ON CONFLICT (name) DO UPDATE SET n = t_stats.n + excluded.n",
-      {std::string(name), n});
+  db.exec(by_dialect(db,
+                     "INSERT INTO t_stats (name, n) VALUES ($1, $2) "
+                     "ON CONFLICT (name) DO UPDATE SET n = t_stats.n + excluded.n",
+                     "INSERT INTO t_stats (name, n) VALUES ($1, $2) ON DUPLICATE KEY UPDATE n = n + $2"),
+          {std::string(name), n});
 }
 
 }  // namespace shop

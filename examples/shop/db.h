@@ -1,10 +1,14 @@
 // The shop's own database: its orders, stock, charges, points and outbox, on SQLite (the
-// default, one file shared by the shop, the consumer and the storm's checker) or
-// PostgreSQL. One small interface for both, so the business code is written once.
+// default, one file shared by the shop, the consumer and the storm's checker), PostgreSQL
+// or MySQL (8.0.16 and later; MariaDB 10.2 and later). One small interface for all three, so
+// the business code is written once.
 //
-// SQL is written once for both dialects: parameters are $1, $2, ... and appear in the
-// statement in that order (SQLite binds "$N" by order of first appearance); use
-// ON CONFLICT, RETURNING and BIGINT, which both understand.
+// SQL is written once where the dialects agree: parameters are $1, $2, ... (each may appear
+// more than once; MySQL gets them as "?", bound in the order they appear); BIGINT for
+// numbers. SQLite and PostgreSQL share ON CONFLICT and RETURNING, which MySQL lacks: the
+// few statements that need them give MySQL its own text next to the shared one (by_dialect
+// below), e.g. ON DUPLICATE KEY UPDATE and LAST_INSERT_ID(expr). README.md, "MySQL", lists
+// the differences.
 //
 // Errors are exceptions here (an example application, not the library): DbError, whose
 // kind tells the caller what to do.
@@ -29,7 +33,8 @@ class DbError : public std::runtime_error {
  public:
   enum class Kind {
     unique_violation,  // a UNIQUE or PRIMARY KEY constraint refused the write
-    retry,             // SQLITE_BUSY / serialization failure / deadlock: run the transaction again
+    retry,             // SQLITE_BUSY / serialization failure / deadlock / lock wait timeout: run the
+                       // transaction again
     unavailable,       // the connection broke or the server is down
     other,             // a bug: bad SQL, a CHECK constraint, ...
   };
@@ -53,27 +58,40 @@ struct Row {
 // One connection. Not thread-safe: one thread at a time (DbPool hands them out).
 class Db {
  public:
-  // "sqlite:PATH" (WAL, busy timeout 5 s, synchronous=FULL) or "postgres://..." /
-  // "postgresql://...". Throws DbError(unavailable) when it cannot connect or open.
+  // "sqlite:PATH" (WAL, busy timeout 5 s, synchronous=FULL), "postgres://..." /
+  // "postgresql://...", or "mysql://USER:PASS@HOST[:PORT]/DATABASE" (utf8mb4, strict SQL
+  // mode, lock waits of at most 5 s). Throws DbError(unavailable) when it cannot connect or
+  // open.
   static std::unique_ptr<Db> open(const std::string& uri);
   virtual ~Db() = default;
 
-  // For the rare statement that differs between the two (schema locking); business SQL
-  // should not need it.
-  enum class Dialect { sqlite, postgres };
+  // For the rare statement that differs between them (schema, upserts on MySQL); see
+  // by_dialect.
+  enum class Dialect { sqlite, postgres, mysql };
   virtual Dialect dialect() const noexcept = 0;
 
   // Runs one statement; returns its rows (an empty vector for statements without any).
   virtual std::vector<Row> query(std::string_view sql, std::initializer_list<Value> params = {}) = 0;
-  // Runs one statement; returns how many rows it inserted, updated or deleted.
+  // Runs one statement; returns how many rows it inserted, updated or deleted. On MySQL an
+  // UPDATE counts the rows it changed, not those it matched (a row set to the values it had
+  // counts 0; the shop's updates always change what they match), and an INSERT ... ON
+  // DUPLICATE KEY UPDATE counts 1 for an insert, 2 for an update, 0 for a row left as it was.
   virtual std::int64_t exec(std::string_view sql, std::initializer_list<Value> params = {}) = 0;
 
   // A write transaction: SQLite BEGIN IMMEDIATE (takes the write lock now, so a
-  // read-then-write cannot deadlock), PostgreSQL BEGIN (READ COMMITTED).
+  // read-then-write cannot deadlock), PostgreSQL BEGIN (READ COMMITTED), MySQL START
+  // TRANSACTION at READ COMMITTED too: each statement sees what committed before it, as on
+  // PostgreSQL (under REPEATABLE READ, MySQL's default, a plain SELECT after an insert that
+  // met a concurrent duplicate would not see that duplicate).
   virtual void begin() = 0;
   virtual void commit() = 0;
   virtual void rollback() noexcept = 0;  // never throws; a no-op outside a transaction
 };
+
+// The statement text for db's dialect: `mysql` on MySQL, `sql` on SQLite and PostgreSQL.
+inline std::string_view by_dialect(const Db& db, std::string_view sql, std::string_view mysql) {
+  return db.dialect() == Db::Dialect::mysql ? mysql : sql;
+}
 
 // Runs fn(db) in a transaction and commits; on DbError(retry) rolls back and runs fn again
 // (up to `attempts` times, with a short random backoff); any other exception rolls back

@@ -1,5 +1,5 @@
 // shop: the reference shop's service (README.md). Orders, stock, the payment callback
-// and the outbox relay, over one database (SQLite or PostgreSQL).
+// and the outbox relay, over one database (SQLite, PostgreSQL or MySQL).
 //
 //   shop --listen 127.0.0.1:9100 --db URI --store URI --amqp URL [--queue order.paid]
 //        [--secret S] [--pool 8] [--slow-percent 0] [--slow-ms 0] [--seed SKU=STOCK[@PRICE] ...]
@@ -79,9 +79,14 @@ void seed_skus(shop::Db& db, const std::vector<Seed>& seeds) {
   shop::transaction(db, [&](shop::Db& tx) {
     for (const Seed& s : seeds) {
       tx.exec(
-          "INSERT INTO t_sku (sku_id, stock, version, price, initial_stock) VALUES ($1, $2, 0, $3, $2) "
-          "ON CONFLICT (sku_id) DO UPDATE SET stock = excluded.stock, version = 0, price = excluded.price, "
-          "initial_stock = excluded.initial_stock",
+          shop::by_dialect(
+              tx,
+              "INSERT INTO t_sku (sku_id, stock, version, price, initial_stock) VALUES ($1, $2, 0, $3, $2) "
+              "ON CONFLICT (sku_id) DO UPDATE SET stock = excluded.stock, version = 0, price = "
+              "excluded.price, "
+              "initial_stock = excluded.initial_stock",
+              "INSERT INTO t_sku (sku_id, stock, version, price, initial_stock) VALUES ($1, $2, 0, $3, $2) "
+              "ON DUPLICATE KEY UPDATE stock = $2, version = 0, price = $3, initial_stock = $2"),
           {s.sku, s.stock, s.price});
     }
   });
@@ -97,7 +102,8 @@ int main(int argc, char** argv) {
   std::size_t pool_size = 8;
   std::vector<std::string> seed_args;
   app.add_option("--listen", listen, "HOST:PORT to serve HTTP on")->capture_default_str();
-  app.add_option("--db", db_uri, "the shop's database: sqlite:PATH or postgres://...")->capture_default_str();
+  app.add_option("--db", db_uri, "the shop's database: sqlite:PATH, postgres://... or mysql://...")
+      ->capture_default_str();
   app.add_option("--store", store_uri, "the idem store of the payment callback's guard")
       ->capture_default_str();
   app.add_option("--amqp", amqp, "the broker the outbox relay publishes to")->capture_default_str();
@@ -126,8 +132,8 @@ int main(int argc, char** argv) {
     seeds.push_back(*seed);
   }
   if (!db_uri.starts_with("sqlite:") && !db_uri.starts_with("postgres://") &&
-      !db_uri.starts_with("postgresql://")) {
-    return usage("--db: expected sqlite:PATH or postgres://..., got '" + db_uri + "'");
+      !db_uri.starts_with("postgresql://") && !db_uri.starts_with("mysql://")) {
+    return usage("--db: expected sqlite:PATH, postgres://... or mysql://..., got '" + db_uri + "'");
   }
   shop::AmqpUrl amqp_url;
   try {

@@ -65,6 +65,15 @@ constexpr std::int64_t kFirstOrderId = 1790000000000000001;
 
 // The next id, in the caller's transaction: the counter's row stays locked until it ends.
 std::int64_t next_order_id(Db& db) {
+  if (db.dialect() == Db::Dialect::mysql) {
+    // No RETURNING: LAST_INSERT_ID(expr) keeps the number for this session (the first
+    // insert sets it in VALUES, every later one in the update), and SELECT reads it back.
+    db.exec(
+        "INSERT INTO t_sequence (name, n) VALUES ('order_id', LAST_INSERT_ID($1)) "
+        "ON DUPLICATE KEY UPDATE n = LAST_INSERT_ID(n + 1)",
+        {kFirstOrderId});
+    return db.query("SELECT LAST_INSERT_ID()").at(0).integer(0);
+  }
   auto rows = db.query(
       "INSERT INTO t_sequence (name, n) VALUES ('order_id', $1) "
       "ON CONFLICT (name) DO UPDATE SET n = t_sequence.n + 1 RETURNING n",
@@ -114,13 +123,19 @@ Reply Shop::create_order(const Request& req) {
     // A repeat that the unique key refuses still takes an id: ids may have gaps.
     const std::string order_no = random_id(20);
     const std::int64_t order_id = next_order_id(db), now = now_micros();
+    // MySQL's ON DUPLICATE KEY UPDATE answers any unique key, not just this one: a
+    // collision on another (order_no, order_id, biz_no) is not found below and fails.
     const bool inserted =
-        db.exec(
-            "INSERT INTO t_order (order_no, order_id, biz_no, user_id, sku_id, event_id, quantity, amount, "
-            "status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'CREATED', $9) "
-            "ON CONFLICT (user_id, sku_id, event_id) DO NOTHING",
-            {order_no, order_id, biz_no_of(order_id, now), user, sku, event, quantity,
-             price[0].integer(0) * quantity, now}) == 1;
+        db.exec(by_dialect(
+                    db,
+                    "INSERT INTO t_order (order_no, order_id, biz_no, user_id, sku_id, event_id, quantity, "
+                    "amount, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'CREATED', $9) "
+                    "ON CONFLICT (user_id, sku_id, event_id) DO NOTHING",
+                    "INSERT INTO t_order (order_no, order_id, biz_no, user_id, sku_id, event_id, quantity, "
+                    "amount, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'CREATED', $9) "
+                    "ON DUPLICATE KEY UPDATE order_no = order_no"),
+                {order_no, order_id, biz_no_of(order_id, now), user, sku, event, quantity,
+                 price[0].integer(0) * quantity, now}) == 1;
     auto rows =
         inserted
             ? db.query(std::string(kOrderColumns) + "WHERE order_no = $1", {order_no})

@@ -220,8 +220,7 @@ int Storm::report(double total_seconds) {
   const auto counts = count_orders(db, run_);
   auto checks = run_checks(db, run_);
   std::cout << "\nshop-storm report (seed " << opt_.seed << ", " << run_.users.size() << " users, "
-            << (env_.postgres() ? "PostgreSQL" : "SQLite") << ", "
-            << (opt_.unprotected ? "UNPROTECTED" : "protected") << ")\n";
+            << env_.database_kind() << ", " << (opt_.unprotected ? "UNPROTECTED" : "protected") << ")\n";
   std::printf("  time: users %.1f s, drain %.1f s, total %.1f s\n", users_seconds_, drain_seconds_,
               total_seconds);
   print_map("requests sent", run_.tally.sent);
@@ -263,7 +262,10 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   app.add_option("--amqp", opt.amqp, "RabbitMQ URL, amqp://USER:PASS@HOST:PORT/VHOST")->required();
-  app.add_option("--db", opt.db, "PostgreSQL server URL (default: SQLite files in the workdir)");
+  app.add_option(
+      "--db", opt.db,
+      "PostgreSQL or MySQL server URL, postgres://... or mysql://... (default: SQLite files in the "
+      "workdir)");
   app.add_option("--users", opt.users, "users to run")->check(CLI::Range(1, 1000000));
   app.add_option("--concurrency", opt.concurrency, "users at a time")->check(CLI::Range(1, 10000));
   app.add_flag("--unprotected", opt.unprotected, "gateway without routes (idem-unprotected.yaml)");

@@ -28,7 +28,7 @@ std::string random_suffix(std::uint64_t seed) {
 
 std::string with_database(const std::string& url, const std::string& database, const std::string& param) {
   const auto scheme = url.find("://");
-  if (scheme == std::string::npos) throw SetupError("--db: not a postgres:// URL: " + url);
+  if (scheme == std::string::npos) throw SetupError("--db: not a postgres:// or mysql:// URL: " + url);
   const auto query = url.find('?', scheme + 3);
   const auto slash = url.find('/', scheme + 3);
   const auto host_end = std::min(slash, query);
@@ -39,7 +39,7 @@ std::string with_database(const std::string& url, const std::string& database, c
   return out;
 }
 
-Env::Env(std::string workdir, std::string postgres_url, std::uint64_t seed) : workdir_(std::move(workdir)) {
+Env::Env(std::string workdir, std::string server_url, std::uint64_t seed) : workdir_(std::move(workdir)) {
   std::error_code ec;
   if (workdir_.empty()) {
     const char* tmp = std::getenv("TMPDIR");
@@ -55,18 +55,25 @@ Env::Env(std::string workdir, std::string postgres_url, std::uint64_t seed) : wo
   const std::string suffix = random_suffix(seed);
   queue_ = "order.paid." + suffix;
   try {
-    if (postgres_url.empty()) {
+    if (server_url.empty()) {
       shop_db_ = "sqlite:" + path("shop.db");
       shop_store_ = "sqlite:" + path("shop-idem.db");
       gateway_store_ = "sqlite:" + path("gateway.db");
     } else {
-      admin_url_ = postgres_url;
+      admin_url_ = server_url;
       database_ = "shop_storm_" + suffix;
       auto admin = Db::open(admin_url_);
+      dialect_ = admin->dialect();
       admin->exec("CREATE DATABASE " + database_);
       shop_db_ = with_database(admin_url_, database_, "");
-      shop_store_ = with_database(admin_url_, database_, "table_prefix=shopidem_");
-      gateway_store_ = with_database(admin_url_, database_, "table_prefix=gw_");
+      if (dialect_ == Db::Dialect::mysql) {
+        // TODO mysql store: switch to with_database(..., "table_prefix=gw_") (and "shopidem_")
+        shop_store_ = "sqlite:" + path("shop-idem.db");
+        gateway_store_ = "sqlite:" + path("gateway.db");
+      } else {
+        shop_store_ = with_database(admin_url_, database_, "table_prefix=shopidem_");
+        gateway_store_ = with_database(admin_url_, database_, "table_prefix=gw_");
+      }
     }
     db_ = Db::open(shop_db_);
     ensure_schema(*db_);
@@ -77,6 +84,18 @@ Env::Env(std::string workdir, std::string postgres_url, std::uint64_t seed) : wo
 }
 
 Env::~Env() { cleanup(true); }
+
+const char* Env::database_kind() const {
+  switch (dialect_) {
+    case Db::Dialect::postgres:
+      return "PostgreSQL";
+    case Db::Dialect::mysql:
+      return "MySQL";
+    case Db::Dialect::sqlite:
+      break;
+  }
+  return "SQLite";
+}
 
 std::vector<Sku> Env::seed_skus(int users, std::uint64_t seed) {
   // Each user buys 2 on average from one of 20 SKUs: demand per SKU ~ users / 10. Stocks run
@@ -110,7 +129,9 @@ void Env::cleanup(bool keep) {
   if (!database_.empty()) {
     try {
       auto admin = Db::open(admin_url_);
-      admin->exec("DROP DATABASE IF EXISTS " + database_ + " WITH (FORCE)");
+      // PostgreSQL refuses while a connection is open, unless forced; MySQL has no FORCE.
+      admin->exec("DROP DATABASE IF EXISTS " + database_ +
+                  (dialect_ == Db::Dialect::postgres ? " WITH (FORCE)" : ""));
     } catch (const DbError& e) {
       std::fprintf(stderr, "shop-storm: could not drop database %s: %s\n", database_.c_str(), e.what());
     }
