@@ -4,7 +4,7 @@
 #             make the user idem and /var/lib/idem.
 #   idem-dev  libidem (static), its headers and CMake package (find_package(idem)).
 # Two packages because a server that runs the gateway needs neither a static library nor
-# the -dev packages of Boost, OpenSSL, SQLite, hiredis and libpq that find_package(idem)
+# the -dev packages of Boost, OpenSSL, SQLite, hiredis, libpq and libmariadb that find_package(idem)
 # asks for, while a program linking libidem needs no service, user or open port.
 
 set(CPACK_GENERATOR DEB)
@@ -46,7 +46,7 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME idem-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "libboost1.81-dev, libboost-json1.81-dev, libssl-dev, libsqlite3-dev, libxxhash-dev, libhiredis-dev, libpq-dev, pkg-config"
+    "libboost1.81-dev, libboost-json1.81-dev, libssl-dev, libsqlite3-dev, libxxhash-dev, libhiredis-dev, libpq-dev, libmariadb-dev, pkg-config"
 )
 set(CPACK_COMPONENT_DEV_DESCRIPTION
     "libidem: the idempotency engine of idem for C++20 programs (Asio and blocking), as a\n\

@@ -4,6 +4,7 @@
 
 #include "idem/store_uri.h"
 #include "stores/memory/memory_store.h"
+#include "stores/mysql/mysql_store.h"
 #include "stores/postgres/postgres_store.h"
 #include "stores/redis/redis_store.h"
 #include "stores/sqlite/sqlite_store.h"
@@ -21,7 +22,7 @@ Result<std::unique_ptr<Store>> open_store(std::string_view uri, StoreOptions opt
   if (colon == std::string_view::npos) {
     return invalid_argument("store URI '" + redact_uri(uri) +
                             "' has no scheme (expected memory:, sqlite:PATH, redis://, "
-                            "redis-cluster:// or postgres://)");
+                            "redis-cluster://, postgres:// or mysql://)");
   }
   const auto scheme = uri.substr(0, colon);
   const auto rest = uri.substr(colon + 1);
@@ -32,6 +33,7 @@ Result<std::unique_ptr<Store>> open_store(std::string_view uri, StoreOptions opt
   if (scheme == "sqlite") return sqlite::open(rest, options);
   if (scheme == "redis" || scheme == "redis-cluster") return redis::open(uri, options);
   if (scheme == "postgres" || scheme == "postgresql") return postgres::open(uri, options);
+  if (scheme == "mysql") return mysql::open(uri, options);
   return invalid_argument("unknown store scheme '" + std::string(scheme) + "' in '" + redact_uri(uri) + "'");
 }
 

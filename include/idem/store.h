@@ -1,5 +1,5 @@
 // The store: the one interface behind which every backend (memory, SQLite, Redis, Redis
-// Cluster, PostgreSQL) implements the engine of docs/design.md with identical semantics.
+// Cluster, PostgreSQL, MySQL) implements the engine of docs/design.md with identical semantics.
 //
 // Every operation exists in two forms:
 //   store.begin(args, callback)  asynchronous: returns at once; the callback runs exactly
@@ -75,8 +75,8 @@ class Store {
   void remove(RecordId id, Callback<bool> cb);
   // sweep: delete expired records, tokens and locks; returns how many records went.
   void sweep(Callback<std::uint64_t> cb) { do_sweep(std::move(cb)); }
-  // list: one page of live records matching the filters (listing.h). SQLite, PostgreSQL and
-  // memory order newest first (latest expires_at, then scope and key) and page by a keyset
+  // list: one page of live records matching the filters (listing.h). SQLite, PostgreSQL, MySQL
+  // and memory order newest first (latest expires_at, then scope and key) and page by a keyset
   // cursor, so records written while an operator pages never shift a page; Redis pages in
   // SCAN order (unordered; a record changed or written while paging may be missed or shown
   // twice). A page may hold fewer than `limit` records while more follow: only an empty

@@ -61,19 +61,28 @@ Backend redis_like(const char* name, const char* env) {
 Backend redis_backend() { return redis_like("redis", "IDEM_TEST_REDIS_URL"); }
 Backend redis_cluster_backend() { return redis_like("redis_cluster", "IDEM_TEST_REDIS_CLUSTER_URL"); }
 
-Backend postgres_backend() {
-  return {"postgres",
-          [](std::shared_ptr<const Clock>) -> std::unique_ptr<Store> {
-            const char* url = std::getenv("IDEM_TEST_POSTGRES_URL");
+namespace {
+
+// Fresh tables in the SQL database at the URL in `env`: a table_prefix of their own, which
+// starts with `tag`.
+Backend sql_backend(const char* name, const char* env, const char* tag) {
+  return {name,
+          [env, tag](std::shared_ptr<const Clock>) -> std::unique_ptr<Store> {
+            const char* url = std::getenv(env);
             if (url == nullptr || *url == '\0') return nullptr;
             static std::atomic<int> n{0};
             const std::string base = url;
             const std::string prefix =
-                "idem_t" + std::to_string(::getpid()) + "_" + std::to_string(n++) + "_";
+                std::string(tag) + std::to_string(::getpid()) + "_" + std::to_string(n++) + "_";
             return must_open(
                 base + (base.find('?') == std::string::npos ? "?" : "&") + "table_prefix=" + prefix, nullptr);
           },
           /*controllable_clock=*/false};
 }
+
+}  // namespace
+
+Backend postgres_backend() { return sql_backend("postgres", "IDEM_TEST_POSTGRES_URL", "idem_t"); }
+Backend mysql_backend() { return sql_backend("mysql", "IDEM_TEST_MYSQL_URL", "idem_m"); }
 
 }  // namespace idem::testutil

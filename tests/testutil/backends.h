@@ -44,7 +44,11 @@ std::string with_unique_prefix(const std::string& uri);
 // `open` returns nullptr when the variable is not set (the tests skip).
 Backend postgres_backend();
 
-// gtest parameter names: "memory", "sqlite", "redis", "redis_cluster", "postgres".
+// Fresh tables (a table_prefix of their own) in the database at IDEM_TEST_MYSQL_URL
+// (scripts/services start mariadb); `open` returns nullptr when the variable is not set.
+Backend mysql_backend();
+
+// gtest parameter names: "memory", "sqlite", "redis", "redis_cluster", "postgres", "mysql".
 inline std::string backend_name(const ::testing::TestParamInfo<Backend>& info) { return info.param.name; }
 
 }  // namespace idem::testutil

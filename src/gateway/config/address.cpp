@@ -143,7 +143,8 @@ Result<UpstreamUrl> parse_upstream_url(std::string_view text) {
 
 Status check_store_uri(std::string_view uri) {
   const char* expected =
-      "expected memory:, sqlite:PATH, redis://HOST:PORT, redis-cluster://HOST:PORT or postgres://...";
+      "expected memory:, sqlite:PATH, redis://HOST:PORT, redis-cluster://HOST:PORT, postgres://... or "
+      "mysql://...";
   if (Status s = check_uri_userinfo(uri); !s) return s;
   std::size_t colon = uri.find(':');
   if (colon == std::string_view::npos) {
@@ -160,10 +161,14 @@ Status check_store_uri(std::string_view uri) {
       return invalid_argument("sqlite: needs a file path, such as sqlite:./idem.db");
     return Status::ok();
   }
-  if (scheme == "redis" || scheme == "redis-cluster" || scheme == "postgres" || scheme == "postgresql") {
+  if (scheme == "redis" || scheme == "redis-cluster" || scheme == "postgres" || scheme == "postgresql" ||
+      scheme == "mysql") {
     if (rest.size() <= 2 || rest.substr(0, 2) != "//") {
       return invalid_argument(std::string(scheme) + ": needs a host, such as " + std::string(scheme) +
-                              "://127.0.0.1:" + (scheme.substr(0, 5) == "redis" ? "6379" : "5432"));
+                              "://127.0.0.1:" +
+                              (scheme.substr(0, 5) == "redis" ? "6379"
+                               : scheme == "mysql"            ? "3306"
+                                                              : "5432"));
     }
     return Status::ok();
   }

@@ -1,0 +1,305 @@
+#include "stores/mysql/mysql_sql.h"
+
+#include <initializer_list>
+
+namespace idem::mysql {
+namespace {
+
+constexpr std::string_view kNow = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
+
+// {p}: the table prefix; {now}: the server's clock in µs; {grace}: kTombstoneGraceMicros;
+// $1..$9: the arguments, already literals.
+std::string expand(std::string_view sql, const std::string& prefix, std::initializer_list<std::string> args) {
+  const std::string grace = std::to_string(kTombstoneGraceMicros);
+  std::string out;
+  out.reserve(sql.size() * 2);
+  for (std::size_t i = 0; i < sql.size();) {
+    if (sql.substr(i, 3) == "{p}") {
+      out += prefix;
+      i += 3;
+    } else if (sql.substr(i, 5) == "{now}") {
+      out += kNow;
+      i += 5;
+    } else if (sql.substr(i, 7) == "{grace}") {
+      out += grace;
+      i += 7;
+    } else if (sql[i] == '$' && i + 1 < sql.size() && sql[i + 1] >= '1' && sql[i + 1] <= '9') {
+      out += *(args.begin() + (sql[i + 1] - '1'));
+      i += 2;
+    } else {
+      out += sql[i++];
+    }
+  }
+  return out;
+}
+
+std::string num(std::int64_t v) { return std::to_string(v); }
+std::int64_t us(Duration d) { return d.count(); }
+
+// begin: takes the row when there is none, it is a tombstone, it expired, or its lease expired
+// with a matching fingerprint; @idem_take says whether it did (1 for a fresh insert, which runs
+// no assignment). The SELECT then reads the row the upsert left, locked by it: 'a' acquired, 'r'
+// recovered (fence), 'm' mismatch, 'd' replay (fence, result), 'i' in_progress (retry_after µs).
+constexpr std::string_view kBegin = R"sql(SET @idem_now = {now}, @idem_take = 1;
+INSERT INTO {p}records (scope, `key`, state, fence, fingerprint, lease_until, expires_at, result, recovered, owner)
+VALUES ($1, $2, 'pending', @idem_now, $3, @idem_now + $4, @idem_now + $4 + $5, X'', 0, $6)
+ON DUPLICATE KEY UPDATE
+  recovered = IF(@idem_take := (state = 'free' OR expires_at <= @idem_now
+                                OR (state = 'pending' AND lease_until <= @idem_now
+                                    AND (fingerprint = X'' OR $3 = X'' OR fingerprint = $3))),
+                 state <> 'free' AND expires_at > @idem_now, recovered),
+  fence = IF(@idem_take, GREATEST(fence + 1, @idem_now), fence),
+  fingerprint = IF(@idem_take AND NOT (state <> 'free' AND expires_at > @idem_now AND $3 = X''), $3, fingerprint),
+  lease_until = IF(@idem_take, @idem_now + $4, lease_until),
+  expires_at = IF(@idem_take, @idem_now + $4 + $5, expires_at),
+  result = IF(@idem_take, X'', result),
+  owner = IF(@idem_take, $6, owner),
+  state = IF(@idem_take, 'pending', state);
+SELECT CASE WHEN @idem_take THEN IF(recovered, 'r', 'a')
+            WHEN fingerprint <> X'' AND $3 <> X'' AND fingerprint <> $3 THEN 'm'
+            WHEN state = 'done' THEN 'd'
+            WHEN lease_until > @idem_now THEN 'i'
+            ELSE 'x' END,
+       fence, IF(state = 'done', result, NULL), lease_until - @idem_now
+FROM {p}records WHERE scope = $1 AND `key` = $2;)sql";
+
+// A live pending record with this fence, judged at NOW.
+#define IDEM_HELD(NOW) "scope = $1 AND `key` = $2 AND fence = $3 AND state = 'pending' AND expires_at > " NOW
+
+// commit: 'c' when the row is done with this fence afterwards (now, or before: a retried commit
+// changes nothing), else 'f' (no row: fenced too).
+constexpr std::string_view kCommit = R"sql(SET @idem_now = {now};
+UPDATE {p}records SET state = 'done', lease_until = NULL, expires_at = @idem_now + $4, result = $5, recovered = 0
+WHERE )sql" IDEM_HELD("@idem_now") R"sql(;
+SELECT IF(state = 'done' AND fence = $3 AND expires_at > @idem_now, 'c', 'f') FROM {p}records
+WHERE scope = $1 AND `key` = $2;)sql";
+
+#define IDEM_FREE(NOW) \
+  "state = 'free', lease_until = NULL, expires_at = " NOW ", fingerprint = X'', result = X'', owner = X''"
+constexpr std::string_view kRelease =
+    "UPDATE {p}records SET " IDEM_FREE("{now}") " WHERE " IDEM_HELD("{now}") ";";
+// release with restore_token: the token ($4, for $5 µs) is re-armed only when the claim went.
+// Locks the record's row, then the token's.
+constexpr std::string_view kReleaseRestore = R"sql(SET @idem_now = {now};
+UPDATE {p}records SET )sql" IDEM_FREE("@idem_now") " WHERE " IDEM_HELD("@idem_now") R"sql(;
+SET @idem_released = ROW_COUNT();
+UPDATE {p}tokens SET consumed = 0, expires_at = @idem_now + $5
+WHERE scope = $1 AND token = $4 AND expires_at > @idem_now AND @idem_released > 0;)sql";
+// abandon: as release, but the claim is named by its (non-empty) owner instead of its fence.
+constexpr std::string_view kAbandon = "UPDATE {p}records SET " IDEM_FREE(
+    "{now}") " WHERE scope = $1 AND `key` = $2 AND state = 'pending' AND owner = $3 AND $3 <> X'' "
+             "AND expires_at > {now};";
+// expires_at keeps its distance to lease_until (the retention), so it is assigned first.
+constexpr std::string_view kExtend =
+    "UPDATE {p}records SET expires_at = {now} + $4 + (expires_at - lease_until), lease_until = {now} + $4 "
+    "WHERE " IDEM_HELD("{now}") ";";
+#undef IDEM_HELD
+
+#define IDEM_COLUMNS "scope, `key`, state, fence, fingerprint, lease_until, expires_at, result, owner"
+constexpr std::string_view kGet = "SELECT " IDEM_COLUMNS
+                                  " FROM {p}records WHERE scope = $1 AND `key` = $2 AND state <> 'free' "
+                                  "AND expires_at > {now};";
+// An expired record is already absent and keeps its fence as it is.
+constexpr std::string_view kRemove = "UPDATE {p}records SET " IDEM_FREE(
+    "{now}") " WHERE scope = $1 AND `key` = $2 AND state <> 'free' AND expires_at > {now};";
+#undef IDEM_FREE
+
+constexpr std::string_view kIssueToken =
+    "INSERT INTO {p}tokens (scope, token, consumed, ttl_us, expires_at) VALUES ($1, $2, 0, $3, {now} + $3);";
+// A consumed token stays restorable for another ttl.
+constexpr std::string_view kConsumeToken =
+    "UPDATE {p}tokens SET consumed = 1, expires_at = GREATEST(expires_at, {now} + ttl_us) "
+    "WHERE scope = $1 AND token = $2 AND NOT consumed AND expires_at > {now};";
+constexpr std::string_view kRestoreToken =
+    "UPDATE {p}tokens SET consumed = 0, expires_at = {now} + $3 "
+    "WHERE scope = $1 AND token = $2 AND expires_at > {now};";
+
+// lock: takes the row when free, unlocked, expired or held by the same owner (then the fence
+// stays); the SELECT says 'l' (fence) or 'b' busy (retry_after µs).
+constexpr std::string_view kLock = R"sql(SET @idem_now = {now}, @idem_take = 1;
+INSERT INTO {p}locks (name, owner, fence, expires_at, unlocked) VALUES ($1, $2, @idem_now, @idem_now + $3, 0)
+ON DUPLICATE KEY UPDATE
+  fence = IF(@idem_take := (unlocked OR expires_at <= @idem_now OR owner = $2),
+             IF(NOT unlocked AND expires_at > @idem_now, fence, GREATEST(fence + 1, @idem_now)), fence),
+  owner = IF(@idem_take, $2, owner),
+  expires_at = IF(@idem_take, @idem_now + $3, expires_at),
+  unlocked = IF(@idem_take, 0, unlocked);
+SELECT IF(@idem_take, 'l', IF(NOT unlocked AND expires_at > @idem_now AND owner <> $2, 'b', 'x')), fence, NULL,
+       expires_at - @idem_now
+FROM {p}locks WHERE name = $1;)sql";
+// Unlocking marks the row unlocked (not held, whatever the clock says later) and keeps the
+// fence; expires_at = NOW dates it for sweep.
+constexpr std::string_view kUnlock =
+    "UPDATE {p}locks SET expires_at = {now}, unlocked = 1 WHERE name = $1 AND owner = $2 AND NOT unlocked "
+    "AND expires_at > {now};";
+constexpr std::string_view kExtendLock =
+    "UPDATE {p}locks SET expires_at = {now} + $3 WHERE name = $1 AND owner = $2 AND NOT unlocked "
+    "AND expires_at > {now};";
+
+// Sweep steps, by the expires_at indexes: records that went (expired, not tombstones), tombstones
+// past the grace, expired tokens, locks past the grace.
+constexpr std::string_view kSweepRecords =
+    "DELETE FROM {p}records WHERE expires_at <= {now} AND state <> 'free' LIMIT 1000;";
+constexpr std::string_view kSweepTombstones =
+    "DELETE FROM {p}records WHERE expires_at <= {now} - {grace} AND state = 'free' LIMIT 1000;";
+constexpr std::string_view kSweepTokens = "DELETE FROM {p}tokens WHERE expires_at <= {now} LIMIT 1000;";
+constexpr std::string_view kSweepLocks =
+    "DELETE FROM {p}locks WHERE expires_at <= {now} - {grace} LIMIT 1000;";
+static_assert(kSweepBatch == 1000, "the sweep statements say LIMIT 1000");
+
+// Bytes as VARBINARY (PRIMARY KEY parts) compare bytewise, with no padding and no case folding:
+// "a", "a " and "A" are three keys. A scope or lock name beyond 2,048 bytes is refused by the
+// server (strict mode): invalid_argument.
+constexpr std::string_view kSchema = R"sql(CREATE TABLE IF NOT EXISTS {p}records (
+  scope       VARBINARY(2048) NOT NULL,
+  `key`       VARBINARY(255) NOT NULL,
+  state       VARCHAR(7) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,  -- pending, done, free (a tombstone)
+  fence       BIGINT NOT NULL,
+  fingerprint BLOB NOT NULL,
+  lease_until BIGINT NULL,          -- µs since the Unix epoch; pending records only
+  expires_at  BIGINT NOT NULL,      -- µs since the Unix epoch
+  result      LONGBLOB NOT NULL,    -- done records only
+  recovered   BOOLEAN NOT NULL,     -- the holder took over an expired lease
+  owner       BLOB NOT NULL,        -- who claimed it (BeginArgs::owner)
+  PRIMARY KEY (scope, `key`),
+  KEY {p}records_expires_at (expires_at)
+) ENGINE = InnoDB;
+CREATE TABLE IF NOT EXISTS {p}tokens (
+  scope      VARBINARY(2048) NOT NULL,
+  token      VARBINARY(255) NOT NULL,
+  consumed   BOOLEAN NOT NULL,
+  ttl_us     BIGINT NOT NULL,       -- as issued
+  expires_at BIGINT NOT NULL,
+  PRIMARY KEY (scope, token),
+  KEY {p}tokens_expires_at (expires_at)
+) ENGINE = InnoDB;
+CREATE TABLE IF NOT EXISTS {p}locks (
+  name       VARBINARY(2048) NOT NULL PRIMARY KEY,
+  owner      BLOB NOT NULL,
+  fence      BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,       -- unlocked: the instant of the unlock
+  unlocked   BOOLEAN NOT NULL,      -- released by its owner: never held again
+  KEY {p}locks_expires_at (expires_at)
+) ENGINE = InnoDB;)sql";
+
+Sql one(std::string text) { return Sql{std::move(text), 1, 0}; }
+
+}  // namespace
+
+std::string hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2 + 3);
+  out += "X'";
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  out += '\'';
+  return out;
+}
+
+Sql Statements::begin(const BeginArgs& a) const {
+  return {expand(kBegin, p_,
+                 {hex(a.scope), hex(a.key), hex(a.fingerprint), num(us(a.lease)), num(us(a.retention)),
+                  hex(a.owner)}),
+          3, 2};
+}
+Sql Statements::commit(const CommitArgs& a, std::int64_t fence) const {
+  return {expand(kCommit, p_, {hex(a.scope), hex(a.key), num(fence), num(us(a.retention)), hex(a.result)}), 3,
+          2};
+}
+Sql Statements::release(const ReleaseArgs& a, std::int64_t fence) const {
+  if (!a.restore_token) return one(expand(kRelease, p_, {hex(a.scope), hex(a.key), num(fence)}));
+  return {expand(kReleaseRestore, p_,
+                 {hex(a.scope), hex(a.key), num(fence), hex(a.restore_token->token),
+                  num(us(a.restore_token->ttl))}),
+          4, 1};
+}
+Sql Statements::abandon(const AbandonArgs& a) const {
+  return one(expand(kAbandon, p_, {hex(a.scope), hex(a.key), hex(a.owner)}));
+}
+Sql Statements::extend(const ExtendArgs& a, std::int64_t fence) const {
+  return one(expand(kExtend, p_, {hex(a.scope), hex(a.key), num(fence), num(us(a.lease))}));
+}
+Sql Statements::get(const RecordId& a) const { return one(expand(kGet, p_, {hex(a.scope), hex(a.key)})); }
+Sql Statements::remove(const RecordId& a) const {
+  return one(expand(kRemove, p_, {hex(a.scope), hex(a.key)}));
+}
+
+// Live records newest first (core/listing.h); VARBINARY compares bytewise, so a key prefix is
+// the range [prefix, key_end).
+Sql Statements::list(const ListArgs& a, const std::optional<std::string>& key_end,
+                     const core::ListPosition* after) const {
+  std::string sql = "SELECT " IDEM_COLUMNS " FROM {p}records WHERE expires_at > {now} AND state <> 'free'";
+  if (a.scope) sql += " AND scope = " + hex(*a.scope);
+  if (a.state) sql += std::string(" AND state = '") + to_string(*a.state) + "'";
+  sql += " AND `key` >= " + hex(a.key_prefix);
+  if (key_end) sql += " AND `key` < " + hex(*key_end);
+  if (after) {
+    const std::string at = num(us(after->expires_at.time_since_epoch()));
+    sql += " AND (expires_at < " + at + " OR (expires_at = " + at + " AND (scope, `key`) > (" +
+           hex(after->scope) + ", " + hex(after->key) + ")))";
+  }
+  sql += " ORDER BY expires_at DESC, scope, `key` LIMIT " + std::to_string(a.limit + 1) + ";";
+  return one(expand(sql, p_, {}));
+}
+#undef IDEM_COLUMNS
+
+Sql Statements::issue_token(const IssueTokenArgs& a, const std::string& token) const {
+  return one(expand(kIssueToken, p_, {hex(a.scope), hex(token), num(us(a.ttl))}));
+}
+Sql Statements::consume_token(const TokenArgs& a) const {
+  return one(expand(kConsumeToken, p_, {hex(a.scope), hex(a.token)}));
+}
+Sql Statements::restore_token(const RestoreTokenArgs& a) const {
+  return one(expand(kRestoreToken, p_, {hex(a.scope), hex(a.token), num(us(a.ttl))}));
+}
+Sql Statements::lock(const LockArgs& a) const {
+  return {expand(kLock, p_, {hex(a.name), hex(a.owner), num(us(a.ttl))}), 3, 2};
+}
+Sql Statements::unlock(const UnlockArgs& a) const {
+  return one(expand(kUnlock, p_, {hex(a.name), hex(a.owner)}));
+}
+Sql Statements::extend_lock(const LockArgs& a) const {
+  return one(expand(kExtendLock, p_, {hex(a.name), hex(a.owner), num(us(a.ttl))}));
+}
+Sql Statements::ping() const { return one("SELECT 1;"); }
+
+Sql Statements::sweep(SweepStep step) const {
+  switch (step) {
+    case SweepStep::records:
+      return one(expand(kSweepRecords, p_, {}));
+    case SweepStep::tombstones:
+      return one(expand(kSweepTombstones, p_, {}));
+    case SweepStep::tokens:
+      return one(expand(kSweepTokens, p_, {}));
+    case SweepStep::locks:
+      break;
+  }
+  return one(expand(kSweepLocks, p_, {}));
+}
+
+std::string schema_sql(const std::string& prefix) { return expand(kSchema, prefix, {}); }
+std::string schema_lock(const std::string& prefix) { return "idem_schema_" + prefix; }
+
+std::string session_sql(std::int64_t lock_wait_seconds) {
+  return "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;"
+         "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION';"
+         "SET SESSION autocommit = 1;"
+         "SET SESSION innodb_lock_wait_timeout = " +
+         std::to_string(lock_wait_seconds) +
+         ";"
+         "SELECT @@max_allowed_packet";
+}
+
+bool valid_prefix(const std::string& prefix) {
+  if (prefix.empty() || prefix.size() > 40) return false;
+  if (prefix[0] >= '0' && prefix[0] <= '9') return false;
+  for (char c : prefix) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+}  // namespace idem::mysql
