@@ -49,6 +49,8 @@ FLUSH PRIVILEGES;
 SQL
   echo "export IDEM_TEST_MYSQL_URL=mysql://idem:idem@127.0.0.1:${mariadb_port}/idem" >>"${env_file}"
   echo "export IDEM_TEST_MYSQL_SOCKET=${dir}/mysqld.sock" >>"${env_file}"
+  # For the store's restart test (scripts/test): how to stop and start this server again.
+  echo "export IDEM_TEST_MYSQL_DATA=${dir}" >>"${env_file}"
 }
 
 mariadb_stop() {

@@ -5,10 +5,10 @@
 //     call did take effect (so "outcome unknown" is the honest answer);
 //   the connection is refused → unavailable, and nothing took effect;
 //   once the proxy forwards again, the store reconnects and works.
-// Redis and PostgreSQL are the shared servers of scripts/services (skipped when their
-// IDEM_TEST_*_URL is unset); the Redis Cluster is a one-node cluster of the test's own
-// whose node announces the proxy's port, since a cluster sends clients to the addresses
-// its nodes announce.
+// Redis, PostgreSQL and MariaDB (for the MySQL store) are the shared servers of
+// scripts/services (skipped when their IDEM_TEST_*_URL is unset); the Redis Cluster is a
+// one-node cluster of the test's own whose node announces the proxy's port, since a
+// cluster sends clients to the addresses its nodes announce.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -85,11 +85,12 @@ Rig redis_cluster_setup() {
   return s;
 }
 
-// postgres://user:pass@HOST:PORT/db... with HOST:PORT the proxy's, and fresh tables.
-Rig postgres_setup() {
+// SCHEME://user:pass@HOST:PORT/db... (the URL in `env`) with HOST:PORT the proxy's, and fresh
+// tables.
+Rig sql_setup(const char* env_name, const char* service) {
   Rig s;
-  const char* url = env("IDEM_TEST_POSTGRES_URL");
-  if (!url) return skipped("IDEM_TEST_POSTGRES_URL is not set (scripts/services start postgres)");
+  const char* url = env(env_name);
+  if (!url) return skipped(std::string(env_name) + " is not set (scripts/services start " + service + ")");
   const std::string base = url;
   const auto at = base.find('@'), slash = base.find('/', at);
   const std::string hostport = base.substr(at + 1, slash - at - 1);
@@ -103,6 +104,9 @@ Rig postgres_setup() {
           std::to_string(::getpid()) + "_" + std::to_string(n++) + "_";
   return s;
 }
+
+Rig postgres_setup() { return sql_setup("IDEM_TEST_POSTGRES_URL", "postgres"); }
+Rig mysql_setup() { return sql_setup("IDEM_TEST_MYSQL_URL", "mariadb"); }
 
 // The calls under test, each with the state it needs and a way to tell whether it took
 // effect.
@@ -296,7 +300,7 @@ TEST_P(StoreFailure, SlowRepliesWithinTheDeadlineAreAnswered) {
 INSTANTIATE_TEST_SUITE_P(Backends, StoreFailure,
                          ::testing::Values(Target{"redis", redis_setup},
                                            Target{"redis_cluster", redis_cluster_setup},
-                                           Target{"postgres", postgres_setup}),
+                                           Target{"postgres", postgres_setup}, Target{"mysql", mysql_setup}),
                          [](const auto& param_info) { return param_info.param.name; });
 
 }  // namespace
