@@ -1,8 +1,8 @@
 // Many gateways, one store (issue 4): several `idem serve` processes share one Redis, one
-// Redis Cluster or one PostgreSQL, and together keep the promise one gateway keeps alone.
-// The servers come from the environment (scripts/services): IDEM_TEST_REDIS_URL,
-// IDEM_TEST_REDIS_CLUSTER_URL, IDEM_TEST_POSTGRES_URL; a backend whose URL is unset is
-// skipped, visibly. Each test uses a namespace of its own in the shared server.
+// Redis Cluster, one PostgreSQL or one MySQL, and together keep the promise one gateway keeps
+// alone. The servers come from the environment (scripts/services): IDEM_TEST_REDIS_URL,
+// IDEM_TEST_REDIS_CLUSTER_URL, IDEM_TEST_POSTGRES_URL, IDEM_TEST_MYSQL_URL; a backend whose URL
+// is unset is skipped, visibly. Each test uses a namespace of its own in the shared server.
 //
 // Also here: gateways whose process clocks are 60 s apart (libfaketime, docs/design.md I7), and a
 // store that goes away under load and comes back (a private redis-server).
@@ -92,7 +92,9 @@ struct Gateway {
 class ManyGateways : public ::testing::TestWithParam<SharedStore> {
  protected:
   void SetUp() override {
-    store_ = store_uri(GetParam(), unique_name(GetParam().name == "postgres" ? "mg_" : "mg-"));
+    // Table names take no '-'.
+    store_ =
+        store_uri(GetParam(), unique_name(GetParam().namespace_param == "table_prefix=" ? "mg_" : "mg-"));
     if (store_.empty()) GTEST_SKIP() << GetParam().env << " is not set (scripts/services starts the servers)";
     dir_ = temp_dir();
     upstream_ =
@@ -234,12 +236,13 @@ TEST_P(ManyGateways, GatewaysWhoseClocksDifferBySixtySecondsAgreeOnLeasesAndExpi
   EXPECT_EQ(executions(stale), 2);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Stores, ManyGateways,
-    ::testing::Values(SharedStore{"redis", "IDEM_TEST_REDIS_URL", "prefix="},
-                      SharedStore{"redis_cluster", "IDEM_TEST_REDIS_CLUSTER_URL", "prefix="},
-                      SharedStore{"postgres", "IDEM_TEST_POSTGRES_URL", "table_prefix="}),
-    [](const auto& p) { return p.param.name; });
+INSTANTIATE_TEST_SUITE_P(Stores, ManyGateways,
+                         ::testing::Values(SharedStore{"redis", "IDEM_TEST_REDIS_URL", "prefix="},
+                                           SharedStore{"redis_cluster", "IDEM_TEST_REDIS_CLUSTER_URL",
+                                                       "prefix="},
+                                           SharedStore{"postgres", "IDEM_TEST_POSTGRES_URL", "table_prefix="},
+                                           SharedStore{"mysql", "IDEM_TEST_MYSQL_URL", "table_prefix="}),
+                         [](const auto& p) { return p.param.name; });
 
 // A private redis-server (AOF fsync always, so acknowledged records survive its kill -9)
 // that a test stops and starts again on the same port.
