@@ -3,8 +3,9 @@
 //   coro    Asio coroutines on one io_context thread (how the gateway calls the store)
 //   thread  OS threads making blocking calls (how a plain consumer calls it)
 // Run: build/release/bench/store_bench --benchmark_counters_tabular=true
-// With IDEM_BENCH_REDIS_URL, IDEM_BENCH_REDIS_CLUSTER_URL or IDEM_BENCH_POSTGRES_URL set,
-// those stores run too, each under a key prefix (Redis) or tables (PostgreSQL) of its own.
+// With IDEM_BENCH_REDIS_URL, IDEM_BENCH_REDIS_CLUSTER_URL, IDEM_BENCH_POSTGRES_URL or
+// IDEM_BENCH_MYSQL_URL set, those stores run too, each under a key prefix (Redis) or tables
+// (PostgreSQL, MySQL) of its own.
 // items_per_second is pairs/s (Pairs) or hits/s (Replay).
 //
 // raw_sqlite/normal runs the SQLite store's own claim and complete statements on a bare
@@ -67,7 +68,7 @@ std::unique_ptr<Store> open_fresh(const std::string& uri_base) {
     const auto file = fresh_file();
     const auto q = uri.find('?');
     uri = "sqlite:" + file + (q == std::string::npos ? "" : uri.substr(q));
-  } else if (uri.rfind("postgres", 0) == 0) {
+  } else if (uri.rfind("postgres", 0) == 0 || uri.rfind("mysql:", 0) == 0) {
     uri += (uri.find('?') == std::string::npos ? "?" : "&") + std::string("table_prefix=idem_bench_") +
            std::to_string(getpid()) + "_" + std::to_string(n++) + "_";
   }
@@ -411,6 +412,7 @@ int main(int argc, char** argv) {
   register_from_env("IDEM_BENCH_REDIS_URL", "redis");
   register_from_env("IDEM_BENCH_REDIS_CLUSTER_URL", "redis_cluster");
   register_from_env("IDEM_BENCH_POSTGRES_URL", "postgres");
+  register_from_env("IDEM_BENCH_MYSQL_URL", "mysql");
   if (const char* uri = std::getenv("IDEM_BENCH_SCALE_URI"); uri && *uri) {
     benchmark::RegisterBenchmark("scale_pairs", scale_pairs, uri)->Arg(64)->UseRealTime()->MinTime(1.0);
   }
