@@ -25,17 +25,11 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <deque>
 #include <functional>
-#include <mutex>
-#include <thread>
 
 #include "core/listing.h"
 #include "core/state_machine.h"
@@ -49,6 +43,7 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
 using OpPtr = std::unique_ptr<Op>;
+using batching::SteadyClock;
 
 constexpr auto kUse = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kConnections = 4;
@@ -58,8 +53,6 @@ constexpr std::size_t kMaxBatch = 128;
 // Bytes of SQL per batch, at most (an operation larger than this runs alone, up to the server's
 // max_allowed_packet).
 constexpr std::size_t kMaxBatchBytes = 1 << 20;
-// How often an operation may be run again in a row (deadlocks, rows it cannot answer from).
-constexpr int kMaxRuns = 64;
 constexpr auto kBackoffFirst = 20ms;
 constexpr auto kBackoffMax = 2s;
 constexpr unsigned long kFlags = CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS;
@@ -101,39 +94,18 @@ struct Exec {
 
 using OnResult = std::function<void(std::size_t index, const Reply& reply)>;
 
-class MysqlStore final : public Store {
+class MysqlStore final : public batching::BatchingStore<Op> {
  public:
   MysqlStore(Target target, const StoreOptions& options)
-      : target_(std::move(target)),
-        sql_(target_.prefix),
-        op_timeout_(options.op_timeout),
-        sweep_interval_(options.sweep_interval),
-        tick_interval_(std::clamp<Duration>(op_timeout_ / 20, Duration(1ms), Duration(50ms))),
-        work_(asio::make_work_guard(io_)),
-        tick_(io_),
-        sweep_timer_(io_) {
+      : BatchingStore(options, unavailable("mysql: not connected yet")),
+        target_(std::move(target)),
+        sql_(target_.prefix) {
     for (std::size_t i = 0; i < kConnections; ++i) conns_.push_back(std::make_unique<Connection>(io_));
-    asio::post(io_, [this] {
-      for (auto& c : conns_) asio::co_spawn(io_, run(*c), asio::detached);
-      schedule_tick();
-      schedule_sweep();
-    });
-    thread_ = std::thread([this] { io_.run(); });
+    start();
   }
 
   // Stops accepting; every operation already accepted gets its answer first.
-  ~MysqlStore() override {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    asio::post(io_, [this] {
-      shutting_down_ = true;
-      take_incoming();
-      maybe_stop();
-    });
-    thread_.join();
-  }
+  ~MysqlStore() override { stop(); }
 
   const StoreTraits& traits() const noexcept override {
     static constexpr StoreTraits kTraits{"mysql", /*native_expiry=*/false, /*durable=*/true,
@@ -178,9 +150,7 @@ class MysqlStore final : public Store {
                        cb(core::make_page(std::move(r->records), limit));
                      });
   }
-  void do_sweep(Callback<std::uint64_t> cb) override {
-    enqueue(std::make_unique<SweepOp>(sql_, std::move(cb)));
-  }
+  void do_sweep(Callback<std::uint64_t> cb) override { enqueue(make_sweep(std::move(cb))); }
 
   void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
     auto token = core::random_token();
@@ -224,40 +194,19 @@ class MysqlStore final : public Store {
 
   template <class T>
   void submit(Sql sql, std::string order, Reader<T> reader, Callback<T> cb, bool alone = false) {
-    auto op = std::make_unique<TypedOp<T>>(std::move(sql), std::move(order), reader, std::move(cb));
+    auto op = std::make_unique<TypedOp<T>>(reader, std::move(cb), std::move(sql), std::move(order));
     op->alone = alone;
     enqueue(std::move(op));
   }
 
-  void enqueue(OpPtr op) {
-    op->deadline = SteadyClock::now() + op_timeout_;
-    std::unique_lock lock(mu_);
-    if (stopping_) {
-      lock.unlock();
-      return op->fail(unavailable(target_.message("cannot run", "the store is closing")));
-    }
-    incoming_.push_back(std::move(op));
-    const bool wake = !std::exchange(wake_posted_, true);
-    lock.unlock();
-    if (wake) asio::post(io_, [this] { take_incoming(); });
-  }
-
   // ---- the io thread: the queue ----------------------------------------------------------
 
-  void take_incoming() {
-    std::vector<OpPtr> taken;
-    {
-      std::lock_guard lock(mu_);
-      taken.swap(incoming_);
-      wake_posted_ = false;
-    }
-    for (auto& op : taken) queue_.push_back(std::move(op));
-    fail_queue_if_unreachable();
-    dispatch();
+  void start_connections() override {
+    for (auto& c : conns_) asio::co_spawn(io_, run(*c), asio::detached);
   }
 
   // Hands queued operations, as batches, to the connections that are free.
-  void dispatch() {
+  void dispatch() override {
     while (!queue_.empty()) {
       Connection* free = nullptr;
       for (auto& c : conns_) {
@@ -300,23 +249,14 @@ class MysqlStore final : public Store {
     }
   }
 
-  // For operations that waited out op_timeout in the queue: never sent, nothing happened.
-  Status not_run() const {
-    std::string why = "no connection was free within op_timeout";
-    if (!last_error_.is_ok()) why += "; last: " + last_error_.message();
-    return unavailable(target_.message("not run", why));
-  }
-
-  // When no connection is up or on its way up, waiting is pointless.
-  void fail_queue_if_unreachable() {
-    if (queue_.empty()) return;
-    const bool reachable = std::any_of(conns_.begin(), conns_.end(), [](const auto& c) {
+  bool reachable() const override {
+    return std::any_of(conns_.begin(), conns_.end(), [](const auto& c) {
       return c->state != Connection::State::backoff || !c->connect_failed;
     });
-    if (reachable) return;
-    auto failed = std::move(queue_);
-    queue_.clear();
-    for (auto& op : failed) op->fail(last_error_);
+  }
+
+  std::string message(std::string_view what, std::string_view reason) const override {
+    return target_.message(what, reason);
   }
 
   // ---- the io thread: one connection's life ------------------------------------------------
@@ -593,28 +533,9 @@ class MysqlStore final : public Store {
   void finish_batch(Connection& c) {
     Batch done = std::move(*c.batch);
     c.batch.reset();
-    const auto now = SteadyClock::now();
-    const bool ok = done.error.is_ok();
-    for (std::size_t i = 0; i < done.ops.size(); ++i) {
-      OpPtr& op = done.ops[i];
-      if (op->answered()) continue;
-      if (!ok && !done.retry_all && (done.error_at == i || done.error_at == Batch::kAll)) {
-        op->fail(done.error);
-        continue;
-      }
-      if (ok && !op->again) {
-        op->answer();
-        continue;
-      }
-      if (op->progressing() && ok) {
-        op->deadline = now + op_timeout_;
-      } else if (op->runs >= kMaxRuns) {
-        op->fail(ok ? unavailable(target_.message("cannot run", "the row kept changing under the statement"))
-                    : done.error);
-        continue;
-      }
-      queue_.push_front(std::move(op));
-    }
+    settle(done.ops, done.error, [&](std::size_t i) {
+      return !done.retry_all && (done.error_at == i || done.error_at == Batch::kAll);
+    });
   }
 
   // The connection ended with the batch sent and not answered. A batch whose transaction had
@@ -668,34 +589,14 @@ class MysqlStore final : public Store {
     c.state = Connection::State::down;
   }
 
-  // ---- the io thread: deadlines, sweeps, shutdown ----------------------------------------
+  // ---- the io thread: deadlines, shutdown ------------------------------------------------
 
-  void schedule_tick() {
-    tick_.expires_after(tick_interval_);
-    tick_.async_wait([this](boost::system::error_code ec) {
-      if (ec) return;
-      check_deadlines();
-      if (!stopped_) schedule_tick();
-    });
-  }
-
-  void check_deadlines() {
-    const auto now = SteadyClock::now();
-    for (auto it = queue_.begin(); it != queue_.end();) {
-      if ((*it)->deadline > now) {
-        ++it;
-        continue;
-      }
-      OpPtr op = std::move(*it);
-      it = queue_.erase(it);
-      op->fail(not_run());
-    }
+  void check_connections(SteadyClock::time_point now) override {
     for (auto& c : conns_) {
       if (c->abort) continue;
       if (c->state == Connection::State::connecting && now >= c->connect_deadline) abort(*c);
       if (c->state == Connection::State::busy && c->batch && overdue(*c->batch, now)) abort(*c);
     }
-    maybe_stop();
   }
 
   static bool overdue(const Batch& b, SteadyClock::time_point now) {
@@ -703,63 +604,22 @@ class MysqlStore final : public Store {
                        [now](const OpPtr& op) { return !op->answered() && op->deadline <= now; });
   }
 
-  void schedule_sweep() {
-    if (sweep_interval_.count() <= 0) return;
-    sweep_timer_.expires_after(sweep_interval_);
-    sweep_timer_.async_wait([this](boost::system::error_code ec) {
-      if (ec || shutting_down_) return;
-      if (!periodic_sweep_running_) {
-        periodic_sweep_running_ = true;
-        auto op = std::make_unique<SweepOp>(
-            sql_, [this](Result<std::uint64_t>) { periodic_sweep_running_ = false; });
-        op->deadline = SteadyClock::now() + op_timeout_;
-        queue_.push_back(std::move(op));
-        dispatch();
-      }
-      schedule_sweep();
-    });
+  bool busy() const override {
+    return std::any_of(conns_.begin(), conns_.end(), [](const auto& c) { return c->batch.has_value(); });
   }
 
-  // Once closing and every accepted operation has its answer: end the connections' coroutines
-  // and let io_.run() return.
-  void maybe_stop() {
-    if (!shutting_down_ || stopped_ || !queue_.empty()) return;
-    for (auto& c : conns_) {
-      if (c->batch) return;
-    }
-    stopped_ = true;
+  // The connections' coroutines end, each closing its connection.
+  void close_connections() override {
     for (auto& c : conns_) abort(*c);
-    tick_.cancel();
-    sweep_timer_.cancel();
-    work_.reset();
+  }
+
+  OpPtr make_sweep(Callback<std::uint64_t> cb) override {
+    return std::make_unique<SweepOp>(sql_, std::move(cb));
   }
 
   const Target target_;
   const Statements sql_;
-  const Duration op_timeout_;
-  const Duration sweep_interval_;
-  const Duration tick_interval_;
-
-  asio::io_context io_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-
-  // Callers hand operations over here.
-  std::mutex mu_;
-  std::vector<OpPtr> incoming_;  // guarded by mu_
-  bool wake_posted_ = false;     // guarded by mu_
-  bool stopping_ = false;        // guarded by mu_
-
-  // The io thread's own.
-  std::deque<OpPtr> queue_;
   std::vector<std::unique_ptr<Connection>> conns_;
-  asio::steady_timer tick_;
-  asio::steady_timer sweep_timer_;
-  Status last_error_ = unavailable("mysql: not connected yet");
-  bool periodic_sweep_running_ = false;
-  bool shutting_down_ = false;
-  bool stopped_ = false;
-
-  std::thread thread_;  // last: starts after everything above exists
 };
 
 // Runs statements on a blocking connection; `first` gets the first column of the first row.

@@ -18,14 +18,9 @@
 #include "stores/postgres/postgres_store.h"
 
 #include <algorithm>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
-#include <mutex>
-#include <thread>
 
 #include "core/listing.h"
 #include "core/state_machine.h"
@@ -38,14 +33,13 @@ namespace {
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using OpPtr = std::unique_ptr<Op>;
+using batching::SteadyClock;
 
 constexpr std::size_t kConnections = 4;
 // Statements per batch (one transaction): enough to amortise a commit's WAL flush, few
 // enough that a failing batch fails few callers.
 constexpr std::size_t kMaxBatch = 128;
 constexpr std::size_t kBatchesInFlight = 2;  // per connection: one running, one waiting
-// How often an operation may meet a row newer than its statement's snapshot in a row.
-constexpr int kMaxRuns = 64;
 constexpr auto kBackoffFirst = 20ms;
 constexpr auto kBackoffMax = 2s;
 
@@ -76,39 +70,18 @@ struct Connection {
   SteadyClock::duration backoff = kBackoffFirst;
 };
 
-class PostgresStore final : public Store {
+class PostgresStore final : public batching::BatchingStore<Op> {
  public:
   PostgresStore(Target target, const StoreOptions& options)
-      : target_(std::move(target)),
-        statements_(statements(target_.prefix)),
-        op_timeout_(options.op_timeout),
-        sweep_interval_(options.sweep_interval),
-        tick_interval_(std::clamp<Duration>(op_timeout_ / 20, Duration(1ms), Duration(50ms))),
-        work_(asio::make_work_guard(io_)),
-        tick_(io_),
-        sweep_timer_(io_) {
+      : BatchingStore(options, unavailable("postgres: not connected yet")),
+        target_(std::move(target)),
+        statements_(statements(target_.prefix)) {
     for (std::size_t i = 0; i < kConnections; ++i) conns_.push_back(std::make_unique<Connection>(io_));
-    asio::post(io_, [this] {
-      for (auto& c : conns_) start_connect(*c);
-      schedule_tick();
-      schedule_sweep();
-    });
-    thread_ = std::thread([this] { io_.run(); });
+    start();
   }
 
   // Stops accepting; every operation already accepted gets its answer first.
-  ~PostgresStore() override {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    asio::post(io_, [this] {
-      shutting_down_ = true;
-      take_incoming();
-      maybe_stop();
-    });
-    thread_.join();
-  }
+  ~PostgresStore() override { stop(); }
 
   const StoreTraits& traits() const noexcept override {
     static constexpr StoreTraits kTraits{"postgres", /*native_expiry=*/false, /*durable=*/true,
@@ -190,7 +163,7 @@ class PostgresStore final : public Store {
                        cb(core::make_page(std::move(r->records), limit));
                      });
   }
-  void do_sweep(Callback<std::uint64_t> cb) override { enqueue(std::make_unique<SweepOp>(std::move(cb))); }
+  void do_sweep(Callback<std::uint64_t> cb) override { enqueue(make_sweep(std::move(cb))); }
 
   void do_issue_token(IssueTokenArgs a, Callback<std::string> cb) override {
     auto token = core::random_token();
@@ -243,40 +216,19 @@ class PostgresStore final : public Store {
   template <class T>
   void submit(Stmt stmt, std::vector<std::string> params, std::string order, Reader<T> reader, Callback<T> cb,
               bool alone = false) {
-    auto op = std::make_unique<TypedOp<T>>(stmt, std::move(params), std::move(order), reader, std::move(cb));
+    auto op = std::make_unique<TypedOp<T>>(reader, std::move(cb), stmt, std::move(params), std::move(order));
     op->alone = alone;
     enqueue(std::move(op));
   }
 
-  void enqueue(OpPtr op) {
-    op->deadline = SteadyClock::now() + op_timeout_;
-    std::unique_lock lock(mu_);
-    if (stopping_) {
-      lock.unlock();
-      return op->fail(unavailable(target_.message("cannot run", "the store is closing")));
-    }
-    incoming_.push_back(std::move(op));
-    const bool wake = !std::exchange(wake_posted_, true);
-    lock.unlock();
-    if (wake) asio::post(io_, [this] { take_incoming(); });
-  }
-
   // ---- the io thread: the queue ----------------------------------------------------------
 
-  void take_incoming() {
-    std::vector<OpPtr> taken;
-    {
-      std::lock_guard lock(mu_);
-      taken.swap(incoming_);
-      wake_posted_ = false;
-    }
-    for (auto& op : taken) queue_.push_back(std::move(op));
-    fail_queue_if_unreachable();
-    dispatch();
+  void start_connections() override {
+    for (auto& c : conns_) start_connect(*c);
   }
 
   // Sends queued operations on the least busy ready connections, in batches.
-  void dispatch() {
+  void dispatch() override {
     while (!queue_.empty()) {
       Connection* best = nullptr;
       for (auto& c : conns_) {
@@ -333,23 +285,14 @@ class PostgresStore final : public Store {
     flush(c);
   }
 
-  // For operations that waited out op_timeout in the queue: never sent, nothing happened.
-  Status not_run() const {
-    std::string why = "no connection was free within op_timeout";
-    if (!last_error_.is_ok()) why += "; last: " + last_error_.message();
-    return unavailable(target_.message("not run", why));
-  }
-
-  // When no connection is up or on its way up, waiting is pointless.
-  void fail_queue_if_unreachable() {
-    if (queue_.empty()) return;
-    const bool reachable = std::any_of(conns_.begin(), conns_.end(), [](const auto& c) {
+  bool reachable() const override {
+    return std::any_of(conns_.begin(), conns_.end(), [](const auto& c) {
       return c->state != Connection::State::backoff || !c->connect_failed;
     });
-    if (reachable) return;
-    auto failed = std::move(queue_);
-    queue_.clear();
-    for (auto& op : failed) op->fail(last_error_);
+  }
+
+  std::string message(std::string_view what, std::string_view reason) const override {
+    return target_.message(what, reason);
   }
 
   // ---- the io thread: connections --------------------------------------------------------
@@ -504,28 +447,7 @@ class PostgresStore final : public Store {
   // statement at error_at. That operation gets the error; the others did not happen and
   // run again, so one bad call does not fail its neighbours.
   void finish_batch(Batch done) {
-    const auto now = SteadyClock::now();
-    for (std::size_t i = 0; i < done.ops.size(); ++i) {
-      OpPtr& op = done.ops[i];
-      if (op->answered()) continue;
-      if (!done.error.is_ok() && i == done.error_at) {
-        op->fail(done.error);
-        continue;
-      }
-      if (done.error.is_ok() && !op->again) {
-        op->answer();
-        continue;
-      }
-      if (op->progressing() && done.error.is_ok()) {
-        op->deadline = now + op_timeout_;
-      } else if (op->runs >= kMaxRuns) {
-        op->fail(done.error.is_ok()
-                     ? unavailable(target_.message("cannot run", "the row kept changing under the statement"))
-                     : done.error);
-        continue;
-      }
-      queue_.push_front(std::move(op));
-    }
+    settle(done.ops, done.error, [&](std::size_t i) { return i == done.error_at; });
     dispatch();
     maybe_stop();
   }
@@ -590,26 +512,7 @@ class PostgresStore final : public Store {
 
   // ---- the io thread: deadlines, sweeps, shutdown ----------------------------------------
 
-  void schedule_tick() {
-    tick_.expires_after(tick_interval_);
-    tick_.async_wait([this](boost::system::error_code ec) {
-      if (ec) return;
-      check_deadlines();
-      if (!stopped_) schedule_tick();
-    });
-  }
-
-  void check_deadlines() {
-    const auto now = SteadyClock::now();
-    for (auto it = queue_.begin(); it != queue_.end();) {
-      if ((*it)->deadline > now) {
-        ++it;
-        continue;
-      }
-      OpPtr op = std::move(*it);
-      it = queue_.erase(it);
-      op->fail(not_run());
-    }
+  void check_connections(SteadyClock::time_point now) override {
     for (auto& c : conns_) {
       if ((c->state == Connection::State::connecting || c->state == Connection::State::setup) &&
           now >= c->connect_deadline) {
@@ -621,7 +524,6 @@ class PostgresStore final : public Store {
       close(*c);
       reconnect_later(*c, false);
     }
-    maybe_stop();
   }
 
   static bool overdue(const Connection& c, SteadyClock::time_point now) {
@@ -633,66 +535,22 @@ class PostgresStore final : public Store {
     return false;
   }
 
-  void schedule_sweep() {
-    if (sweep_interval_.count() <= 0) return;
-    sweep_timer_.expires_after(sweep_interval_);
-    sweep_timer_.async_wait([this](boost::system::error_code ec) {
-      if (ec || shutting_down_) return;
-      if (!periodic_sweep_running_) {
-        periodic_sweep_running_ = true;
-        auto op =
-            std::make_unique<SweepOp>([this](Result<std::uint64_t>) { periodic_sweep_running_ = false; });
-        op->deadline = SteadyClock::now() + op_timeout_;
-        queue_.push_back(std::move(op));
-        dispatch();
-      }
-      schedule_sweep();
-    });
+  bool busy() const override {
+    return std::any_of(conns_.begin(), conns_.end(), [](const auto& c) { return !c->inflight.empty(); });
   }
 
-  // Once closing and every accepted operation has its answer: close the connections and
-  // let io_.run() return.
-  void maybe_stop() {
-    if (!shutting_down_ || stopped_ || !queue_.empty()) return;
-    for (auto& c : conns_) {
-      if (!c->inflight.empty()) return;
-    }
-    stopped_ = true;
+  void close_connections() override {
     for (auto& c : conns_) {
       close(*c);
       c->timer.cancel();
     }
-    tick_.cancel();
-    sweep_timer_.cancel();
-    work_.reset();
   }
+
+  OpPtr make_sweep(Callback<std::uint64_t> cb) override { return std::make_unique<SweepOp>(std::move(cb)); }
 
   const Target target_;
   const std::array<Statement, kStatementCount> statements_;
-  const Duration op_timeout_;
-  const Duration sweep_interval_;
-  const Duration tick_interval_;
-
-  asio::io_context io_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-
-  // Callers hand operations over here.
-  std::mutex mu_;
-  std::vector<OpPtr> incoming_;  // guarded by mu_
-  bool wake_posted_ = false;     // guarded by mu_
-  bool stopping_ = false;        // guarded by mu_
-
-  // The io thread's own.
-  std::deque<OpPtr> queue_;
   std::vector<std::unique_ptr<Connection>> conns_;
-  asio::steady_timer tick_;
-  asio::steady_timer sweep_timer_;
-  Status last_error_ = unavailable("postgres: not connected yet");
-  bool periodic_sweep_running_ = false;
-  bool shutting_down_ = false;
-  bool stopped_ = false;
-
-  std::thread thread_;  // last: starts after everything above exists
 };
 
 }  // namespace
