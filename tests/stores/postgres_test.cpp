@@ -9,10 +9,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
-#include <latch>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +17,7 @@
 #include "idem/open.h"
 #include "stores/durability_check.h"
 #include "stores/race.h"
+#include "stores/sql_store_checks.h"
 
 #ifndef IDEM_DURABILITY_CHILD
 #error "IDEM_DURABILITY_CHILD must name the durability_child binary"
@@ -99,39 +97,15 @@ class PostgresTest : public ::testing::Test {
 TEST_F(PostgresTest, RacingThreadsOnTwoStoresAcquireExactlyOnce) {
   auto a = open(), b = open();
   ASSERT_TRUE(a && b);
-  for (int round = 0; round < 5; ++round) {
-    const std::string key = "race-" + std::to_string(round);
-    constexpr int kThreads = 48;
-    const auto n = testutil::race_begin({a.get(), b.get()}, {"s", key, "fp", 60s, 60s}, kThreads);
-    EXPECT_EQ(n.acquired, 1) << key;
-    EXPECT_EQ(n.in_progress, kThreads - 1) << key;
-    EXPECT_EQ(n.other, 0) << key;
-  }
+  testutil::expect_racing_stores_acquire_once(*a, *b);
 }
 
 TEST_F(PostgresTest, ConcurrentOpensCreateTheTablesOnce) {
   Sql sql(url_);
   ASSERT_TRUE(sql.ok());
-  EXPECT_EQ(sql.run("SELECT count(*) FROM pg_tables WHERE tablename LIKE '" + prefix_ + "%'"), "0");
-  constexpr int kOpeners = 8;
-  std::vector<std::unique_ptr<Store>> stores(kOpeners);
-  std::vector<std::string> errors(kOpeners);
-  std::latch start(kOpeners);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kOpeners; ++i) {
-    threads.emplace_back([&, i] {
-      start.arrive_and_wait();
-      auto s = open_store(uri());
-      if (s) stores[i] = std::move(*s);
-      if (!s) errors[i] = s.status().to_string();
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < kOpeners; ++i) ASSERT_TRUE(stores[i]) << errors[i];
-  EXPECT_EQ(sql.run("SELECT count(*) FROM pg_tables WHERE tablename LIKE '" + prefix_ + "%'"), "3");
-  const Fence f = stores[0]->begin({"s", "k", "", 60s, 60s}).value().fence;
-  EXPECT_EQ(stores[kOpeners - 1]->commit({"s", "k", f, "r", 60s}).value(), CommitOutcome::committed);
-  EXPECT_EQ(stores[3]->begin({"s", "k", "", 60s, 60s}).value().result, "r");
+  testutil::expect_concurrent_opens_create_the_tables_once(uri(), [&] {
+    return sql.run("SELECT count(*) FROM pg_tables WHERE tablename LIKE '" + prefix_ + "%'");
+  });
 }
 
 TEST_F(PostgresTest, KeysAndScopesAreBytes) {
@@ -148,34 +122,10 @@ TEST_F(PostgresTest, KeysAndScopesAreBytes) {
   EXPECT_EQ(s->lock({key, scope, 60s}).value().kind, LockOutcome::Kind::locked);
 }
 
-// Calls made together share a transaction; a statement that fails (here: a lease so long
-// that now + lease overflows int8) fails only its own call, and the others still run.
 TEST_F(PostgresTest, AFailingStatementFailsOnlyItsOwnCall) {
   auto s = open();
   ASSERT_TRUE(s);
-  constexpr int kCalls = 60;
-  std::atomic<int> acquired{0}, answered{0};
-  std::vector<Result<BeginOutcome>> bad;
-  std::mutex mu;
-  for (int i = 0; i < kCalls; ++i) {
-    const bool overflow = i == kCalls / 2;
-    BeginArgs a{"s", "k" + std::to_string(i), "", overflow ? Duration::max() : Duration(60s), 60s};
-    s->begin(std::move(a), [&, overflow](Result<BeginOutcome> r) {
-      if (overflow) {
-        std::lock_guard lock(mu);
-        bad.push_back(std::move(r));
-      } else if (r && r->kind == Kind::acquired) {
-        ++acquired;
-      }
-      ++answered;
-      answered.notify_all();
-    });
-  }
-  for (int n = answered.load(); n < kCalls; n = answered.load()) answered.wait(n);
-  EXPECT_EQ(acquired, kCalls - 1);
-  ASSERT_EQ(bad.size(), 1u);
-  ASSERT_FALSE(bad[0].is_ok());
-  EXPECT_EQ(bad[0].status().code(), StatusCode::invalid_argument) << bad[0].status().to_string();
+  testutil::expect_a_failing_statement_fails_only_its_call(*s);
 }
 
 TEST_F(PostgresTest, SweepDeletesInBatchesAndKeepsFreshTombstones) {
@@ -235,43 +185,13 @@ TEST_F(PostgresTest, AddsTheOwnerColumnToTablesOfThePreviousVersion) {
   EXPECT_TRUE(open());
 }
 
-// The server's clock steps back by an hour: simulated by moving the stored instants of
-// released records and unlocked locks an hour into the future. They stay gone.
 TEST_F(PostgresTest, ReleasedRecordsAndUnlockedLocksStayGoneWhenTheClockStepsBack) {
   auto s = open();
   ASSERT_TRUE(s);
   Sql sql(url_);
   ASSERT_TRUE(sql.ok());
-  const Fence released = s->begin({"s", "released", "fp", 60s, 60s}).value().fence;
-  ASSERT_EQ(s->release({"s", "released", released}).value(), ReleaseOutcome::released);
-  ASSERT_EQ(s->begin({"s", "abandoned", "", 60s, 60s, "gw"}).value().kind, Kind::acquired);
-  ASSERT_EQ(s->abandon({"s", "abandoned", "gw"}).value(), ReleaseOutcome::released);
-  const Fence removed = s->begin({"s", "removed", "", 60s, 60s}).value().fence;
-  ASSERT_TRUE(s->remove({"s", "removed"}).value());
-  const Fence locked = s->lock({"lock", "owner-1", 60s}).value().fence;
-  ASSERT_EQ(s->unlock({"lock", "owner-1"}).value(), UnlockOutcome::released);
-  ASSERT_EQ(sql.run("UPDATE " + prefix_ + "records SET expires_at = expires_at + 3600000000"), "");
-  ASSERT_EQ(sql.run("UPDATE " + prefix_ + "locks SET expires_at = expires_at + 3600000000"), "");
-
-  for (const char* key : {"released", "abandoned", "removed"}) {
-    EXPECT_FALSE(s->get({"s", key}).value().has_value()) << key;
-    EXPECT_FALSE(s->remove({"s", key}).value()) << key;
-    EXPECT_EQ(s->commit({"s", key, released, "r", 60s}).value(), CommitOutcome::fenced) << key;
-  }
-  auto again = s->begin({"s", "released", "other-fp", 60s, 60s});
-  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
-  EXPECT_EQ(again->kind, Kind::acquired);  // not mismatch: the old fingerprint went too
-  EXPECT_FALSE(again->recovered);
-  EXPECT_GT(again->fence, released);
-  EXPECT_GT(s->begin({"s", "removed", "", 60s, 60s}).value().fence, removed);
-
-  EXPECT_EQ(s->extend_lock({"lock", "owner-1", 60s}).value(), LockExtendOutcome::not_owner);
-  EXPECT_EQ(s->unlock({"lock", "owner-1"}).value(), UnlockOutcome::not_owner);
-  auto relock = s->lock({"lock", "owner-2", 60s});
-  ASSERT_TRUE(relock.is_ok()) << relock.status().to_string();
-  ASSERT_EQ(relock->kind, LockOutcome::Kind::locked);
-  EXPECT_GT(relock->fence, locked);
-  EXPECT_EQ(s->lock({"lock", "owner-1", 60s}).value().kind, LockOutcome::Kind::busy);
+  testutil::expect_removals_outlive_a_clock_step_back(
+      *s, [&](const std::string& q) { return sql.run(q); }, prefix_);
 }
 
 // Lock tables of the previous version have no unlocked column: opening adds it.
@@ -298,15 +218,9 @@ TEST_F(PostgresTest, PeriodicSweepRunsByItself) {
   options.sweep_interval = 100ms;
   auto s = open(options);
   ASSERT_TRUE(s);
-  const Fence f = s->begin({"s", "k", "", 60s, 60s}).value().fence;
-  ASSERT_EQ(s->commit({"s", "k", f, "r", 50ms}).value(), CommitOutcome::committed);
   Sql sql(url_);
-  std::string left = "1";
-  for (int i = 0; i < 50 && left != "0"; ++i) {
-    std::this_thread::sleep_for(50ms);
-    left = sql.run("SELECT count(*) FROM " + prefix_ + "records");
-  }
-  EXPECT_EQ(left, "0");
+  testutil::expect_the_periodic_sweep_runs(
+      *s, [&](const std::string& q) { return sql.run(q); }, prefix_);
 }
 
 TEST_F(PostgresTest, ABlockedStatementMissesItsDeadlineThenServiceResumes) {
@@ -314,31 +228,14 @@ TEST_F(PostgresTest, ABlockedStatementMissesItsDeadlineThenServiceResumes) {
   options.op_timeout = 500ms;
   auto s = open(options);
   ASSERT_TRUE(s);
-  // Connected and answering first (under TSan on a busy machine a first call can take
-  // longer than this short op_timeout).
-  bool up = false;
-  for (int i = 0; i < 40 && !up; ++i) up = s->ping().is_ok();
-  ASSERT_TRUE(up);
   Sql holder(url_);
-  ASSERT_EQ(holder.run("BEGIN"), "");
-  ASSERT_EQ(holder.run("LOCK TABLE " + prefix_ + "records IN ACCESS EXCLUSIVE MODE"), "");
-
-  const auto started = std::chrono::steady_clock::now();
-  auto r = s->begin({"s", "k", "", 60s, 60s});
-  const auto waited = std::chrono::steady_clock::now() - started;
-  ASSERT_FALSE(r.is_ok());
-  EXPECT_EQ(r.status().code(), StatusCode::deadline_exceeded) << r.status().to_string();
-  EXPECT_GE(waited, 450ms);
-  EXPECT_LT(waited, 3s);
-
-  ASSERT_EQ(holder.run("COMMIT"), "");
-  Result<BeginOutcome> again = unavailable("not tried");
-  for (int i = 0; i < 100 && !again.is_ok(); ++i) {
-    again = s->begin({"s", "k2", "", 60s, 60s});
-    if (!again) std::this_thread::sleep_for(50ms);
-  }
-  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
-  EXPECT_EQ(again->kind, Kind::acquired);
+  testutil::expect_a_blocked_call_misses_its_deadline(
+      *s,
+      [&] {
+        ASSERT_EQ(holder.run("BEGIN"), "");
+        ASSERT_EQ(holder.run("LOCK TABLE " + prefix_ + "records IN ACCESS EXCLUSIVE MODE"), "");
+      },
+      [&] { ASSERT_EQ(holder.run("COMMIT"), ""); });
 }
 
 TEST_F(PostgresTest, LostConnectionsFailUnavailableThenServiceResumes) {
@@ -359,12 +256,7 @@ TEST_F(PostgresTest, LostConnectionsFailUnavailableThenServiceResumes) {
     EXPECT_EQ(next.status().code(), StatusCode::unavailable) << next.status().to_string();
   }
 
-  const auto started = std::chrono::steady_clock::now();
-  Result<std::optional<Record>> got = unavailable("not tried");
-  while (!got && std::chrono::steady_clock::now() - started < 5s) {
-    got = s->get({"s", "before"});
-    if (!got) std::this_thread::sleep_for(20ms);
-  }
+  auto got = testutil::get_once_back(*s, {"s", "before"}, 5s);
   ASSERT_TRUE(got.is_ok()) << got.status().to_string();
   EXPECT_TRUE(got->has_value());
 }
@@ -377,46 +269,7 @@ TEST_F(PostgresTest, ServerRestartIsSurvived) {
   if (restart == nullptr || *restart == '\0') GTEST_SKIP() << "IDEM_TEST_POSTGRES_RESTART not set";
   auto s = open();
   ASSERT_TRUE(s);
-  const Fence f = s->begin({"s", "before", "", 60s, 60s}).value().fence;
-  ASSERT_EQ(s->commit({"s", "before", f, "kept", 60s}).value(), CommitOutcome::committed);
-
-  std::atomic<bool> stop{false};
-  std::atomic<int> ok{0}, failed{0}, wrong{0};
-  std::vector<std::thread> load;
-  for (int t = 0; t < 4; ++t) {
-    load.emplace_back([&, t] {
-      for (int i = 0; !stop; ++i) {
-        auto r = s->begin({"s", "load-" + std::to_string(t) + "-" + std::to_string(i), "", 60s, 60s});
-        if (r) {
-          ++ok;
-        } else if (r.status().code() == StatusCode::unavailable ||
-                   r.status().code() == StatusCode::deadline_exceeded) {
-          ++failed;
-        } else {
-          ++wrong;
-        }
-      }
-    });
-  }
-  std::this_thread::sleep_for(200ms);
-  ASSERT_EQ(std::system(restart), 0) << restart;
-  const auto restarted = std::chrono::steady_clock::now();
-  Result<std::optional<Record>> got = unavailable("not tried");
-  while (!got && std::chrono::steady_clock::now() - restarted < 10s) {
-    got = s->get({"s", "before"});
-    if (!got) std::this_thread::sleep_for(20ms);
-  }
-  const auto resumed = std::chrono::steady_clock::now() - restarted;
-  stop = true;
-  for (auto& t : load) t.join();
-  std::printf("restart: service resumed %lld ms after pg_ctl returned; %d calls ok, %d failed\n",
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(resumed).count()),
-              ok.load(), failed.load());
-  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
-  ASSERT_TRUE(got->has_value());
-  EXPECT_EQ((*got)->result, "kept");
-  EXPECT_EQ(wrong, 0);
-  EXPECT_GT(ok, 0);
+  testutil::expect_a_restart_is_survived(*s, restart);
 }
 
 // I8 (stores/durability_check.h): the child's commits are acknowledged only after the
