@@ -2,6 +2,8 @@
 
 #include <initializer_list>
 
+#include "stores/batching/table_prefix.h"
+
 namespace idem::mysql {
 namespace {
 
@@ -293,13 +295,6 @@ std::string session_sql(std::int64_t lock_wait_seconds) {
          "SELECT @@max_allowed_packet";
 }
 
-bool valid_prefix(const std::string& prefix) {
-  if (prefix.empty() || prefix.size() > 40) return false;
-  if (prefix[0] >= '0' && prefix[0] <= '9') return false;
-  for (char c : prefix) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  }
-  return true;
-}
+bool valid_prefix(const std::string& prefix) { return batching::valid_table_prefix(prefix); }
 
 }  // namespace idem::mysql

@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "stores/batching/table_prefix.h"
+
 namespace idem::postgres {
 namespace {
 
@@ -263,13 +265,6 @@ std::array<Statement, kStatementCount> statements(const std::string& prefix) {
 
 std::string schema_sql(const std::string& prefix) { return expand(kSchema, prefix); }
 
-bool valid_prefix(const std::string& prefix) {
-  if (prefix.empty() || prefix.size() > 40) return false;
-  if (prefix[0] >= '0' && prefix[0] <= '9') return false;
-  for (char c : prefix) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  }
-  return true;
-}
+bool valid_prefix(const std::string& prefix) { return batching::valid_table_prefix(prefix); }
 
 }  // namespace idem::postgres
