@@ -112,7 +112,7 @@ class Store {
   // removed records since the last call (another process on the same SQLite file: `idem
   // record delete`, say); two equal answers mean nobody else wrote in between. This object's
   // own writes never change it. nullopt when the store cannot tell (a server shared by many
-  // clients: Redis, PostgreSQL). Cheap and thread-safe: a replay cache asks it per hit.
+  // clients: Redis, PostgreSQL, MySQL). Cheap and thread-safe: a replay cache asks it per hit.
   virtual std::optional<std::uint64_t> foreign_writes() const noexcept { return std::nullopt; }
 
   // ---- blocking forms: the same operations, waiting for the answer ----------------------

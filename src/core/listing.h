@@ -1,6 +1,6 @@
 // The parts of Store::list (idem/listing.h) that every backend shares: checking the
 // arguments, the filters, and the keyset cursor of the stores that order their pages
-// newest first (memory, SQLite, PostgreSQL). Pure; safe for concurrent use.
+// newest first (memory, SQLite, PostgreSQL, MySQL). Pure; safe for concurrent use.
 #pragma once
 
 #include <optional>

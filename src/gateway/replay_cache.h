@@ -7,7 +7,7 @@
 //   - it was not removed through this gateway (the admin API's DELETE erases it);
 //   - nobody else may have written the store since: stores that can tell (memory, SQLite:
 //     Store::foreign_writes()) empty the cache when another process writes the file, so
-//     they are exact; on shared stores (Redis, PostgreSQL) another instance's removal is
+//     they are exact; on shared stores (Redis, PostgreSQL, MySQL) another instance's removal is
 //     not seen, so an entry lives at most `shared_ttl` there, and a removal elsewhere may
 //     go unseen that long (a repeat is replayed rather than run again: the safe side).
 // Bounded in bytes (least recently used entries go first). A put races with a removal

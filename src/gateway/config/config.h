@@ -71,7 +71,7 @@ struct TokensConfig {
 // `replay_cache` (docs/gateway.md, "Replays from memory").
 struct ReplayCacheConfig {
   std::size_t max_bytes = 16u << 20;  // 0 turns the cache off
-  // On stores shared by many gateways (Redis, PostgreSQL): how long a cached result is
+  // On stores shared by many gateways (Redis, PostgreSQL, MySQL): how long a cached result is
   // served without asking the store, so how long a removal on another instance may go
   // unseen. Memory and SQLite stores are exact and ignore it.
   Duration shared_ttl = std::chrono::seconds(1);
