@@ -55,6 +55,7 @@ constexpr std::size_t kMaxBatch = 128;
 constexpr std::size_t kMaxBatchBytes = 1 << 20;
 constexpr auto kBackoffFirst = 20ms;
 constexpr auto kBackoffMax = 2s;
+constexpr auto kKeepalive = 30s;
 constexpr unsigned long kFlags = CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS;
 
 struct Batch {
@@ -77,7 +78,8 @@ struct Connection {
   std::optional<Batch> batch;  // the batch it runs
   bool abort = false;          // give up on the call in progress (deadline, shutdown)
   bool connect_failed = false;
-  SteadyClock::time_point connect_deadline{};
+  // Connecting or a keepalive: when the call in progress is given up.
+  SteadyClock::time_point call_deadline{};
   SteadyClock::duration backoff = kBackoffFirst;
   std::size_t max_query = kMaxBatchBytes;  // from the server's max_allowed_packet
 };
@@ -264,7 +266,7 @@ class MysqlStore final : public batching::BatchingStore<Op> {
   awaitable<void> run(Connection& c) {
     while (!stopped_) {
       c.state = Connection::State::connecting;
-      c.connect_deadline = SteadyClock::now() + op_timeout_;
+      c.call_deadline = SteadyClock::now() + op_timeout_;
       Status up = co_await connect(c);
       if (!up.is_ok()) {
         close(c);
@@ -285,7 +287,11 @@ class MysqlStore final : public batching::BatchingStore<Op> {
       dispatch();
       while (!stopped_) {
         if (!c.batch) {
-          co_await sleep(c, SteadyClock::duration::max());
+          const bool idle = co_await sleep(c, kKeepalive);
+          if (idle && !c.batch && !stopped_) {
+            const bool alive = co_await keepalive(c);
+            if (!alive) break;
+          }
           continue;
         }
         const bool alive = co_await run_batch(c);
@@ -305,16 +311,27 @@ class MysqlStore final : public batching::BatchingStore<Op> {
     c.state = Connection::State::down;
   }
 
-  // Until the duration passes or someone cancels c.wake.
-  awaitable<void> sleep(Connection& c, SteadyClock::duration d) {
-    if (stopped_) co_return;
-    if (d == SteadyClock::duration::max()) {
-      c.wake.expires_at(SteadyClock::time_point::max());
-    } else {
-      c.wake.expires_after(d);
-    }
+  // Until the duration passes (true) or someone cancels c.wake (false).
+  awaitable<bool> sleep(Connection& c, SteadyClock::duration d) {
+    if (stopped_) co_return false;
+    c.wake.expires_after(d);
     auto [ec] = co_await c.wake.async_wait(kUse);
-    (void)ec;
+    co_return !ec;
+  }
+
+  // A connection idle for kKeepalive says a word to the server, so that neither the server's
+  // wait_timeout nor a middlebox ends it unseen (the next batch would then be sent into a
+  // closed connection and be outcome unknown). False: the connection is lost.
+  awaitable<bool> keepalive(Connection& c) {
+    c.state = Connection::State::busy;  // no batch meanwhile
+    c.call_deadline = SteadyClock::now() + op_timeout_;
+    static const std::string kWord = "DO 0";
+    OnResult ignore = [](std::size_t, const Reply&) {};
+    const Exec ex = co_await exec(c, kWord, ignore);
+    c.state = Connection::State::ready;
+    if (ex.kind != Exec::Kind::done) co_return false;
+    dispatch();
+    co_return true;
   }
 
   awaitable<Status> connect(Connection& c) {
@@ -396,6 +413,11 @@ class MysqlStore final : public batching::BatchingStore<Op> {
   // Runs `sql` (one or many statements) and hands each statement's result to on_result.
   awaitable<Exec> exec(Connection& c, const std::string& sql, const OnResult& on_result) {
     Exec ex;
+    if (closed_by_server(c)) {
+      ex.kind = Exec::Kind::broken;
+      ex.reason = "the server had closed the connection";
+      co_return ex;
+    }
     int err = 0;
     int status = mysql_real_query_start(&err, c.my, sql.data(), static_cast<unsigned long>(sql.size()));
     while (status != 0) {
@@ -447,6 +469,14 @@ class MysqlStore final : public batching::BatchingStore<Op> {
       }
       if (err < 0) co_return ex;  // no more results
     }
+  }
+
+  // A server speaks only when asked, except to say goodbye (a KILL, wait_timeout): an idle
+  // connection with something to read, or at its end, is closed, and a query written to it would
+  // be lost after sending (outcome unknown) although it never ran.
+  static bool closed_by_server(Connection& c) {
+    pollfd p{mysql_get_socket(c.my), POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
   }
 
   Exec abandoned(Exec ex) const {
@@ -538,27 +568,38 @@ class MysqlStore final : public batching::BatchingStore<Op> {
     });
   }
 
-  // The connection ended with the batch sent and not answered. A batch whose transaction had
-  // already failed applied nothing, nor did one never sent; any other may have committed just
-  // before the answer was lost: its outcome is unknown (docs/stores.md, "When a store call fails").
+  // The connection ended with the batch not answered. A batch whose transaction had already
+  // failed applied nothing, nor did one never sent: its operations run again on another
+  // connection (the failing one gets its error; past their deadline they are unavailable). Any
+  // other may have committed just before the answer was lost: its outcome is unknown
+  // (docs/stores.md, "When a store call fails").
   void fail_batch(Connection& c, const Exec& ex) {
     Batch b = std::move(*c.batch);
     c.batch.reset();
+    std::vector<OpPtr> again;
     for (std::size_t i = 0; i < b.ops.size(); ++i) {
-      Op& op = *b.ops[i];
-      if (!b.error.is_ok()) {
-        op.fail(
-            i == b.error_at || b.error_at == Batch::kAll
-                ? b.error
-                : unavailable(target_.message("rolled back with its batch; nothing was applied", ex.reason)));
-      } else if (!ex.sent) {
-        op.fail(unavailable(target_.message("not sent; nothing was applied", ex.reason)));
+      OpPtr& op = b.ops[i];
+      if (op->answered()) continue;
+      const bool failed = !b.error.is_ok();
+      if (failed && (i == b.error_at || b.error_at == Batch::kAll)) {
+        op->fail(b.error);
+      } else if (failed || !ex.sent) {
+        if (!c.abort && op->runs < kMaxRuns) {
+          again.push_back(std::move(op));
+        } else {
+          op->fail(unavailable(target_.message(
+              failed ? "rolled back with its batch; nothing was applied" : "not sent; nothing was applied",
+              ex.reason)));
+        }
       } else {
-        op.fail(
+        op->fail(
             deadline_exceeded(target_.message("connection lost after sending; the outcome is unknown",
                                               ex.reason + (c.abort ? "; the server may still run it" : ""))));
       }
     }
+    queue_.insert(queue_.begin(), std::make_move_iterator(again.begin()),
+                  std::make_move_iterator(again.end()));
+    dispatch();
   }
 
   void release_socket(Connection& c) {
@@ -594,7 +635,9 @@ class MysqlStore final : public batching::BatchingStore<Op> {
   void check_connections(SteadyClock::time_point now) override {
     for (auto& c : conns_) {
       if (c->abort) continue;
-      if (c->state == Connection::State::connecting && now >= c->connect_deadline) abort(*c);
+      const bool calling =
+          c->state == Connection::State::connecting || (c->state == Connection::State::busy && !c->batch);
+      if (calling && now >= c->call_deadline) abort(*c);
       if (c->state == Connection::State::busy && c->batch && overdue(*c->batch, now)) abort(*c);
     }
   }

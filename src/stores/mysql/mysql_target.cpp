@@ -61,8 +61,10 @@ MYSQL* Target::handle(Duration timeout, bool nonblocking) const {
     const unsigned seconds =
         static_cast<unsigned>(std::max<std::int64_t>(2, (timeout.count() + 999'999) / 1'000'000));
     mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &seconds);
-    mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &seconds);
-    mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &seconds);
+    // Longer than the schema lock's wait (op_timeout), so that a busy lock answers first.
+    const unsigned io_seconds = seconds + 2;
+    mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &io_seconds);
+    mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &io_seconds);
   }
   // A URI names a TCP endpoint, also for "localhost" (which the connector would take as the
   // local unix socket).
