@@ -255,13 +255,14 @@ TEST(GatewayProcess, StorePasswordsAreNeverPrinted) {
   for (const std::string& uri : std::vector<std::string>{
            "postgres://u:s3cret@127.0.0.1:1/db", "postgresql://u:s3cret%21x@127.0.0.1:1/db",
            "postgres://u@127.0.0.1:1/db?sslmode=disable&password=s3cret", "redis://:s3cret@127.0.0.1:1",
-           "redis-cluster://u:s3cret@127.0.0.1:1,127.0.0.1:2"}) {
+           "redis-cluster://u:s3cret@127.0.0.1:1,127.0.0.1:2", "mysql://u:s3cret@127.0.0.1:1/db"}) {
     const std::string out = serve_output(dir, {"--store", uri});
     EXPECT_EQ(out.find("s3cret"), std::string::npos) << out;
     EXPECT_NE(out.find("***"), std::string::npos) << out;  // it still says which store
   }
-  for (const std::string& uri : std::vector<std::string>{"postgres://u:s3cret@127.0.0.1:1/db?password=s3cret",
-                                                         "redis://s3cret@127.0.0.1:1"}) {
+  for (const std::string& uri :
+       std::vector<std::string>{"postgres://u:s3cret@127.0.0.1:1/db?password=s3cret",
+                                "redis://s3cret@127.0.0.1:1", "mysql://u:s3cret@127.0.0.1:1/db"}) {
     std::string out;
     EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", uri, "k"}, &out), 1) << out;
     EXPECT_EQ(out.find("s3cret"), std::string::npos) << out;

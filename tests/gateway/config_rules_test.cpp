@@ -305,13 +305,16 @@ TEST(ConfigRules, Upstream) {
 }
 
 TEST(ConfigRules, Store) {
-  EXPECT_ERROR("store: mysql://x\n", "idem.yaml:1: store: unknown store scheme 'mysql' (expected memory:");
+  EXPECT_ERROR("store: mssql://x\n", "idem.yaml:1: store: unknown store scheme 'mssql' (expected memory:");
+  EXPECT_EQ(error("store: 'mysql:db'\n"),
+            "idem.yaml:1: store: mysql: needs a host, such as mysql://127.0.0.1:3306");
   EXPECT_ERROR("store: idem.db\n", "idem.yaml:1: store: 'idem.db' has no scheme");
   EXPECT_EQ(error("store: 'sqlite:'\n"),
             "idem.yaml:1: store: sqlite: needs a file path, such as sqlite:./idem.db");
   EXPECT_EQ(error("store: memory:x\n"), "idem.yaml:1: store: memory: takes no parameters");
-  for (std::string_view ok : {"memory:", "sqlite:/var/lib/idem.db?sync=full", "redis://127.0.0.1:6379/0",
-                              "redis-cluster://a:1,b:2", "postgres://u:p@h:5432/db"}) {
+  for (std::string_view ok :
+       {"memory:", "sqlite:/var/lib/idem.db?sync=full", "redis://127.0.0.1:6379/0", "redis-cluster://a:1,b:2",
+        "postgres://u:p@h:5432/db", "mysql://u:p@h:3306/db"}) {
     EXPECT_EQ(error("store: '" + std::string(ok) + "'\n"), "no error") << ok;
   }
 }
@@ -538,7 +541,7 @@ TEST(CliOverrides, ErrorsNameTheFlag) {
       "--listen: the admin listener (127.0.0.1:9901) and listen (:9901) cannot share a port when one is on "
       "every interface");
   EXPECT_EQ(flag_error({.listen = ":9902"}), "no error");
-  EXPECT_EQ(flag_error({.store = "mysql:x"}).rfind("--store: unknown store scheme 'mysql'", 0), 0u);
+  EXPECT_EQ(flag_error({.store = "mssql:x"}).rfind("--store: unknown store scheme 'mssql'", 0), 0u);
   EXPECT_EQ(
       flag_error({.admin = "0.0.0.0:9901"}),
       "--admin: a non-loopback admin address needs admin.token_env (records and the control API would be "
