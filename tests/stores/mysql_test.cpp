@@ -515,6 +515,22 @@ TEST_F(MysqlTest, ErrorsNameTheServerButNeverThePassword) {
   EXPECT_NE(no_database.status().message().find("no_such_db"), std::string::npos);
 }
 
+// ssl_mode=REQUIRED (or stricter) refuses a server that offers no TLS, as the test server does,
+// rather than talk to it in the clear; DISABLED and PREFERRED talk to it.
+TEST_F(MysqlTest, SslModeRequiredRefusesAServerWithoutTls) {
+  Sql sql(url_);
+  if (sql.run("SELECT @@have_ssl") == "YES") GTEST_SKIP() << "the server offers TLS";
+  for (const char* mode : {"REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"}) {
+    auto s = open_store(uri(std::string("&ssl_mode=") + mode));
+    ASSERT_FALSE(s.is_ok()) << mode;
+    EXPECT_EQ(s.status().code(), StatusCode::failed_precondition) << s.status().to_string();
+  }
+  for (const char* mode : {"DISABLED", "PREFERRED"}) {
+    auto plain = open_store(uri(std::string("&ssl_mode=") + mode));
+    EXPECT_TRUE(plain.is_ok()) << mode << ": " << plain.status().to_string();
+  }
+}
+
 // A password with the characters a URI must percent-encode ('@', ':', '/', '%', '?') is decoded.
 TEST_F(MysqlTest, APercentEncodedPasswordIsDecoded) {
   Sql admin(url_);

@@ -350,6 +350,7 @@ class MysqlStore final : public batching::BatchingStore<Op> {
       status = mysql_real_connect_cont(&ret, c.my, events);
     }
     if (ret == nullptr) co_return target_.connect_error(c.my);
+    if (Status tls = target_.check_tls(c.my); !tls) co_return tls;
 
     // The server gives up waiting for a row lock a little after we do, so nothing it holds
     // stays stuck behind a connection we abandoned.
@@ -708,6 +709,7 @@ Result<std::unique_ptr<Store>> open(std::string_view uri, const StoreOptions& op
                           db, target->port, nullptr, kFlags)) {
     return target->connect_error(conn.get());
   }
+  if (Status tls = target->check_tls(conn.get()); !tls) return tls;
   const std::string lock = "'" + schema_lock(target->prefix) + "'";
   const auto wait_s =
       std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(options.op_timeout).count());

@@ -3,8 +3,10 @@
 // (InnoDB). The URI's user, password and database are percent-decoded; its parameters:
 //   table_prefix=NAME        the tables are NAMErecords, NAMEtokens, NAMElocks (default idem_);
 //                            [a-z_][a-z0-9_]*, at most 40 characters
-//   ssl_mode=MODE            DISABLED | PREFERRED (the connector's default: no TLS unless asked) |
-//                            REQUIRED (TLS, certificate unchecked) | VERIFY_CA | VERIFY_IDENTITY
+//   ssl_mode=MODE            DISABLED (no TLS) | PREFERRED (TLS when the server offers it) |
+//                            REQUIRED (TLS or no connection; the certificate unchecked) |
+//                            VERIFY_CA | VERIFY_IDENTITY (the certificate and host name checked);
+//                            without it, the connector's default (Connector/C 3.3: no TLS)
 //   ssl_ca=FILE              the CA certificates that sign the server's
 //   server_public_key=FILE   the server's RSA public key, for a caching_sha2_password account over
 //                            TCP without TLS (MySQL 8's default authentication)

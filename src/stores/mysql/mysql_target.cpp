@@ -73,6 +73,8 @@ MYSQL* Target::handle(Duration timeout, bool nonblocking) const {
   mysql_options(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
   set_flag(m, MYSQL_OPT_LOCAL_INFILE, false);
   mysql_optionsv(m, MYSQL_OPT_CONNECT_ATTR_ADD, "program_name", "idem");
+  // PREFERRED: TLS when the server offers it; the stricter modes insist (check_tls).
+  if (ssl_mode == "PREFERRED") mysql_ssl_set(m, nullptr, nullptr, nullptr, nullptr, nullptr);
   if (ssl_mode == "REQUIRED" || ssl_mode == "VERIFY_CA" || ssl_mode == "VERIFY_IDENTITY") {
     set_flag(m, MYSQL_OPT_SSL_ENFORCE, true);
     set_flag(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, ssl_mode != "REQUIRED");
@@ -99,6 +101,13 @@ Status Target::connect_error(MYSQL* conn) const {
   const bool refused = (e >= 1000 && e < 2000 && !one_of(e, {ER_CON_COUNT_ERROR, ER_SERVER_SHUTDOWN})) ||
                        one_of(e, {CR_AUTH_PLUGIN_CANNOT_LOAD, CR_SSL_CONNECTION_ERROR}) || e >= 3000;
   return refused ? failed_precondition(std::move(m)) : unavailable(std::move(m));
+}
+
+Status Target::check_tls(MYSQL* conn) const {
+  const bool required = ssl_mode == "REQUIRED" || ssl_mode == "VERIFY_CA" || ssl_mode == "VERIFY_IDENTITY";
+  if (!required || mysql_get_ssl_cipher(conn) != nullptr) return Status::ok();
+  return failed_precondition(
+      message("cannot connect", "ssl_mode=" + ssl_mode + " asks for TLS, and the server offers none"));
 }
 
 bool retryable(unsigned e) { return e == ER_LOCK_DEADLOCK || e == ER_LOCK_WAIT_TIMEOUT; }

@@ -19,8 +19,9 @@ struct Target {
   unsigned port = 3306;
   std::string user, password, db;  // percent-decoded
   std::string prefix;              // of the table names
-  std::string ssl_mode;  // "" (the connector's default), DISABLED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY
-  std::string ssl_ca;    // a file of CA certificates
+  std::string
+      ssl_mode;  // "" (the connector's default), DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY
+  std::string ssl_ca;             // a file of CA certificates
   std::string server_public_key;  // a file: the server's RSA key, for caching_sha2_password without TLS
   std::string uri;                // as given, to find the password in messages
   std::string where;              // "host:port/db", for messages
@@ -35,6 +36,9 @@ struct Target {
   // A failed connection: unavailable when the server could not be reached or is not ready;
   // failed_precondition when it refused us (authentication, no such database).
   Status connect_error(MYSQL* conn) const;
+  // After connecting: failed_precondition when ssl_mode asks for TLS and the connection has none
+  // (the connector does not refuse a server without TLS unless it checks the certificate).
+  Status check_tls(MYSQL* conn) const;
   // A failed statement, by error number (a connection error is unavailable).
   Status statement_error(MYSQL* conn, std::string_view what) const;
 };
