@@ -269,7 +269,7 @@ class MysqlStore final : public batching::BatchingStore<Op> {
       c.call_deadline = SteadyClock::now() + op_timeout_;
       Status up = co_await connect(c);
       if (!up.is_ok()) {
-        close(c);
+        close(c, /*broken=*/true);
         if (stopped_) break;
         last_error_ = up;
         c.state = Connection::State::backoff;
@@ -285,22 +285,20 @@ class MysqlStore final : public batching::BatchingStore<Op> {
       c.connect_failed = false;
       c.backoff = kBackoffFirst;
       dispatch();
-      while (!stopped_) {
+      bool alive = true;
+      while (alive && !stopped_) {
         if (!c.batch) {
           const bool idle = co_await sleep(c, kKeepalive);
-          if (idle && !c.batch && !stopped_) {
-            const bool alive = co_await keepalive(c);
-            if (!alive) break;
-          }
+          if (idle && !c.batch && !stopped_) alive = co_await keepalive(c);
           continue;
         }
-        const bool alive = co_await run_batch(c);
+        alive = co_await run_batch(c);
         if (!alive) break;
         c.state = Connection::State::ready;
         dispatch();
         maybe_stop();
       }
-      close(c);
+      close(c, /*broken=*/!alive);
       if (stopped_) break;
       // Lost: reconnect after a short pause.
       c.state = Connection::State::backoff;
@@ -400,7 +398,7 @@ class MysqlStore final : public batching::BatchingStore<Op> {
                0};
       int events = 0;
       if (::poll(&p, 1, 0) > 0) {
-        const bool failed = (p.revents & (POLLERR | POLLHUP)) != 0;
+        const bool failed = (p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0;
         if ((status & MYSQL_WAIT_READ) && ((p.revents & POLLIN) || failed)) events |= MYSQL_WAIT_READ;
         if ((status & MYSQL_WAIT_WRITE) && ((p.revents & POLLOUT) || failed)) events |= MYSQL_WAIT_WRITE;
       }
@@ -619,11 +617,12 @@ class MysqlStore final : public batching::BatchingStore<Op> {
     c.wake.cancel();
   }
 
-  void close(Connection& c) {
+  // A healthy connection says goodbye (COM_QUIT); a broken one, or one left halfway through a
+  // call, is cut first, so that the close cannot block: every further read or write fails.
+  void close(Connection& c, bool broken = false) {
     release_socket(c);
     if (c.my) {
-      // A call left halfway must not block the close: every further read or write fails.
-      if (c.abort) mariadb_cancel(c.my);
+      if (c.abort || broken) mariadb_cancel(c.my);
       mysql_close(c.my);
     }
     c.my = nullptr;
@@ -652,9 +651,16 @@ class MysqlStore final : public batching::BatchingStore<Op> {
     return std::any_of(conns_.begin(), conns_.end(), [](const auto& c) { return c->batch.has_value(); });
   }
 
-  // The connections' coroutines end, each closing its connection.
+  // The connections' coroutines end, each closing its connection: idle ones at once, the
+  // others abandoning what they wait for (connecting, a keepalive).
   void close_connections() override {
-    for (auto& c : conns_) abort(*c);
+    for (auto& c : conns_) {
+      if (c->state == Connection::State::ready) {
+        c->wake.cancel();
+      } else {
+        abort(*c);
+      }
+    }
   }
 
   OpPtr make_sweep(Callback<std::uint64_t> cb) override {
