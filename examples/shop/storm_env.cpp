@@ -66,14 +66,8 @@ Env::Env(std::string workdir, std::string server_url, std::uint64_t seed) : work
       dialect_ = admin->dialect();
       admin->exec("CREATE DATABASE " + database_);
       shop_db_ = with_database(admin_url_, database_, "");
-      if (dialect_ == Db::Dialect::mysql) {
-        // TODO mysql store: switch to with_database(..., "table_prefix=gw_") (and "shopidem_")
-        shop_store_ = "sqlite:" + path("shop-idem.db");
-        gateway_store_ = "sqlite:" + path("gateway.db");
-      } else {
-        shop_store_ = with_database(admin_url_, database_, "table_prefix=shopidem_");
-        gateway_store_ = with_database(admin_url_, database_, "table_prefix=gw_");
-      }
+      shop_store_ = with_database(admin_url_, database_, "table_prefix=shopidem_");
+      gateway_store_ = with_database(admin_url_, database_, "table_prefix=gw_");
     }
     db_ = Db::open(shop_db_);
     ensure_schema(*db_);
