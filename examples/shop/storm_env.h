@@ -23,8 +23,8 @@ class Env {
  public:
   // `workdir` empty: a fresh directory under $TMPDIR (or /tmp), removed by cleanup().
   // `server_url` empty: SQLite files in the workdir; else (postgres://... or mysql://...)
-  // a database shop_storm_<random> is created on that server for the shop and, on
-  // PostgreSQL, both idem stores (on MySQL they are SQLite files in the workdir).
+  // a database shop_storm_<random> is created on that server for the shop and both idem
+  // stores (tables of their own, by table_prefix).
   Env(std::string workdir, std::string server_url, std::uint64_t seed);
   ~Env();
 
