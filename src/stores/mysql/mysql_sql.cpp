@@ -39,42 +39,46 @@ std::string num(std::int64_t v) { return std::to_string(v); }
 std::int64_t us(Duration d) { return d.count(); }
 
 // begin: takes the row when there is none, it is a tombstone, it expired, or its lease expired
-// with a matching fingerprint; @idem_take says whether it did (1 for a fresh insert, which runs
-// no assignment). The SELECT then reads the row the upsert left, locked by it: 'a' acquired, 'r'
-// recovered (fence), 'm' mismatch, 'd' replay (fence, result), 'i' in_progress (retry_after µs).
-constexpr std::string_view kBegin = R"sql(SET @idem_now = {now}, @idem_take = 1;
-INSERT INTO {p}records (scope, `key`, state, fence, fingerprint, lease_until, expires_at, result, recovered, owner)
-VALUES ($1, $2, 'pending', @idem_now, $3, @idem_now + $4, @idem_now + $4 + $5, X'', 0, $6)
+// with a matching fingerprint. @idem_take says whether it did: the VALUES row, built for every
+// call, sets it to 1 (its `recovered` is (@idem_take := 1) - 1, that is 0), and on a conflict the
+// first assignment sets it from the old row. NOW is the statement's, the same in every part. The
+// SELECT then reads the row the upsert left, locked by it: 'a' acquired, 'r' recovered (fence),
+// 'm' mismatch, 'd' replay (fence, result), 'i' in_progress (retry_after µs); 'x' (the lease ran
+// out between the two statements): run again.
+constexpr std::string_view kBegin = R"sql(INSERT INTO {p}records
+  (scope, `key`, state, fence, fingerprint, lease_until, expires_at, result, recovered, owner)
+VALUES ($1, $2, 'pending', {now}, $3, {now} + $4, {now} + $4 + $5, X'', (@idem_take := 1) - 1, $6)
 ON DUPLICATE KEY UPDATE
-  recovered = IF(@idem_take := (state = 'free' OR expires_at <= @idem_now
-                                OR (state = 'pending' AND lease_until <= @idem_now
+  recovered = IF(@idem_take := (state = 'free' OR expires_at <= {now}
+                                OR (state = 'pending' AND lease_until <= {now}
                                     AND (fingerprint = X'' OR $3 = X'' OR fingerprint = $3))),
-                 state <> 'free' AND expires_at > @idem_now, recovered),
-  fence = IF(@idem_take, GREATEST(fence + 1, @idem_now), fence),
-  fingerprint = IF(@idem_take AND NOT (state <> 'free' AND expires_at > @idem_now AND $3 = X''), $3, fingerprint),
-  lease_until = IF(@idem_take, @idem_now + $4, lease_until),
-  expires_at = IF(@idem_take, @idem_now + $4 + $5, expires_at),
+                 state <> 'free' AND expires_at > {now}, recovered),
+  fence = IF(@idem_take, GREATEST(fence + 1, {now}), fence),
+  fingerprint = IF(@idem_take AND NOT (state <> 'free' AND expires_at > {now} AND $3 = X''), $3, fingerprint),
+  lease_until = IF(@idem_take, {now} + $4, lease_until),
+  expires_at = IF(@idem_take, {now} + $4 + $5, expires_at),
   result = IF(@idem_take, X'', result),
   owner = IF(@idem_take, $6, owner),
   state = IF(@idem_take, 'pending', state);
 SELECT CASE WHEN @idem_take THEN IF(recovered, 'r', 'a')
             WHEN fingerprint <> X'' AND $3 <> X'' AND fingerprint <> $3 THEN 'm'
             WHEN state = 'done' THEN 'd'
-            WHEN lease_until > @idem_now THEN 'i'
+            WHEN lease_until > {now} THEN 'i'
             ELSE 'x' END,
-       fence, IF(state = 'done', result, NULL), lease_until - @idem_now
+       fence, IF(state = 'done', result, NULL), lease_until - {now}
 FROM {p}records WHERE scope = $1 AND `key` = $2;)sql";
 
 // A live pending record with this fence, judged at NOW.
 #define IDEM_HELD(NOW) "scope = $1 AND `key` = $2 AND fence = $3 AND state = 'pending' AND expires_at > " NOW
 
-// commit: 'c' when the row is done with this fence afterwards (now, or before: a retried commit
-// changes nothing), else 'f' (no row: fenced too).
-constexpr std::string_view kCommit = R"sql(SET @idem_now = {now};
-UPDATE {p}records SET state = 'done', lease_until = NULL, expires_at = @idem_now + $4, result = $5, recovered = 0
-WHERE )sql" IDEM_HELD("@idem_now") R"sql(;
-SELECT IF(state = 'done' AND fence = $3 AND expires_at > @idem_now, 'c', 'f') FROM {p}records
-WHERE scope = $1 AND `key` = $2;)sql";
+// commit: 'c' when the UPDATE found the row (ROW_COUNT(): rows found), or when the row is done
+// with this fence and live (a retried commit changes nothing); else 'f' (no row: fenced too).
+constexpr std::string_view kCommit = R"sql(UPDATE {p}records
+SET state = 'done', lease_until = NULL, expires_at = {now} + $4, result = $5, recovered = 0
+WHERE )sql" IDEM_HELD("{now}") R"sql(;
+SELECT IF(ROW_COUNT() > 0, 'c',
+          (SELECT IF(state = 'done' AND fence = $3 AND expires_at > {now}, 'c', 'f') FROM {p}records
+           WHERE scope = $1 AND `key` = $2));)sql";
 
 #define IDEM_FREE(NOW) \
   "state = 'free', lease_until = NULL, expires_at = " NOW ", fingerprint = X'', result = X'', owner = X''"
@@ -82,11 +86,11 @@ constexpr std::string_view kRelease =
     "UPDATE {p}records SET " IDEM_FREE("{now}") " WHERE " IDEM_HELD("{now}") ";";
 // release with restore_token: the token ($4, for $5 µs) is re-armed only when the claim went.
 // Locks the record's row, then the token's.
-constexpr std::string_view kReleaseRestore = R"sql(SET @idem_now = {now};
-UPDATE {p}records SET )sql" IDEM_FREE("@idem_now") " WHERE " IDEM_HELD("@idem_now") R"sql(;
+constexpr std::string_view kReleaseRestore =
+    R"sql(UPDATE {p}records SET )sql" IDEM_FREE("{now}") " WHERE " IDEM_HELD("{now}") R"sql(;
 SET @idem_released = ROW_COUNT();
-UPDATE {p}tokens SET consumed = 0, expires_at = @idem_now + $5
-WHERE scope = $1 AND token = $4 AND expires_at > @idem_now AND @idem_released > 0;)sql";
+UPDATE {p}tokens SET consumed = 0, expires_at = {now} + $5
+WHERE scope = $1 AND token = $4 AND expires_at > {now} AND @idem_released > 0;)sql";
 // abandon: as release, but the claim is named by its (non-empty) owner instead of its fence.
 constexpr std::string_view kAbandon = "UPDATE {p}records SET " IDEM_FREE(
     "{now}") " WHERE scope = $1 AND `key` = $2 AND state = 'pending' AND owner = $3 AND $3 <> X'' "
@@ -117,17 +121,18 @@ constexpr std::string_view kRestoreToken =
     "WHERE scope = $1 AND token = $2 AND expires_at > {now};";
 
 // lock: takes the row when free, unlocked, expired or held by the same owner (then the fence
-// stays); the SELECT says 'l' (fence) or 'b' busy (retry_after µs).
-constexpr std::string_view kLock = R"sql(SET @idem_now = {now}, @idem_take = 1;
-INSERT INTO {p}locks (name, owner, fence, expires_at, unlocked) VALUES ($1, $2, @idem_now, @idem_now + $3, 0)
+// stays), with @idem_take as in begin; the SELECT says 'l' (fence) or 'b' busy (retry_after µs),
+// 'x': run again.
+constexpr std::string_view kLock = R"sql(INSERT INTO {p}locks (name, owner, fence, expires_at, unlocked)
+VALUES ($1, $2, {now}, {now} + $3, (@idem_take := 1) - 1)
 ON DUPLICATE KEY UPDATE
-  fence = IF(@idem_take := (unlocked OR expires_at <= @idem_now OR owner = $2),
-             IF(NOT unlocked AND expires_at > @idem_now, fence, GREATEST(fence + 1, @idem_now)), fence),
+  fence = IF(@idem_take := (unlocked OR expires_at <= {now} OR owner = $2),
+             IF(NOT unlocked AND expires_at > {now}, fence, GREATEST(fence + 1, {now})), fence),
   owner = IF(@idem_take, $2, owner),
-  expires_at = IF(@idem_take, @idem_now + $3, expires_at),
+  expires_at = IF(@idem_take, {now} + $3, expires_at),
   unlocked = IF(@idem_take, 0, unlocked);
-SELECT IF(@idem_take, 'l', IF(NOT unlocked AND expires_at > @idem_now AND owner <> $2, 'b', 'x')), fence, NULL,
-       expires_at - @idem_now
+SELECT IF(@idem_take, 'l', IF(NOT unlocked AND expires_at > {now} AND owner <> $2, 'b', 'x')), fence, NULL,
+       expires_at - {now}
 FROM {p}locks WHERE name = $1;)sql";
 // Unlocking marks the row unlocked (not held, whatever the clock says later) and keeps the
 // fence; expires_at = NOW dates it for sweep.
@@ -205,18 +210,18 @@ Sql Statements::begin(const BeginArgs& a) const {
   return {expand(kBegin, p_,
                  {hex(a.scope), hex(a.key), hex(a.fingerprint), num(us(a.lease)), num(us(a.retention)),
                   hex(a.owner)}),
-          3, 2};
+          2, 1};
 }
 Sql Statements::commit(const CommitArgs& a, std::int64_t fence) const {
-  return {expand(kCommit, p_, {hex(a.scope), hex(a.key), num(fence), num(us(a.retention)), hex(a.result)}), 3,
-          2};
+  return {expand(kCommit, p_, {hex(a.scope), hex(a.key), num(fence), num(us(a.retention)), hex(a.result)}), 2,
+          1};
 }
 Sql Statements::release(const ReleaseArgs& a, std::int64_t fence) const {
   if (!a.restore_token) return one(expand(kRelease, p_, {hex(a.scope), hex(a.key), num(fence)}));
   return {expand(kReleaseRestore, p_,
                  {hex(a.scope), hex(a.key), num(fence), hex(a.restore_token->token),
                   num(us(a.restore_token->ttl))}),
-          4, 1};
+          3, 0};
 }
 Sql Statements::abandon(const AbandonArgs& a) const {
   return one(expand(kAbandon, p_, {hex(a.scope), hex(a.key), hex(a.owner)}));
@@ -258,7 +263,7 @@ Sql Statements::restore_token(const RestoreTokenArgs& a) const {
   return one(expand(kRestoreToken, p_, {hex(a.scope), hex(a.token), num(us(a.ttl))}));
 }
 Sql Statements::lock(const LockArgs& a) const {
-  return {expand(kLock, p_, {hex(a.name), hex(a.owner), num(us(a.ttl))}), 3, 2};
+  return {expand(kLock, p_, {hex(a.name), hex(a.owner), num(us(a.ttl))}), 2, 1};
 }
 Sql Statements::unlock(const UnlockArgs& a) const {
   return one(expand(kUnlock, p_, {hex(a.name), hex(a.owner)}));

@@ -5,8 +5,9 @@
 // decimal.
 //
 // Time is the server's (I7): NOW is UTC_TIMESTAMP(6) in µs since the Unix epoch, stable within a
-// statement and independent of the session's time zone. An operation of several statements takes it
-// once into the session variable @idem_now, so all its statements judge by the same instant.
+// statement and independent of the session's time zone. Every decision is made by one statement at
+// its own NOW; a second statement only reports, and where the instant between them matters it
+// says "run again" ('x') or reads the first statement's ROW_COUNT().
 //
 // Fences never repeat for a key: a new fence is GREATEST(previous + 1, NOW), and the previous fence
 // outlives the record. release, abandon and remove leave a tombstone (state 'free': absent for every
@@ -16,8 +17,9 @@
 //
 // ON DUPLICATE KEY UPDATE and UPDATE assign left to right, each assignment seeing the columns already
 // assigned: the upserts capture "does this call take the row" into @idem_take in their first
-// assignment, from the old row, and every later assignment tests @idem_take; extend assigns
-// expires_at before lease_until, since the one is computed from the other.
+// assignment, from the old row, and every later assignment tests @idem_take (a fresh insert runs no
+// assignment: its VALUES row sets @idem_take to 1); extend assigns expires_at before lease_until,
+// since the one is computed from the other.
 #pragma once
 
 #include <cstdint>
