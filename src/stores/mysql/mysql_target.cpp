@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <optional>
 
+#include "core/uri_query.h"
 #include "idem/store_uri.h"
 #include "stores/mysql/mysql_sql.h"
 
@@ -193,12 +194,9 @@ Result<Target> parse_target(std::string_view uri) {
     t.port = p;
   }
   while (!query.empty()) {
-    const auto amp = query.find('&');
-    const std::string_view param = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    const auto eq = param.find('=');
-    const std::string_view name = param.substr(0, eq);
-    auto value = percent_decoded(eq == std::string_view::npos ? "" : param.substr(eq + 1));
+    const core::QueryParam param = core::next_query_param(query);
+    const std::string_view name = param.name;
+    auto value = percent_decoded(param.value);
     if (!value) return bad("a '%' in a parameter must start a %XX escape");
     if (name == "table_prefix") {
       t.prefix = *value;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/uri_query.h"
 #include "idem/store_uri.h"
 #include "stores/postgres/postgres_sql.h"
 
@@ -83,15 +84,13 @@ Result<Target> parse_target(std::string_view uri) {
     std::string_view query = uri.substr(question + 1);
     char sep = '?';
     while (!query.empty()) {
-      const auto amp = query.find('&');
-      const std::string_view param = query.substr(0, amp);
-      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-      if (param.rfind("table_prefix=", 0) == 0) {
-        t.prefix = std::string(param.substr(13));
+      const core::QueryParam param = core::next_query_param(query);
+      if (param.has_value && param.name == "table_prefix") {
+        t.prefix = std::string(param.value);
         continue;
       }
       t.uri.push_back(sep);
-      t.uri.append(param);
+      t.uri.append(param.text);
       sep = '&';
     }
   }

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "core/uri_query.h"
 #include "idem/store_uri.h"
 
 namespace idem::redis {
@@ -73,14 +74,10 @@ Result<Endpoint> parse_endpoint(std::string_view uri, std::string_view text) {
 
 Status parse_query(std::string_view uri, std::string_view query, Config& c) {
   while (!query.empty()) {
-    const auto amp = query.find('&');
-    const std::string_view param = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    const auto eq = param.find('=');
-    const std::string_view name = param.substr(0, eq);
-    const std::string_view value = eq == std::string_view::npos ? std::string_view() : param.substr(eq + 1);
-    if (eq == std::string_view::npos || (name != "prefix" && name != "allow_eviction" && name != "wait")) {
-      return bad(uri, "unknown parameter '" + std::string(param) +
+    const core::QueryParam param = core::next_query_param(query);
+    const std::string_view name = param.name, value = param.value;
+    if (!param.has_value || (name != "prefix" && name != "allow_eviction" && name != "wait")) {
+      return bad(uri, "unknown parameter '" + std::string(param.text) +
                           "' (the parameters are prefix=..., allow_eviction=true|false and wait=N)");
     }
     if (name == "allow_eviction") {

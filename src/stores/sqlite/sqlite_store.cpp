@@ -29,6 +29,7 @@
 
 #include "core/listing.h"
 #include "core/state_machine.h"
+#include "core/uri_query.h"
 #include "idem/detail/completion_batch.h"
 #include "stores/sqlite/sqlite_db.h"
 
@@ -579,18 +580,14 @@ Result<Spec> parse_spec(std::string_view spec) {
   bool seen_sync = false;
   std::string_view query = spec.substr(question + 1);
   while (!query.empty()) {
-    const auto amp = query.find('&');
-    const std::string_view param = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    const auto eq = param.find('=');
-    const std::string_view name = param.substr(0, eq);
-    if (name != "sync" || eq == std::string_view::npos) {
-      return invalid_argument("sqlite: unknown parameter '" + std::string(param) + "' in '" + uri +
+    const core::QueryParam param = core::next_query_param(query);
+    if (param.name != "sync" || !param.has_value) {
+      return invalid_argument("sqlite: unknown parameter '" + std::string(param.text) + "' in '" + uri +
                               "' (the one parameter is sync=normal|full)");
     }
     if (seen_sync) return invalid_argument("sqlite: sync given twice in '" + uri + "'");
     seen_sync = true;
-    const std::string_view value = param.substr(eq + 1);
+    const std::string_view value = param.value;
     if (value == "normal") {
       out.sync = Sync::normal;
     } else if (value == "full") {
