@@ -3,6 +3,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -69,6 +70,7 @@ ClaimPolicy claim_policy(const Policy& p) {
 
 std::vector<HeaderField> header_fields(const http::request_header<>& req) {
   std::vector<HeaderField> out;
+  out.reserve(static_cast<std::size_t>(std::distance(req.begin(), req.end())));  // one allocation
   for (const auto& f : req) out.push_back({f.name_string(), f.value()});
   return out;
 }
