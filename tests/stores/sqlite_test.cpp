@@ -208,6 +208,38 @@ TEST(SqliteOpen, CreatesAFreshDatabaseWithTheSchema) {
   }
 }
 
+// A new file that another connection is writing when the store opens it (another process
+// sharing the store, starting at the same moment, creating the schema): switching to WAL
+// upgrades the switch's read lock, and SQLite answers "database is locked" at once, without
+// its busy handler. Opening waits, within op_timeout, until the writer is done. (The shop's
+// demo once lost its consumer to this.)
+TEST(SqliteOpen, ANewFileBeingWrittenIsSwitchedToWalOnceTheWriterIsDone) {
+  TempDir dir;
+  const auto path = dir.file("shared.db");
+  {
+    sqlite3* created = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &created), SQLITE_OK);
+    // A database with a header and nothing in it, in SQLite's default (rollback) journal mode.
+    ASSERT_EQ(sqlite3_exec(created, "VACUUM", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(created);
+  }
+  RawDb writer(path);
+  writer.exec("BEGIN IMMEDIATE");  // as another opener creating the schema: the file's write lock
+  std::promise<void> release;
+  auto done = std::async(std::launch::async, [&writer, f = release.get_future()]() mutable {
+    f.wait_for(std::chrono::milliseconds(300));
+    writer.exec("COMMIT");
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto store = open_sqlite(path);
+  release.set_value();
+  done.get();
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  EXPECT_TRUE((*store)->ping().is_ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_EQ(RawDb(path).value("PRAGMA journal_mode"), "wal");
+}
+
 TEST(SqliteOpen, TextFileIsNotADatabase) {
   TempDir dir;
   const auto path = dir.file("notes.txt");

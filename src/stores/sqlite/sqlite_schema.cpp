@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
+#include <thread>
 
 #include "stores/sqlite/sqlite_db.h"  // Database's opening half; the rows are in sqlite_db.cpp
 
@@ -201,10 +203,25 @@ Status Database::configure(Sync sync, Duration busy_timeout) {
   }
 
   const bool in_memory = path_ == ":memory:" || path_.empty();
+  // Switching a file to WAL upgrades the statement's read lock to the write lock, and SQLite
+  // answers SQLITE_BUSY at once, without its busy handler, when another connection holds
+  // or waits for that lock: another process opening the same new file at the same moment
+  // (docs/stores.md). So the switch is retried here, for as long as the busy timeout.
+  const auto give_up = std::chrono::steady_clock::now() + busy_timeout;
+  auto pause = std::chrono::milliseconds(1);
   sqlite3_stmt* raw = nullptr;
-  int rc = sqlite3_prepare_v2(db_, "PRAGMA journal_mode = WAL", -1, &raw, nullptr);
-  Statement wal(raw);
-  if (rc == SQLITE_OK) rc = sqlite3_step(wal.get());
+  int rc = SQLITE_OK;
+  Statement wal;
+  for (;;) {
+    raw = nullptr;
+    rc = sqlite3_prepare_v2(db_, "PRAGMA journal_mode = WAL", -1, &raw, nullptr);
+    wal = Statement(raw);
+    if (rc == SQLITE_OK) rc = sqlite3_step(wal.get());
+    if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= give_up) break;
+    wal = Statement();
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
   if (rc != SQLITE_ROW) return error(rc, "cannot switch to WAL mode");
   const auto* mode = reinterpret_cast<const char*>(sqlite3_column_text(wal.get(), 0));
   if (!in_memory && (mode == nullptr || std::strcmp(mode, "wal") != 0)) {
