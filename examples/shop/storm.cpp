@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <random>
 
@@ -94,9 +95,10 @@ class Storm {
         env_.path("gateway.log"));
   }
 
-  // On SIGCHLD: a process that died on its own is restarted. The consumer dying before its
-  // ack is the planned fault (it comes back without --crash-before-ack); any other exit
-  // is a crash, reported as a violation.
+  // On SIGCHLD: a process that died on its own is restarted. The consumer killing itself
+  // (SIGKILL) before its ack is the planned fault (it comes back without
+  // --crash-before-ack); any other exit is a crash, reported as a violation: a consumer
+  // that could not even start (its store refused to open, say) among them.
   void watch_children() {
     children_.async_wait([this](const boost::system::error_code& ec, int) {
       if (ec) return;
@@ -104,7 +106,10 @@ class Storm {
         std::string how;
         if (!p->reap(&how) || stopping_) continue;
         auto& argv = p->argv();
-        if (p == consumer_.get() && argv.size() >= 2 && argv[argv.size() - 2] == "--crash-before-ack") {
+        const bool planned = p == consumer_.get() && argv.size() >= 2 &&
+                             argv[argv.size() - 2] == "--crash-before-ack" &&
+                             how == std::string("signal ") + ::strsignal(SIGKILL);
+        if (planned) {
           argv.resize(argv.size() - 2);
           ++run_.tally.faults["consumer killed before its ack"];
         } else {
