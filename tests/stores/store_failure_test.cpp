@@ -38,6 +38,10 @@ struct Rig {
   std::unique_ptr<FaultProxy> proxy;
   std::string uri;
   std::string skip;  // why the test cannot run
+  // The server answers each statement of a batch as it runs it (MySQL's multi-statement
+  // replies), so a connection cut at the first bytes of the reply may come before the
+  // COMMIT ran: the outcome is unknown either way, but may be "not applied".
+  bool replies_before_commit = false;
 };
 
 Rig skipped(std::string why) {
@@ -106,7 +110,11 @@ Rig sql_setup(const char* env_name, const char* service) {
 }
 
 Rig postgres_setup() { return sql_setup("IDEM_TEST_POSTGRES_URL", "postgres"); }
-Rig mysql_setup() { return sql_setup("IDEM_TEST_MYSQL_URL", "mariadb"); }
+Rig mysql_setup() {
+  Rig r = sql_setup("IDEM_TEST_MYSQL_URL", "mariadb");
+  r.replies_before_commit = true;
+  return r;
+}
 
 // The calls under test, each with the state it needs and a way to tell whether it took
 // effect.
@@ -262,7 +270,9 @@ TEST_P(StoreFailure, ConnectionLostAfterSendingIsOutcomeUnknownAtOnce) {
     EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
     proxy().forward();
     EXPECT_TRUE(eventually([&] { return patient->ping().is_ok(); }));
-    EXPECT_TRUE(call.applied());
+    if (!setup_.replies_before_commit) {
+      EXPECT_TRUE(call.applied());
+    }
   }
 }
 
