@@ -2,6 +2,7 @@
 
 #include <initializer_list>
 
+#include "stores/batching/sql_template.h"
 #include "stores/batching/table_prefix.h"
 
 namespace idem::mysql {
@@ -9,30 +10,9 @@ namespace {
 
 constexpr std::string_view kNow = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
 
-// {p}: the table prefix; {now}: the server's clock in µs; {grace}: kTombstoneGraceMicros;
-// $1..$9: the arguments, already literals.
+// The statement templates (stores/batching/sql_template.h); $1..$9: the arguments, already literals.
 std::string expand(std::string_view sql, const std::string& prefix, std::initializer_list<std::string> args) {
-  const std::string grace = std::to_string(kTombstoneGraceMicros);
-  std::string out;
-  out.reserve(sql.size() * 2);
-  for (std::size_t i = 0; i < sql.size();) {
-    if (sql.substr(i, 3) == "{p}") {
-      out += prefix;
-      i += 3;
-    } else if (sql.substr(i, 5) == "{now}") {
-      out += kNow;
-      i += 5;
-    } else if (sql.substr(i, 7) == "{grace}") {
-      out += grace;
-      i += 7;
-    } else if (sql[i] == '$' && i + 1 < sql.size() && sql[i + 1] >= '1' && sql[i + 1] <= '9') {
-      out += *(args.begin() + (sql[i + 1] - '1'));
-      i += 2;
-    } else {
-      out += sql[i++];
-    }
-  }
-  return out;
+  return batching::expand_sql(sql, prefix, kNow, kTombstoneGraceMicros, args);
 }
 
 std::string num(std::int64_t v) { return std::to_string(v); }

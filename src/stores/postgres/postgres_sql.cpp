@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "stores/batching/sql_template.h"
 #include "stores/batching/table_prefix.h"
 
 namespace idem::postgres {
@@ -10,27 +11,10 @@ namespace {
 // Type OIDs of the parameters (pg_type.h).
 constexpr Oid kBytea = 17, kInt8 = 20, kText = 25;
 
-// {p}: the table prefix; {now}: the server's clock in µs; {grace}: kTombstoneGraceMicros.
+constexpr std::string_view kNow = "(extract(epoch FROM statement_timestamp()) * 1000000)::int8";
+
 std::string expand(std::string_view sql, const std::string& prefix) {
-  static constexpr std::string_view kNow = "(extract(epoch FROM statement_timestamp()) * 1000000)::int8";
-  const std::string grace = std::to_string(kTombstoneGraceMicros);
-  std::string out;
-  out.reserve(sql.size() * 2);
-  for (std::size_t i = 0; i < sql.size();) {
-    if (sql.substr(i, 3) == "{p}") {
-      out += prefix;
-      i += 3;
-    } else if (sql.substr(i, 5) == "{now}") {
-      out += kNow;
-      i += 5;
-    } else if (sql.substr(i, 7) == "{grace}") {
-      out += grace;
-      i += 7;
-    } else {
-      out += sql[i++];
-    }
-  }
-  return out;
+  return batching::expand_sql(sql, prefix, kNow, kTombstoneGraceMicros);
 }
 
 // begin: one upsert that acquires (fresh, or taking over an expired lease) and returns
