@@ -11,6 +11,8 @@
 //   X-Test-Interim: 1      send "102 Processing" and "103 Early Hints" before the answer
 //   X-Test-Stream: N,MS    answer a chunked body of N events "data: i\n\n", MS ms apart
 //   X-Test-Hop: NAME       answer with "Connection: NAME" and a field NAME (hop-by-hop)
+//   X-Test-Split: N,MS     answer kSplitAnswer (chunked, with a trailer) in two writes, the
+//                          first its bytes before offset N of its body, MS ms apart
 // GET /_count?key=K answers the number of executions of key K.
 // GET /_seen?from=N answers, as a JSON array, every other request received from the N-th
 // on (0-based): its method, target, fields ([name, value] in order) and body size.
@@ -23,6 +25,7 @@
 // so); a race made deterministic. With --announce, answers say Keep-Alive: timeout=S.
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -83,6 +86,11 @@ long header_number(const http::request<http::string_body>& req, const char* name
   if (it == req.end()) return fallback;
   return std::stol(std::string(it->value()));
 }
+
+// X-Test-Split's answer: its body is "hello" in two chunks, then a trailer.
+constexpr const char* kSplitAnswer =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+    "2\r\nhe\r\n3;ext=1\r\nllo\r\n0\r\nX-Trailer: t\r\n\r\n";
 
 void sleep_ms(long ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
@@ -154,6 +162,16 @@ void serve(tcp::socket& socket) {
         asio::write(socket, http::make_chunk(asio::buffer(event)), ec);
       }
       if (!ec) asio::write(socket, http::make_chunk_last(), ec);
+      if (ec || !req.keep_alive()) return;
+      continue;
+    }
+    if (auto split = req.find("X-Test-Split"); split != req.end()) {
+      const std::string spec(split->value());
+      const std::string_view answer = kSplitAnswer;
+      const std::size_t at = std::min(answer.find("\r\n\r\n") + 4 + std::stoul(spec), answer.size());
+      asio::write(socket, asio::buffer(answer.substr(0, at)), ec);
+      sleep_ms(std::stol(spec.substr(spec.find(',') + 1)));
+      if (!ec) asio::write(socket, asio::buffer(answer.substr(at)), ec);
       if (ec || !req.keep_alive()) return;
       continue;
     }

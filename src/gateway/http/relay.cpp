@@ -9,6 +9,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
 
+#include "gateway/http/body_parse.h"
 #include "gateway/http/head_writer.h"
 
 namespace idem::gateway {
@@ -22,29 +23,21 @@ namespace {
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kPiece = 16 * 1024;
 
-// One step of a serializer whose buffer_body is fed piece by piece: need_buffer means the
-// piece is written and the next one is wanted.
 // The next part of the client's body into `piece` (the parser's body tells how much):
 // parsed from what `buffer` already holds when that is enough (no waiting, no trip
-// through the scheduler); else, with `wait`, read from the client. need_buffer (the
-// piece is full) is not an error.
+// through the scheduler); else, with `wait`, read from the client.
 awaitable<beast::error_code> read_piece(beast::tcp_stream& client, beast::flat_buffer& buffer,
-                                        StreamParser& parser, std::array<char, kPiece>& piece, bool wait,
-                                        Steady::duration timeout) {
+                                        StreamParser& parser, bool& starved, std::array<char, kPiece>& piece,
+                                        bool wait, Steady::duration timeout) {
   auto& body = parser.get().body();
   body.data = piece.data();
   body.size = piece.size();
-  beast::error_code ec;
-  if (buffer.size() > 0) {
-    buffer.consume(parser.put(buffer.data(), ec));
-    if (ec != http::error::need_more) co_return ec == http::error::need_buffer ? beast::error_code{} : ec;
-  }
-  if (!wait || body.size != piece.size()) co_return beast::error_code{};
-  client.expires_after(timeout);
-  std::tie(ec, std::ignore) = co_await http::async_read_some(client, buffer, parser, kTuple);
-  co_return ec == http::error::need_buffer ? beast::error_code{} : ec;
+  if (wait) client.expires_after(timeout);
+  co_return co_await parse_body_some(client, buffer, parser, starved, wait);
 }
 
+// One step of a serializer whose buffer_body is fed piece by piece: need_buffer means the
+// piece is written and the next one is wanted.
 template <class Serializer>
 awaitable<bool> write_piece(beast::tcp_stream& stream, Serializer& sr, Steady::duration timeout) {
   stream.expires_after(timeout);
@@ -131,6 +124,7 @@ awaitable<std::optional<Answer>> relay_request(beast::tcp_stream& client, beast:
   UpstreamConnection& up = *connected.conn;
   guard.attach(parser);
   std::array<char, kPiece> piece;
+  bool starved = false;  // the head's read ended at the head's end, not wanting more
   // A chunked body goes through Beast's serializer, which frames each part; any other
   // leaves as it came, after a head written by hand (head_writer.h).
   std::optional<http::request_serializer<http::buffer_body>> sr;
@@ -146,7 +140,8 @@ awaitable<std::optional<Answer>> relay_request(beast::tcp_stream& client, beast:
     if (!parser.is_done()) {
       // The first part is only what is already buffered: the head is not held back
       // waiting for a slow client's body.
-      if (auto rec = co_await read_piece(client, buffer, parser, piece, !first, timeouts.client_read)) {
+      if (auto rec =
+              co_await read_piece(client, buffer, parser, starved, piece, !first, timeouts.client_read)) {
         guard.read_failed(rec);
         co_return std::nullopt;  // the upstream sees a cut request
       }

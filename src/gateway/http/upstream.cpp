@@ -19,6 +19,7 @@
 #include <boost/beast/http.hpp>
 
 #include "core/ascii.h"
+#include "gateway/http/body_parse.h"
 #include "gateway/http/head_writer.h"
 #include "gateway/http/request.h"
 
@@ -86,10 +87,11 @@ UpstreamResult failed(UpstreamResult::Kind kind, std::string error) {
 }
 
 // Takes the body bytes that already arrived with the head (no waiting), into `body`, up
-// to `limit` bytes of body. An error: the response is malformed.
+// to `limit` bytes of body. An error: the response is malformed. `starved`: the parser
+// has seen every buffered byte and wants more (body_parse.h).
 beast::error_code take_buffered(ResponseTail::Parser& parser, beast::flat_buffer& in, std::string& body,
-                                std::size_t limit) {
-  while (!parser.is_done() && in.size() > 0 && body.size() < limit) {
+                                std::size_t limit, bool& starved) {
+  while (!parser.is_done() && !starved && in.size() > 0 && body.size() < limit) {
     const std::size_t old = body.size();
     const std::size_t want = std::min(limit - old, in.size());
     body.resize(old + want);
@@ -97,12 +99,10 @@ beast::error_code take_buffered(ResponseTail::Parser& parser, beast::flat_buffer
     piece.data = body.data() + old;
     piece.size = want;
     beast::error_code ec;
-    const std::size_t n = parser.put(in.data(), ec);
-    in.consume(n);
+    const std::size_t used = parse_buffered(in, parser, starved, ec);
     body.resize(old + want - piece.size);
-    if (ec == http::error::need_more) return {};
-    if (ec && ec != http::error::need_buffer) return ec;
-    if (n == 0 && !ec) return {};
+    if (ec) return ec;
+    if (used == 0) return {};
   }
   return {};
 }
@@ -183,10 +183,11 @@ HttpResponse make_client_response(HttpResponse upstream, unsigned version, bool 
 }
 
 ResponseTail::ResponseTail(UpstreamClient& owner, UpstreamConnection conn, std::unique_ptr<Parser> parser,
-                           Steady::duration idle_timeout, Steady::duration pool_limit)
+                           bool starved, Steady::duration idle_timeout, Steady::duration pool_limit)
     : owner_(owner),
       conn_(std::move(conn)),
       parser_(std::move(parser)),
+      starved_(starved),
       idle_timeout_(idle_timeout),
       pool_limit_(pool_limit) {}
 
@@ -199,9 +200,8 @@ asio::awaitable<std::pair<beast::error_code, std::size_t>> ResponseTail::read(ch
   body.size = size;
   conn_->stream().expires_after(idle_timeout_);
   // Some: whatever has arrived is passed on at once (an event stream's next event).
-  auto [ec, n] = co_await http::async_read_some(conn_->stream(), conn_->buffer, *parser_, kTuple);
+  auto ec = co_await parse_body_some(conn_->stream(), conn_->buffer, *parser_, starved_, true);
   const std::size_t got = size - body.size;
-  if (ec == http::error::need_buffer) ec = {};
   if (ec) {
     conn_.reset();
   } else if (parser_->is_done()) {
@@ -334,7 +334,9 @@ asio::awaitable<UpstreamResult> UpstreamClient::receive(UpstreamConnection conn,
   // that buffers nothing gets the head as soon as it arrives (an event stream's, say),
   // with what of the body came with it. What already arrived is taken without waiting.
   std::string body;
-  if (auto ec = take_buffered(*parser, conn.buffer, body, max_buffered > 0 ? max_buffered + 1 : kPiece))
+  bool starved = false;  // the head's read ended at the head's end, not wanting more
+  if (auto ec =
+          take_buffered(*parser, conn.buffer, body, max_buffered > 0 ? max_buffered + 1 : kPiece, starved))
     co_return lost(ec, "receive");
   while (max_buffered > 0 && !parser->is_done() && body.size() <= max_buffered) {
     const std::size_t room = max_buffered + 1 - body.size();
@@ -348,9 +350,9 @@ asio::awaitable<UpstreamResult> UpstreamClient::receive(UpstreamConnection conn,
     piece.data = body.data() + old;
     piece.size = want;
     conn.stream().expires_at(deadline);
-    auto [ec, n] = co_await http::async_read(conn.stream(), conn.buffer, *parser, kTuple);
+    auto ec = co_await parse_body_some(conn.stream(), conn.buffer, *parser, starved, true);
     body.resize(old + want - piece.size);
-    if (ec && ec != http::error::need_buffer) co_return lost(ec, "receive");
+    if (ec) co_return lost(ec, "receive");
   }
 
   UpstreamResult r;
@@ -362,7 +364,8 @@ asio::awaitable<UpstreamResult> UpstreamClient::receive(UpstreamConnection conn,
   if (parser->is_done())
     settle(std::move(conn), *parser, limit);
   else
-    r.tail = std::make_unique<ResponseTail>(*this, std::move(conn), std::move(parser), idle_timeout, limit);
+    r.tail = std::make_unique<ResponseTail>(*this, std::move(conn), std::move(parser), starved, idle_timeout,
+                                            limit);
   strip_hop_by_hop(r.response.base());
   co_return r;
 }

@@ -54,7 +54,8 @@ class ResponseTail {
   using Parser = http::response_parser<http::buffer_body>;
   // Each read waits at most `idle_timeout` for the upstream.
   // `pool_limit`: how long the connection may idle in the pool once the body has ended.
-  ResponseTail(UpstreamClient& owner, UpstreamConnection conn, std::unique_ptr<Parser> parser,
+  // `starved`: the parser has seen every byte the connection's buffer holds (body_parse.h).
+  ResponseTail(UpstreamClient& owner, UpstreamConnection conn, std::unique_ptr<Parser> parser, bool starved,
                std::chrono::steady_clock::duration idle_timeout,
                std::chrono::steady_clock::duration pool_limit);
   ~ResponseTail();
@@ -70,6 +71,7 @@ class ResponseTail {
   UpstreamClient& owner_;
   std::optional<UpstreamConnection> conn_;
   std::unique_ptr<Parser> parser_;
+  bool starved_;
   std::chrono::steady_clock::duration idle_timeout_;
   std::chrono::steady_clock::duration pool_limit_;
 };
