@@ -38,8 +38,9 @@ struct SqliteGateway {
 TEST(GatewayProcess, ConnectionRefusedIs502AndReleases) {
   TempDir tmp;
   const std::string& dir = tmp.path;
-  const unsigned short port = free_port(), admin = free_port(), dead = free_port();
-  Process idem({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:" + std::to_string(dead), "--store",
+  const unsigned short port = free_port(), admin = free_port();
+  const HeldPort dead;
+  Process idem({IDEM_BIN, "serve", "--upstream", "http://127.0.0.1:" + std::to_string(dead.port()), "--store",
                 "memory:", "--listen", "127.0.0.1:" + std::to_string(port), "--admin",
                 "127.0.0.1:" + std::to_string(admin)},
                dir + "/idem.log");
@@ -350,9 +351,10 @@ TEST(GatewayProcess, AStoreDownAtTheStartIsWaitedForWhileServing) {
   TempDir tmp;
   const std::string& dir = tmp.path;
   Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
-  const unsigned short redis_port = free_port(), port = free_port(), admin = free_port();
+  HeldPort redis_port;  // no Redis there until the test starts one
+  const unsigned short port = free_port(), admin = free_port();
   write_file(dir + "/idem.yaml", "upstream: http://127.0.0.1:" + std::to_string(upstream.port()) +
-                                     "\nstore: redis://127.0.0.1:" + std::to_string(redis_port) + R"(
+                                     "\nstore: redis://127.0.0.1:" + std::to_string(redis_port.port()) + R"(
 routes:
   - name: orders
     match: { method: POST, path: /orders }
@@ -373,7 +375,8 @@ routes:
   EXPECT_EQ(r.result_int(), 201u) << r.body();
   EXPECT_EQ(r["Idempotency-Status"], "unprotected");
 
-  testutil::RedisServer redis({}, redis_port);
+  redis_port.release();
+  testutil::RedisServer redis({}, redis_port.port());
   if (!redis.started()) GTEST_SKIP() << "redis-server is not installed or did not start";
   bool ready = false;
   for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);

@@ -1,6 +1,7 @@
 #include "gateway/e2e_harness.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -37,6 +38,26 @@ unsigned short free_port() {
     if (!ec) a.bind(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
     if (!ec) return port;
   }
+}
+
+HeldPort::HeldPort() {
+  while (fd_ < 0) {
+    port_ = free_port();
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port_);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd_, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {  // taken since the probe
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+}
+
+void HeldPort::release() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 Process::Process(std::vector<std::string> argv, const std::string& log_file, bool read_port) {

@@ -18,6 +18,23 @@ using Response = http::response<http::string_body>;
 // A free TCP port on 127.0.0.1 (bound, read, released).
 unsigned short free_port();
 
+// A port on 127.0.0.1 that is bound but not listening until release(): connecting to it
+// is refused, and no other test can take it meanwhile (free_port's ports are only probed,
+// so another test running alongside may pick one of those and listen on it).
+class HeldPort {
+ public:
+  HeldPort();
+  ~HeldPort() { release(); }
+  HeldPort(const HeldPort&) = delete;
+  HeldPort& operator=(const HeldPort&) = delete;
+  unsigned short port() const { return port_; }
+  void release();  // the port is free for this test to listen on
+
+ private:
+  int fd_ = -1;
+  unsigned short port_ = 0;
+};
+
 // A child process; killed (SIGKILL) on destruction if still running.
 class Process {
  public:
