@@ -1,5 +1,6 @@
 #include "gateway/gateway.h"
 
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -67,6 +68,16 @@ ClaimPolicy claim_policy(const Policy& p) {
 }
 
 }  // namespace
+
+ForwardRequest Gateway::forward_with_claim(const HttpRequest& req, const RequestMeta& meta,
+                                           std::string_view key, Fence fence) const {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, fence).ptr;
+  const std::array<std::pair<std::string_view, std::string_view>, 2> set{
+      {{"Idempotency-Key", key},
+       {kFenceHeader, std::string_view(digits, static_cast<std::size_t>(end - digits))}}};
+  return forward_request(req, upstream_.url(), meta, set);
+}
 
 std::vector<HeaderField> header_fields(const http::request_header<>& req) {
   std::vector<HeaderField> out;
@@ -334,9 +345,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
     }
   }
 
-  HttpRequest fwd = make_forward_request(req, upstream_.url(), meta);
-  fwd.set("Idempotency-Key", id.key);
-  fwd.set(kFenceHeader, std::to_string(claim.fence()));
+  const ForwardRequest fwd = forward_with_claim(req, meta, id.key, claim.fence());
   claim.started();
   UpstreamResult up = co_await exchange_renewing(fwd, route, claim, policy, p.max_result);
 
@@ -406,9 +415,7 @@ awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity&
   if (r->kind == LockOutcome::Kind::busy)
     co_return problem(req, Problem::locked, "another request holds this key", r->retry_after);
 
-  HttpRequest fwd = make_forward_request(req, upstream_.url(), meta);
-  fwd.set("Idempotency-Key", id.key);
-  fwd.set(kFenceHeader, std::to_string(r->fence));
+  const ForwardRequest fwd = forward_with_claim(req, meta, id.key, r->fence);
   UpstreamResult up = co_await exchange_locked(fwd, route, name, owner);
   UnlockArgs unlock{name, owner};
   auto ucall = async_unlock(store_, std::move(unlock), use_awaitable);
@@ -419,8 +426,9 @@ awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity&
   co_return forwarded(req, std::move(up), "forwarded");
 }
 
-awaitable<UpstreamResult> Gateway::exchange_renewing(const HttpRequest& fwd, const Route& route, Claim& claim,
-                                                     const ClaimPolicy& policy, std::size_t max_buffered) {
+awaitable<UpstreamResult> Gateway::exchange_renewing(const ForwardRequest& fwd, const Route& route,
+                                                     Claim& claim, const ClaimPolicy& policy,
+                                                     std::size_t max_buffered) {
   const auto t0 = Steady::now();
   UpstreamResult up;
   auto exchange = [&]() -> awaitable<void> {
@@ -432,7 +440,7 @@ awaitable<UpstreamResult> Gateway::exchange_renewing(const HttpRequest& fwd, con
   co_return up;
 }
 
-awaitable<UpstreamResult> Gateway::exchange_locked(const HttpRequest& fwd, const Route& route,
+awaitable<UpstreamResult> Gateway::exchange_locked(const ForwardRequest& fwd, const Route& route,
                                                    const std::string& name, const std::string& owner) {
   using namespace asio::experimental::awaitable_operators;
   const auto t0 = Steady::now();
@@ -478,7 +486,7 @@ awaitable<Gateway::Reply> Gateway::store_failed(const Route& route, const HttpRe
 
 awaitable<Gateway::Reply> Gateway::forward_unprotected(const Route& route, const HttpRequest& req,
                                                        const RequestMeta& meta, bool mark) {
-  HttpRequest fwd = make_forward_request(req, upstream_.url(), meta);
+  const ForwardRequest fwd = forward_request(req, upstream_.url(), meta, {});
   const auto t0 = Steady::now();
   UpstreamResult up = co_await upstream_.exchange(fwd, route.policy.upstream_timeout, kStreamedPrefix);
   metrics_.observe_upstream(since(t0));

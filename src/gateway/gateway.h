@@ -126,14 +126,17 @@ class Gateway {
   Reply forwarded(const HttpRequest& req, UpstreamResult up, std::string_view outcome) const;
   Reply answer_replay(const Route& route, const HttpRequest& req, std::string_view stored, bool waited) const;
 
+  // The forwarded request of a claimed key: the client's, with the key and the claim's fence.
+  ForwardRequest forward_with_claim(const HttpRequest& req, const RequestMeta& meta, std::string_view key,
+                                    Fence fence) const;
   // The upstream exchange while the claim is renewed (by the claim runner) or the lock is
   // (renew_lock), every lease/3; a renewal answered fenced / not_owner marks it lost. The
   // renewal ends when the response's head and first `max_buffered` bytes are in: the rest
   // of a larger body streams after the claim is settled.
-  boost::asio::awaitable<UpstreamResult> exchange_renewing(const HttpRequest& fwd, const Route& route,
+  boost::asio::awaitable<UpstreamResult> exchange_renewing(const ForwardRequest& fwd, const Route& route,
                                                            Claim& claim, const ClaimPolicy& policy,
                                                            std::size_t max_buffered);
-  boost::asio::awaitable<UpstreamResult> exchange_locked(const HttpRequest& fwd, const Route& route,
+  boost::asio::awaitable<UpstreamResult> exchange_locked(const ForwardRequest& fwd, const Route& route,
                                                          const std::string& name, const std::string& owner);
   boost::asio::awaitable<void> renew_lock(const Route& route, const std::string& name,
                                           const std::string& owner);

@@ -1,12 +1,15 @@
 // The gateway runtime's pure helpers: problem+json replies, Retry-After, hop-by-hop
 // stripping, metrics rendering and the records JSON.
 #include <algorithm>
+#include <array>
+#include <random>
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
 
 #include "gateway/admin/metrics.h"
 #include "gateway/admin/record_json.h"
+#include "gateway/http/head_writer.h"
 #include "gateway/http/http_reply.h"
 #include "gateway/http/upstream.h"
 #include "gateway/stored_result.h"
@@ -228,6 +231,83 @@ TEST(ForwardRequest, CarriesTheForwardingFields) {
   HttpRequest f3 = make_forward_request(many, up, request_meta(many.base(), "192.0.2.1"));
   EXPECT_EQ(f3.count("X-Forwarded-For"), 1u);
   EXPECT_EQ(f3["X-Forwarded-For"], expected + "192.0.2.1");
+}
+
+// forward_request writes the bytes of make_forward_request's request with the key and
+// fence set, as append_head writes them, straight from the client's request: checked over
+// requests drawn from every field the forwarding treats specially (hop-by-hop ones,
+// Connection naming others, forwarding fields, request ids, framing, the key and fence), in
+// any case and order, on every method and with or without a body and a base path.
+TEST(ForwardRequest, WrittenStraightFromTheClientsRequestAsTheCopyWouldBe) {
+  std::mt19937 rng(20261202);
+  auto pick = [&rng](auto const& options) { return options[rng() % options.size()]; };
+  const std::vector<std::string> names = {"Host",
+                                          "Content-Type",
+                                          "X-Kept",
+                                          "Connection",
+                                          "connection",
+                                          "Keep-Alive",
+                                          "TE",
+                                          "Trailer",
+                                          "Transfer-Encoding",
+                                          "Upgrade",
+                                          "Proxy-Authorization",
+                                          "Proxy-Connection",
+                                          "Expect",
+                                          "Idempotency-Fence",
+                                          "idempotency-fence",
+                                          "Idempotency-Key",
+                                          "IDEMPOTENCY-KEY",
+                                          "X-Forwarded-For",
+                                          "x-forwarded-for",
+                                          "X-Forwarded-Proto",
+                                          "X-Request-Id",
+                                          "x-request-id",
+                                          "Content-Length",
+                                          "X-Private",
+                                          "traceparent"};
+  const std::vector<std::string> values = {"1",
+                                           "close",
+                                           "keep-alive",
+                                           "X-Private",
+                                           "x-private, X-Kept",
+                                           "X-Request-Id",
+                                           "x-forwarded-for",
+                                           "Idempotency-Key",
+                                           "Host",
+                                           "content-length",
+                                           "chunked",
+                                           "100-continue",
+                                           "10.0.0.1",
+                                           "",
+                                           " a , ,b "};
+  const std::vector<http::verb> methods = {http::verb::post, http::verb::put,     http::verb::patch,
+                                           http::verb::get,  http::verb::delete_, http::verb::head};
+  for (int round = 0; round < 3000; ++round) {
+    HttpRequest req{pick(methods), rng() % 4 ? "/orders/1?x=y" : "/", rng() % 5 ? 11u : 10u};
+    const int fields = static_cast<int>(rng() % 12);
+    for (int i = 0; i < fields; ++i) req.insert(pick(names), pick(values));
+    if (rng() % 3) req.body() = std::string(rng() % 40, 'b');
+    UpstreamUrl up;
+    if (rng() % 3 == 0) up.base_path = "/api";
+    const RequestMeta meta = request_meta(req.base(), rng() % 2 ? "10.0.0.9" : "::1");
+    const std::string key = "key-" + std::to_string(round), fence = std::to_string(rng());
+    const std::array<std::pair<std::string_view, std::string_view>, 2> set{
+        {{"Idempotency-Key", key}, {"Idempotency-Fence", fence}}};
+
+    HttpRequest copy = make_forward_request(req, up, meta);
+    for (const auto& [name, value] : set) copy.set(name, value);
+    std::string expected;
+    append_head(expected, copy.base());
+    const ForwardRequest written = forward_request(req, up, meta, set);
+    ASSERT_EQ(written.head, expected) << "round " << round;
+    EXPECT_EQ(written.body, copy.body());
+    EXPECT_EQ(written.head_request, req.method() == http::verb::head);
+    // Without fields to set: as make_forward_request alone.
+    std::string plain;
+    append_head(plain, make_forward_request(req, up, meta).base());
+    ASSERT_EQ(forward_request(req, up, meta, {}).head, plain) << "round " << round;
+  }
 }
 
 // The upstream's response is encoded in place; it reads back as the StoredResult it is,

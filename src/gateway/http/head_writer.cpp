@@ -74,11 +74,6 @@ void append_head(std::string& out, const http::response_header<>& head) {
   append_fields(out, head);
 }
 
-asio::awaitable<beast::error_code> write_message(beast::tcp_stream& stream, const HttpRequest& message,
-                                                 std::string& scratch) {
-  return write_whole(stream, message, scratch);
-}
-
 asio::awaitable<beast::error_code> write_message(beast::tcp_stream& stream, const HttpResponse& message,
                                                  std::string& scratch) {
   return write_whole(stream, message, scratch);

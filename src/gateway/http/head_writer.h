@@ -23,9 +23,6 @@ void append_head(std::string& out, const http::response_header<>& head);
 // the caller between writes so its capacity is reused). The stream's timeout, as set by
 // the caller, applies.
 boost::asio::awaitable<boost::beast::error_code> write_message(boost::beast::tcp_stream& stream,
-                                                               const HttpRequest& message,
-                                                               std::string& scratch);
-boost::asio::awaitable<boost::beast::error_code> write_message(boost::beast::tcp_stream& stream,
                                                                const HttpResponse& message,
                                                                std::string& scratch);
 

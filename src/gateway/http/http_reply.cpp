@@ -12,31 +12,7 @@
 #include "core/units.h"
 
 namespace idem::gateway {
-namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// Calls `fn` with each name the Connection fields of `fields` list (RFC 9110 §7.6.1), as
-// a view into those fields.
-template <class Fn>
-void for_each_connection_name(const http::fields& fields, Fn&& fn) {
-  const auto [first, last] = fields.equal_range(http::field::connection);
-  for (auto it = first; it != last; ++it) {
-    for (std::string_view v = it->value(); !v.empty();) {
-      const auto comma = v.find(',');
-      if (const std::string_view name = trim(v.substr(0, comma)); !name.empty()) fn(name);
-      v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
-    }
-  }
-}
-
-// kHopByHopFields by Beast's code for the name. Beast knows each of those names (whatever
-// their case; a test checks), so a field whose name it does not know is never one of them,
-// and no name is compared as text.
 bool is_hop_by_hop(http::field f) noexcept {
   switch (f) {
     case http::field::connection:
@@ -53,8 +29,6 @@ bool is_hop_by_hop(http::field f) noexcept {
       return false;
   }
 }
-
-}  // namespace
 
 HttpResponse problem_response(unsigned status, std::string_view name, std::string_view title,
                               std::string_view detail, unsigned version, bool keep_alive) {

@@ -33,6 +33,28 @@ HttpResponse problem_response(unsigned status, std::string_view name, std::strin
 // A JSON reply (admin listener, control API, token issue).
 HttpResponse json_response(http::status status, std::string body, unsigned version, bool keep_alive);
 
+// Calls `fn` with each name the Connection fields of `fields` list (RFC 9110 §7.6.1), as
+// a view into those fields.
+template <class Fn>
+void for_each_connection_name(const http::fields& fields, Fn&& fn) {
+  const auto [first, last] = fields.equal_range(http::field::connection);
+  for (auto it = first; it != last; ++it) {
+    for (std::string_view v = it->value(); !v.empty();) {
+      const auto comma = v.find(',');
+      std::string_view name = v.substr(0, comma);
+      while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.remove_prefix(1);
+      while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+      if (!name.empty()) fn(name);
+      v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
+    }
+  }
+}
+
+// kHopByHopFields (hop_by_hop.h) by Beast's code for the name. Beast knows each of those
+// names (whatever their case; a test checks), so a field whose name it does not know is
+// never one of them, and no name is compared as text.
+bool is_hop_by_hop(http::field f) noexcept;
+
 // Removes the hop-by-hop fields (is_hop_by_hop; Transfer-Encoding among them) and those the
 // Connection field names. Content-Length stays: the caller recomputes it with prepare_payload(), except
 // for answers to HEAD, where it describes the body a GET would have had.

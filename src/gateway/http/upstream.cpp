@@ -127,6 +127,99 @@ HttpRequest make_forward_request(const HttpRequest& client, const UpstreamUrl& u
   return req;
 }
 
+ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& upstream,
+                               const RequestMeta& meta, SetFields set) {
+  // What make_forward_request does to a copy, decided field by field: strip_hop_by_hop
+  // (the fields the Connection fields name, by any case), then add_forwarding_fields, the
+  // fence and Expect erased, prepare_payload, and `set`. Beast's set() erases every field
+  // of the name and appends the new one at the end, so the order is: the client's fields
+  // that stay, then X-Forwarded-For, X-Forwarded-Proto, X-Request-Id (when it is set),
+  // Content-Length (when the framing is recomputed), then `set`.
+  constexpr std::size_t kInline = 8;
+  std::array<std::string_view, kInline> inline_names;
+  std::vector<std::string_view> many_names;
+  std::size_t listed_count = 0;
+  for_each_connection_name(client, [&](std::string_view name) {
+    if (listed_count == kInline) many_names.assign(inline_names.begin(), inline_names.end());
+    if (listed_count >= kInline)
+      many_names.push_back(name);
+    else
+      inline_names[listed_count] = name;
+    ++listed_count;
+  });
+  const std::span<const std::string_view> listed =
+      listed_count > kInline ? std::span<const std::string_view>(many_names)
+                             : std::span<const std::string_view>(inline_names.data(), listed_count);
+  auto named_in = [](std::span<const std::string_view> names, std::string_view name) {
+    return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return iequals(n, name); });
+  };
+  // make_forward_request recomputes the framing of a body and of POST, PUT and PATCH:
+  // prepare_payload sets Content-Length for a body and for an empty one on POST and PUT,
+  // and removes it from an empty PATCH. Other requests keep the client's.
+  const bool reframed = !client.body().empty() || client.method() == http::verb::post ||
+                        client.method() == http::verb::put || client.method() == http::verb::patch;
+  const bool length_set = reframed && (!client.body().empty() || client.method() != http::verb::patch);
+
+  std::array<std::string_view, kInline> inline_xff;
+  std::vector<std::string_view> many_xff;
+  std::size_t xff_count = 0;
+  bool request_id_kept = false;
+  ForwardRequest out{std::string(), client.body(), client.method() == http::verb::head};
+  std::string& h = out.head;
+  h.reserve(512);
+  h += client.method_string();
+  h += ' ';
+  h += upstream.base_path;
+  h += client.target();
+  h.append(" HTTP/1.1\r\n", 11);
+  for (const auto& f : client) {
+    const std::string_view name = f.name_string();
+    if (is_hop_by_hop(f.name()) || named_in(listed, name)) continue;  // strip_hop_by_hop
+    if (f.name() == http::field::expect || iequals(name, kFenceHeader)) continue;
+    if (iequals(name, kForwardedForHeader)) {
+      if (xff_count == kInline) many_xff.assign(inline_xff.begin(), inline_xff.end());
+      if (xff_count >= kInline)
+        many_xff.push_back(f.value());
+      else
+        inline_xff[xff_count] = f.value();
+      ++xff_count;
+      continue;
+    }
+    if (iequals(name, kForwardedProtoHeader)) continue;
+    if (iequals(name, kRequestIdHeader)) {
+      if (meta.request_id.generated()) continue;
+      request_id_kept = true;
+    }
+    if (reframed && f.name() == http::field::content_length) continue;
+    if (std::any_of(set.begin(), set.end(), [&](const auto& s) { return iequals(s.first, name); })) continue;
+    h += name;
+    h.append(": ", 2);
+    h += f.value();
+    h.append("\r\n", 2);
+  }
+  auto append_field = [&h](std::string_view name, std::string_view value) {
+    h += name;
+    h.append(": ", 2);
+    h += value;
+    h.append("\r\n", 2);
+  };
+  append_field(
+      kForwardedForHeader,
+      forwarded_for(xff_count > kInline ? std::span<const std::string_view>(many_xff)
+                                        : std::span<const std::string_view>(inline_xff.data(), xff_count),
+                    meta.client));
+  append_field(kForwardedProtoHeader, "http");
+  if (!request_id_kept) append_field(kRequestIdHeader, meta.request_id.view());
+  if (length_set) {
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, client.body().size()).ptr;
+    append_field("Content-Length", std::string_view(digits, static_cast<std::size_t>(end - digits)));
+  }
+  for (const auto& [name, value] : set) append_field(name, value);
+  h.append("\r\n", 2);
+  return out;
+}
+
 void prepare_forward_head(http::request_header<>& head, const UpstreamUrl& upstream,
                           const RequestMeta& meta) {
   strip_hop_by_hop(head);
@@ -297,17 +390,15 @@ asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_
   co_return Connected{UpstreamConnection{std::move(socket), {}}, {}};
 }
 
-asio::awaitable<UpstreamResult> UpstreamClient::exchange(const HttpRequest& request, Duration timeout,
+asio::awaitable<UpstreamResult> UpstreamClient::exchange(const ForwardRequest& request, Duration timeout,
                                                          std::size_t max_buffered) {
   const auto deadline = Steady::now() + timeout;
   Connected c = co_await connect(deadline);
   if (!c.conn) co_return std::move(c.failure);
   c.conn->stream().expires_at(deadline);
-  std::string scratch;
-  scratch.reserve(1024);
-  if (auto wec = co_await write_message(c.conn->stream(), request, scratch)) co_return lost(wec, "send");
-  co_return co_await receive(std::move(*c.conn), request.method() == http::verb::head, deadline,
-                             max_buffered);
+  if (auto wec = co_await write_raw(c.conn->stream(), request.head, request.body))
+    co_return lost(wec, "send");
+  co_return co_await receive(std::move(*c.conn), request.head_request, deadline, max_buffered);
 }
 
 asio::awaitable<UpstreamResult> UpstreamClient::receive(UpstreamConnection conn, bool head_request,

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 
 #include <boost/asio/awaitable.hpp>
@@ -94,6 +95,21 @@ struct UpstreamResult {
 // upstream's base path, framing recomputed and keep-alive on.
 HttpRequest make_forward_request(const HttpRequest& client, const UpstreamUrl& upstream,
                                  const RequestMeta& meta);
+// A request as it leaves for the upstream: its head written out (append_forward_head) and
+// its body, a view of the client's.
+struct ForwardRequest {
+  std::string head;
+  std::string_view body;
+  bool head_request = false;  // a HEAD: the response has no body
+};
+// The fields the gateway sets on a forwarded request beyond make_forward_request's (the
+// key and the fence), each replacing any the client sent under its name.
+using SetFields = std::span<const std::pair<std::string_view, std::string_view>>;
+// make_forward_request's request with `set` set on it, written straight from the client's
+// request: the same bytes as append_head of that request (a test compares them over
+// many requests), without copying the request or allocating a field.
+ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& upstream,
+                               const RequestMeta& meta, SetFields set);
 // The same for a request whose body is streamed: the head only, framing (Content-Length or
 // chunked) kept as the client sent it.
 void prepare_forward_head(http::request_header<>& head, const UpstreamUrl& upstream, const RequestMeta& meta);
@@ -127,10 +143,10 @@ class UpstreamClient {
   explicit UpstreamClient(UpstreamUrl url,
                           std::chrono::steady_clock::duration max_idle = std::chrono::seconds(3));
 
-  // Sends `request` (already made by make_forward_request) and reads the response, all
-  // within `timeout`. A body of more than `max_buffered` bytes comes back in part, with a
-  // tail for the rest. Never throws.
-  boost::asio::awaitable<UpstreamResult> exchange(const HttpRequest& request, Duration timeout,
+  // Sends `request` (made by forward_request) and reads the response, all within
+  // `timeout`. A body of more than `max_buffered` bytes comes back in part, with a tail
+  // for the rest. Never throws.
+  boost::asio::awaitable<UpstreamResult> exchange(const ForwardRequest& request, Duration timeout,
                                                   std::size_t max_buffered);
 
   // The parts of an exchange, for a caller that streams the request body itself:
