@@ -67,11 +67,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A port nothing listens on (bash's /dev/tcp: a refused connection).
+# A port nothing listens on (bash's /dev/tcp: a refused connection), below the kernel's
+# ephemeral range (32768 and up), where an outgoing connection may hold a port that
+# refuses connections yet cannot be bound; and away from the e2e tests' ports (20000-24999)
+# and those of scripts/services.
 free_port() {
   local p
   for _ in $(seq 100); do
-    p=$((20000 + RANDOM % 40000))
+    p=$((26000 + RANDOM % 6000))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/${p}") 2>/dev/null; then
       echo "${p}"
       return
@@ -91,7 +94,7 @@ fi
 [ "$(dpkg-deb -f "${deb}" Version)" = "${version}" ] || fail "version $(dpkg-deb -f "${deb}" Version), not ${version}"
 # dpkg-shlibdeps found the libraries the binary links.
 depends="$(dpkg-deb -f "${deb}" Depends)"
-for lib in libc6 libsystemd0 libsqlite3-0 adduser; do
+for lib in libc6 libsystemd0 libsqlite3-0 libtcmalloc-minimal4 adduser; do
   [[ "${depends}" == *"${lib}"* ]] || fail "Depends: ${depends} lacks ${lib}"
 done
 # Neither the library nor headers: they are idem-dev's.
