@@ -308,6 +308,23 @@ TEST(ForwardRequest, WrittenStraightFromTheClientsRequestAsTheCopyWouldBe) {
     append_head(plain, make_forward_request(req, up, meta).base());
     ASSERT_EQ(forward_request(req, up, meta, {}).head, plain) << "round " << round;
   }
+  // More X-Forwarded-For fields and more names listed in Connection than are held inline.
+  HttpRequest many{http::verb::post, "/orders", 11};
+  std::string listed;
+  for (int i = 0; i < 12; ++i) {
+    many.insert("X-Forwarded-For", "10.0.0." + std::to_string(i));
+    many.insert("X-Hop-" + std::to_string(i), "gone");
+    listed += "x-hop-" + std::to_string(i) + ", ";
+  }
+  many.insert(http::field::connection, listed + "X-Hop-11");
+  many.insert("X-Kept", "yes");
+  const RequestMeta meta = request_meta(many.base(), "192.0.2.1");
+  std::string expected;
+  append_head(expected, make_forward_request(many, UpstreamUrl{}, meta).base());
+  const std::string written = forward_request(many, UpstreamUrl{}, meta, {}).head;
+  EXPECT_EQ(written, expected);
+  EXPECT_EQ(written.find("X-Hop-"), std::string::npos) << written;
+  EXPECT_NE(written.find("10.0.0.11, 192.0.2.1"), std::string::npos) << written;
 }
 
 // The upstream's response is encoded in place; it reads back as the StoredResult it is,

@@ -4,9 +4,12 @@
 // Pure functions; safe for concurrent use.
 #pragma once
 
+#include <array>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/beast/http.hpp>
 
@@ -32,6 +35,31 @@ HttpResponse problem_response(unsigned status, std::string_view name, std::strin
 
 // A JSON reply (admin listener, control API, token issue).
 HttpResponse json_response(http::status status, std::string body, unsigned version, bool keep_alive);
+
+// String views collected without allocating while they are few (the values of a field
+// that rarely repeats, the names a Connection field lists); past kInline they move to
+// the heap.
+class ViewList {
+ public:
+  void push_back(std::string_view v) {
+    if (n_ == kInline) many_.assign(inline_.begin(), inline_.end());
+    if (n_ >= kInline)
+      many_.push_back(v);
+    else
+      inline_[n_] = v;
+    ++n_;
+  }
+  std::span<const std::string_view> views() const noexcept {
+    return n_ > kInline ? std::span<const std::string_view>(many_)
+                        : std::span<const std::string_view>(inline_.data(), n_);
+  }
+
+ private:
+  static constexpr std::size_t kInline = 8;
+  std::array<std::string_view, kInline> inline_{};
+  std::vector<std::string_view> many_;
+  std::size_t n_ = 0;
+};
 
 // Calls `fn` with each name the Connection fields of `fields` list (RFC 9110 §7.6.1), as
 // a view into those fields.

@@ -135,21 +135,9 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
   // of the name and appends the new one at the end, so the order is: the client's fields
   // that stay, then X-Forwarded-For, X-Forwarded-Proto, X-Request-Id (when it is set),
   // Content-Length (when the framing is recomputed), then `set`.
-  constexpr std::size_t kInline = 8;
-  std::array<std::string_view, kInline> inline_names;
-  std::vector<std::string_view> many_names;
-  std::size_t listed_count = 0;
-  for_each_connection_name(client, [&](std::string_view name) {
-    if (listed_count == kInline) many_names.assign(inline_names.begin(), inline_names.end());
-    if (listed_count >= kInline)
-      many_names.push_back(name);
-    else
-      inline_names[listed_count] = name;
-    ++listed_count;
-  });
-  const std::span<const std::string_view> listed =
-      listed_count > kInline ? std::span<const std::string_view>(many_names)
-                             : std::span<const std::string_view>(inline_names.data(), listed_count);
+  ViewList listed_names;
+  for_each_connection_name(client, [&](std::string_view name) { listed_names.push_back(name); });
+  const std::span<const std::string_view> listed = listed_names.views();
   auto named_in = [](std::span<const std::string_view> names, std::string_view name) {
     return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return iequals(n, name); });
   };
@@ -160,9 +148,7 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
                         client.method() == http::verb::put || client.method() == http::verb::patch;
   const bool length_set = reframed && (!client.body().empty() || client.method() != http::verb::patch);
 
-  std::array<std::string_view, kInline> inline_xff;
-  std::vector<std::string_view> many_xff;
-  std::size_t xff_count = 0;
+  ViewList xff;
   bool request_id_kept = false;
   ForwardRequest out{std::string(), client.body(), client.method() == http::verb::head};
   std::string& h = out.head;
@@ -177,12 +163,7 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
     if (is_hop_by_hop(f.name()) || named_in(listed, name)) continue;  // strip_hop_by_hop
     if (f.name() == http::field::expect || iequals(name, kFenceHeader)) continue;
     if (iequals(name, kForwardedForHeader)) {
-      if (xff_count == kInline) many_xff.assign(inline_xff.begin(), inline_xff.end());
-      if (xff_count >= kInline)
-        many_xff.push_back(f.value());
-      else
-        inline_xff[xff_count] = f.value();
-      ++xff_count;
+      xff.push_back(f.value());
       continue;
     }
     if (iequals(name, kForwardedProtoHeader)) continue;
@@ -203,11 +184,7 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
     h += value;
     h.append("\r\n", 2);
   };
-  append_field(
-      kForwardedForHeader,
-      forwarded_for(xff_count > kInline ? std::span<const std::string_view>(many_xff)
-                                        : std::span<const std::string_view>(inline_xff.data(), xff_count),
-                    meta.client));
+  append_field(kForwardedForHeader, forwarded_for(xff.views(), meta.client));
   append_field(kForwardedProtoHeader, "http");
   if (!request_id_kept) append_field(kRequestIdHeader, meta.request_id.view());
   if (length_set) {
@@ -232,24 +209,11 @@ void prepare_forward_head(http::request_header<>& head, const UpstreamUrl& upstr
 
 void add_forwarding_fields(http::request_header<>& head, const RequestMeta& meta) {
   // The client's values are views into the fields that set() replaces: the new value is
-  // made first. Few requests carry more than one field; more than kInline are rarer still.
-  constexpr std::size_t kInline = 8;
-  std::array<std::string_view, kInline> inline_values;
-  std::vector<std::string_view> many;
-  std::size_t n = 0;
+  // made first.
+  ViewList existing;
   const auto [first, last] = head.equal_range(kForwardedForHeader);
-  for (auto it = first; it != last; ++it) {
-    if (n == kInline) many.assign(inline_values.begin(), inline_values.end());
-    if (n >= kInline)
-      many.push_back(it->value());
-    else
-      inline_values[n] = it->value();
-    ++n;
-  }
-  const std::span<const std::string_view> existing =
-      n > kInline ? std::span<const std::string_view>(many)
-                  : std::span<const std::string_view>(inline_values.data(), n);
-  std::string xff = forwarded_for(existing, meta.client);
+  for (auto it = first; it != last; ++it) existing.push_back(it->value());
+  std::string xff = forwarded_for(existing.views(), meta.client);
   head.set(kForwardedForHeader, xff);
   head.set(kForwardedProtoHeader, "http");
   // The client's own id stays as sent, unless its Connection header named it away.
