@@ -405,7 +405,11 @@ asio::awaitable<UpstreamResult> UpstreamClient::receive(UpstreamConnection conn,
     piece.data = body.data() + old;
     piece.size = want;
     conn.stream().expires_at(deadline);
-    auto ec = co_await parse_body_some(conn.stream(), conn.buffer, *parser, starved, true);
+    // The piece is filled before the body shrinks back to what arrived: each resize
+    // zero-fills it, and a read brings at most body_parse.h's read size.
+    beast::error_code ec;
+    while (!ec && piece.size > 0 && !parser->is_done())
+      ec = co_await parse_body_some(conn.stream(), conn.buffer, *parser, starved, true);
     body.resize(old + want - piece.size);
     if (ec) co_return lost(ec, "receive");
   }
