@@ -585,12 +585,6 @@ TEST(GatewayProcess, ARecordDeletedByAnotherProcessIsNotReplayedFromMemory) {
 namespace idem::e2e {
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::string out;
-  run({"/bin/cat", path}, &out);
-  return out;
-}
-
 // One keep-alive connection to the gateway: requests on it must survive a reload.
 class KeepAlive {
  public:

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -24,40 +26,59 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using asio::ip::tcp;
 
+namespace {
+
+int loopback_socket(unsigned short port, bool reuse) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const int on = 1;
+  if (reuse) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// The sockets that hold the ports free_port handed out, by port.
+std::map<unsigned short, int>& reservations() {
+  static std::map<unsigned short, int> held;
+  return held;
+}
+
+}  // namespace
+
 unsigned short free_port() {
   // A random port below the kernel's ephemeral range (32768 and up), so that no outgoing
-  // connection of a test running alongside takes it between this check and the child's
-  // bind; and away from the ports scripts/services uses.
+  // connection of a test running alongside takes it; and away from the ports
+  // scripts/services uses.
   static std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
-  asio::io_context ioc;
   for (;;) {
     const auto port = static_cast<unsigned short>(std::uniform_int_distribution<int>(20000, 24999)(rng));
-    tcp::acceptor a(ioc);
-    boost::system::error_code ec;
-    a.open(tcp::v4(), ec);
-    if (!ec) a.bind(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
-    if (!ec) return port;
+    // Free when a bind without SO_REUSEADDR succeeds: no socket anywhere holds it.
+    const int probe = loopback_socket(port, false);
+    if (probe < 0) continue;
+    ::close(probe);
+    // Held, bound and not listening, by a socket with SO_REUSEADDR: a server that sets it
+    // too (idem, Redis, Asio's acceptors) binds and listens there, while every other
+    // test's probe fails, and connecting before a server listens is refused.
+    const int held = loopback_socket(port, true);
+    if (held < 0) continue;  // taken between the two binds
+    reservations()[port] = held;
+    return port;
   }
 }
 
-HeldPort::HeldPort() {
-  while (fd_ < 0) {
-    port_ = free_port();
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port_);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd_, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {  // taken since the probe
-      ::close(fd_);
-      fd_ = -1;
-    }
+void release_port(unsigned short port) {
+  auto& held = reservations();
+  if (auto it = held.find(port); it != held.end()) {
+    ::close(it->second);
+    held.erase(it);
   }
-}
-
-void HeldPort::release() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
 }
 
 Process::Process(std::vector<std::string> argv, const std::string& log_file, bool read_port) {
@@ -218,6 +239,11 @@ void remove_dir(const std::string& dir) {
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path);
   f << text;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
 }  // namespace idem::e2e

@@ -15,23 +15,27 @@ namespace http = boost::beast::http;
 using Headers = std::vector<std::pair<std::string, std::string>>;
 using Response = http::response<http::string_body>;
 
-// A free TCP port on 127.0.0.1 (bound, read, released).
+// A free TCP port on 127.0.0.1, held for the rest of the test process: bound with
+// SO_REUSEADDR and not listening. A server that sets SO_REUSEADDR (idem, Redis, an Asio
+// acceptor) can listen on it; connecting before one does is refused; and no test running
+// alongside, nor a later free_port() call, picks it meanwhile.
 unsigned short free_port();
 
-// A port on 127.0.0.1 that is bound but not listening until release(): connecting to it
-// is refused, and no other test can take it meanwhile (free_port's ports are only probed,
-// so another test running alongside may pick one of those and listen on it).
+// Closes free_port's hold on `port`, for a server that binds without SO_REUSEADDR.
+void release_port(unsigned short port);
+
+// A port where nothing listens until the test starts a server there (free_port's
+// reservation, named for what the test means by it).
 class HeldPort {
  public:
-  HeldPort();
+  HeldPort() : port_(free_port()) {}
   ~HeldPort() { release(); }
   HeldPort(const HeldPort&) = delete;
   HeldPort& operator=(const HeldPort&) = delete;
   unsigned short port() const { return port_; }
-  void release();  // the port is free for this test to listen on
+  void release() { release_port(port_); }
 
  private:
-  int fd_ = -1;
   unsigned short port_ = 0;
 };
 
@@ -78,5 +82,7 @@ bool wait_healthy(unsigned short admin_port, int timeout_ms);
 std::string temp_dir();
 void remove_dir(const std::string& dir);
 void write_file(const std::string& path, const std::string& text);
+// The whole file, empty when it cannot be read (a log for a failure message).
+std::string read_text(const std::string& path);
 
 }  // namespace idem::e2e

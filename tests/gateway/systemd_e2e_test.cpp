@@ -60,7 +60,7 @@ TEST(SystemdNotify, ReadyOnceListeningThenWatchdogThenStopping) {
     g.start();
   }
   auto ready = sock.until("READY=1", 20s);
-  ASSERT_TRUE(ready) << "no READY=1";
+  ASSERT_TRUE(ready) << "no READY=1; " << read_text(g.tmp.path + "/idem.log");
   // Said only once both listeners accept: a client connecting now is served.
   EXPECT_TRUE(accepts(g.port));
   EXPECT_TRUE(accepts(g.admin));
@@ -102,7 +102,7 @@ TEST(SystemdNotify, NoWatchdogWhenNotAskedOrUnreadable) {
       if (c.pid) pid.emplace("WATCHDOG_PID", c.pid);  // 1: not idem's
       g.start();
     }
-    ASSERT_TRUE(sock.until("READY=1", 20s));
+    ASSERT_TRUE(sock.until("READY=1", 20s)) << read_text(g.tmp.path + "/idem.log");
     EXPECT_EQ(request(g.port, verb::post, "/x", {{"Idempotency-Key", "k"}}).result_int(), 201u);
     // A ping would have come within 100 ms; nothing is an event, so wait for it a while.
     EXPECT_FALSE(sock.until("WATCHDOG=1", 600ms));
