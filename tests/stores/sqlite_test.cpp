@@ -481,8 +481,8 @@ TEST(SqliteSchema, RowsReadableFromAnotherConnection) {
   ASSERT_TRUE(store->consume_token({"user-9", *t}).is_ok());
   EXPECT_EQ(raw.integer("SELECT consumed" + tw), 1);
 
-  // The high-water mark is the greatest fence handed out.
-  EXPECT_EQ(raw.integer("SELECT value FROM idem_meta WHERE name = 'fence_high_water'"),
+  // The high-water mark is at or above the greatest fence handed out (SqliteFences below).
+  EXPECT_GE(raw.integer("SELECT value FROM idem_meta WHERE name = 'fence_high_water'"),
             static_cast<std::int64_t>(std::max(b->fence, l->fence)));
 }
 
@@ -574,6 +574,55 @@ TEST(SqliteFences, TwoStoresOnOneFileNeverRepeatAFence) {
     EXPECT_EQ(o->fence, *seen.rbegin());
     ASSERT_TRUE(s.release({"s", "k", o->fence}).is_ok());
   }
+}
+
+// A store alone on its file persists its mark ahead of the fences it hands out, so most
+// transactions do not write it; once another connection has committed to the file, the mark
+// it writes is exact (adopting each other's reserves would push the fences ahead each turn).
+TEST(SqliteFences, TheMarkIsReservedAheadAloneAndExactWhenShared) {
+  TempDir dir;
+  const auto path = dir.file("reserve.db");
+  auto clock = std::make_shared<ManualClock>();  // frozen: each fence is the previous + 1
+  auto a = must_open(path, {.clock = clock});
+  ASSERT_NE(a, nullptr);
+  RawDb raw(path);
+  const auto mark = [&] {
+    return raw.integer("SELECT value FROM idem_meta WHERE name = 'fence_high_water'");
+  };
+  auto first = a->begin(begin_args("k"));
+  ASSERT_TRUE(first.is_ok() && first->kind == Kind::acquired);
+  const auto reserved = mark();
+  EXPECT_GT(reserved, static_cast<std::int64_t>(first->fence));
+  Fence last = first->fence;
+  ASSERT_TRUE(a->release({"s", "k", last}).is_ok());
+  for (int i = 0; i < 50; ++i) {
+    auto o = a->begin(begin_args("k"));
+    ASSERT_TRUE(o.is_ok() && o->kind == Kind::acquired) << i;
+    EXPECT_GT(o->fence, last);
+    last = o->fence;
+    EXPECT_LE(static_cast<std::int64_t>(last), reserved) << i;
+    EXPECT_EQ(mark(), reserved) << "the mark was written again at " << i;
+    ASSERT_TRUE(a->release({"s", "k", last}).is_ok());
+  }
+
+  // Another store on the file continues above a's reserve, and from then on both write
+  // exact marks.
+  auto b = must_open(path, {.clock = clock});
+  ASSERT_NE(b, nullptr);
+  auto ob = b->begin(begin_args("k"));
+  ASSERT_TRUE(ob.is_ok() && ob->kind == Kind::acquired);
+  EXPECT_GT(static_cast<std::int64_t>(ob->fence), reserved);
+  ASSERT_TRUE(b->release({"s", "k", ob->fence}).is_ok());
+  EXPECT_GE(mark(), static_cast<std::int64_t>(ob->fence));
+  auto oa = a->begin(begin_args("k"));
+  ASSERT_TRUE(oa.is_ok() && oa->kind == Kind::acquired);
+  EXPECT_GT(oa->fence, ob->fence);
+  EXPECT_EQ(mark(), static_cast<std::int64_t>(oa->fence));
+  ASSERT_TRUE(a->release({"s", "k", oa->fence}).is_ok());
+  auto ob2 = b->begin(begin_args("k"));
+  ASSERT_TRUE(ob2.is_ok() && ob2->kind == Kind::acquired);
+  EXPECT_GT(ob2->fence, oa->fence);
+  EXPECT_EQ(mark(), static_cast<std::int64_t>(ob2->fence));
 }
 
 // ---- foreign writes ------------------------------------------------------------------
