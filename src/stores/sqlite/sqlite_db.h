@@ -78,6 +78,10 @@ class Database {
   Result<bool> changed_by_others();
 
   Status begin_transaction();  // BEGIN IMMEDIATE
+  // BEGIN IMMEDIATE without the busy handler: false, with nothing begun, when another
+  // connection holds the file's write lock, instead of waiting for it.
+  Result<bool> try_begin_transaction();
+  Sync sync() const noexcept { return sync_; }
   // deadline_exceeded for an I/O error: the WAL may hold the commit (the outcome is unknown).
   Status commit();
   // Rolls back the open transaction, if any; never fails.
@@ -154,6 +158,8 @@ class Database {
   Statement lock_get_, lock_insert_, lock_update_, lock_delete_;
   Statement sweep_records_, sweep_tokens_, sweep_locks_;
   std::int64_t data_version_seen_ = -1;
+  Sync sync_ = Sync::normal;
+  int busy_timeout_ms_ = 1;
 };
 
 // The one translation of SQLite result codes into Statuses (STYLE: errors are values,
