@@ -695,6 +695,37 @@ TEST(SqliteForeignWrites, AnotherStoreOnTheFileChangesItAndItsFencesAreAdopted) 
   EXPECT_GT(ours->fence, theirs->fence);
 }
 
+// Between commits the answer comes from the WAL index's stamp in shared memory, with no
+// look at the connection: every commit of another connection must still show in the very
+// next answer, on every thread that asks, and nothing else may change it.
+TEST(SqliteForeignWrites, EveryCommitOfAnotherConnectionShowsOnEveryThread) {
+  TempDir dir;
+  const auto path = dir.file("stamp.db");
+  auto store = must_open(path);
+  ASSERT_NE(store, nullptr);
+  RawDb raw(path);
+  raw.exec("CREATE TABLE other (x)");
+  auto last = store->foreign_writes();
+  ASSERT_TRUE(last.has_value());
+  for (int round = 0; round < 200; ++round) {
+    if (round % 3 == 0) {
+      ASSERT_TRUE(store->begin(begin_args("own" + std::to_string(round))).is_ok());
+      ASSERT_EQ(store->foreign_writes(), last) << "own write, round " << round;
+    }
+    raw.exec("INSERT INTO other VALUES (" + std::to_string(round) + ")");
+    std::vector<std::future<std::optional<std::uint64_t>>> answers;
+    for (int t = 0; t < 4; ++t) {
+      answers.push_back(std::async(std::launch::async, [&] { return store->foreign_writes(); }));
+    }
+    std::set<std::optional<std::uint64_t>> seen;
+    for (auto& a : answers) seen.insert(a.get());
+    ASSERT_EQ(seen.size(), 1u) << "threads disagree, round " << round;
+    ASSERT_NE(*seen.begin(), last) << "a foreign commit went unseen, round " << round;
+    last = *seen.begin();
+    ASSERT_EQ(store->foreign_writes(), last) << "nothing was written since, round " << round;
+  }
+}
+
 TEST(SqliteForeignWrites, ARawDeleteShowsWhileTheWriterIsBusy) {
   TempDir dir;
   const auto path = dir.file("busy.db");

@@ -2,7 +2,9 @@
 // high-water mark, records, tokens, locks, expiry and checkpoints.
 #include "stores/sqlite/sqlite_db.h"
 
+#include <atomic>
 #include <climits>
+#include <cstring>
 
 namespace idem::sqlite {
 namespace {
@@ -200,6 +202,46 @@ Result<bool> Database::changed_by_others() {
   const bool changed = data_version_seen_ != -1 && v != data_version_seen_;
   data_version_seen_ = v;
   return changed;
+}
+
+// The WAL index (https://www.sqlite.org/walformat.html) begins with two copies of a 48-byte
+// header, in machine byte order. A commit writes the second copy, then the first; a reader
+// reads the first, then the second, and trusts them only when they are equal (as SQLite's
+// walIndexTryHdr does). Word 2 counts commits; words 10 and 11 are a checksum of the rest.
+namespace {
+constexpr int kHeaderWords = 12;
+constexpr int kChangeWord = 2;
+constexpr int kInitWord = 3;  // isInit is its first byte
+constexpr int kChecksumWord = 10;
+}  // namespace
+
+void Database::map_wal_index() noexcept {
+  sqlite3_file* file = nullptr;
+  if (sqlite3_file_control(db_, "main", SQLITE_FCNTL_FILE_POINTER, &file) != SQLITE_OK || file == nullptr)
+    return;
+  const sqlite3_io_methods* methods = file->pMethods;
+  if (methods == nullptr || methods->iVersion < 2 || methods->xShmMap == nullptr) return;
+  // The region exists once a transaction has read the file (opening did); bExtend = 0
+  // maps nothing new.
+  volatile void* region = nullptr;
+  if (methods->xShmMap(file, 0, 32 * 1024, 0, &region) != SQLITE_OK || region == nullptr) return;
+  wal_index_ = static_cast<const volatile std::uint32_t*>(region);
+}
+
+std::optional<std::uint64_t> Database::wal_index_stamp() const noexcept {
+  if (wal_index_ == nullptr) return std::nullopt;
+  std::uint32_t first[kHeaderWords];
+  std::uint32_t second[kHeaderWords];
+  for (int i = 0; i < kHeaderWords; ++i) first[i] = wal_index_[i];
+  std::atomic_thread_fence(std::memory_order_acquire);
+  for (int i = 0; i < kHeaderWords; ++i) second[i] = wal_index_[kHeaderWords + i];
+  if (std::memcmp(first, second, sizeof first) != 0) return std::nullopt;
+  std::uint8_t is_init = 0;
+  std::memcpy(&is_init, &first[kInitWord], 1);
+  if (is_init == 0) return std::nullopt;
+  // Never 0: the lowest bit is set (the commit counter alone would do; the checksum adds
+  // the frame count and salts).
+  return (std::uint64_t{first[kChangeWord]} << 32) | first[kChecksumWord] | 1;
 }
 
 // ---- records ---------------------------------------------------------------------------

@@ -76,6 +76,13 @@ class Database {
   Status save_high_water(Fence f);
   // True when another connection committed since the last call (PRAGMA data_version).
   Result<bool> changed_by_others();
+  // A stamp of the file's commits: it changes with every commit by any connection (the WAL
+  // index header's commit counter and checksum, https://www.sqlite.org/walformat.html),
+  // read from the shared memory that every connection to the file maps, with no lock and
+  // no system call. nullopt when it cannot be read: no WAL index, or a commit is writing
+  // the header just now. Safe from any thread, as SQLite's own readers of that memory are;
+  // never 0.
+  std::optional<std::uint64_t> wal_index_stamp() const noexcept;
 
   Status begin_transaction();  // BEGIN IMMEDIATE
   // BEGIN IMMEDIATE without the busy handler: false, with nothing begun, when another
@@ -138,6 +145,7 @@ class Database {
   Result<std::int64_t> scalar(const char* sql, std::string_view what);  // one integer
   Status prepare_all();
   Status open_checkpointer(Duration busy_timeout);
+  void map_wal_index() noexcept;
   Status prepare(Statement& s, const char* sql);
   Status exec(const char* sql, std::string_view what);
   Status run(sqlite3_stmt* s, std::string_view what);  // steps a statement that returns no row
@@ -158,6 +166,9 @@ class Database {
   Statement lock_get_, lock_insert_, lock_update_, lock_delete_;
   Statement sweep_records_, sweep_tokens_, sweep_locks_;
   std::int64_t data_version_seen_ = -1;
+  // The WAL index's first region as this connection maps it (until it closes); null when
+  // there is none (":memory:").
+  const volatile std::uint32_t* wal_index_ = nullptr;
   Sync sync_ = Sync::normal;
   int busy_timeout_ms_ = 1;
 };

@@ -166,6 +166,7 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path, Sync s
   if (auto s = db->check_or_create_schema(); !s) return s;
   if (auto s = db->prepare_all(); !s) return s;
   if (auto s = db->open_checkpointer(busy_timeout); !s) return s;
+  db->map_wal_index();
   return db;
 }
 

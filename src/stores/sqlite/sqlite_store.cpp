@@ -16,8 +16,11 @@
 // foreign_writes() counts the commits of other connections (PRAGMA data_version on the
 // writer's connection) without waiting for a batch: while the writer holds the write lock
 // it has read data_version after taking it, and nobody else can commit until it lets go, so
-// the count it published is exact; otherwise the caller asks the connection itself, which
-// waits at most for the end of one COMMIT.
+// the count it published is exact. Otherwise, when the WAL index's stamp (a commit counter in
+// the shared memory every connection maps) is still what it was when the connection last
+// looked, nobody has committed since and the count stands, with no lock and no system call;
+// failing that, the caller asks the connection itself, which waits at most for the end of
+// one COMMIT.
 #include "stores/sqlite/sqlite_store.h"
 
 #include <algorithm>
@@ -160,8 +163,17 @@ class SqliteStore final : public Store {
 
   std::optional<std::uint64_t> foreign_writes() const noexcept override {
     if (write_locked_.load(std::memory_order_acquire)) return foreign_.load(std::memory_order_acquire);
+    // No commit to the file since the last look: the count stands.
+    const auto stamp = db_->wal_index_stamp();
+    if (stamp && *stamp == looked_at_.load(std::memory_order_acquire)) {
+      return foreign_.load(std::memory_order_acquire);
+    }
     std::lock_guard lock(conn_mu_);
+    // Read before looking: a commit after this read changes the stamp, and one before it is
+    // in what data_version tells.
+    const auto before = db_->wal_index_stamp();
     if (!observe_others()) return std::nullopt;  // cannot tell
+    looked_at_.store(before.value_or(0), std::memory_order_release);
     return foreign_.load(std::memory_order_relaxed);
   }
 
@@ -646,7 +658,10 @@ class SqliteStore final : public Store {
   mutable std::mutex conn_mu_;
   mutable bool others_wrote_ = false;              // guarded by conn_mu_: their high-water mark to adopt
   mutable std::atomic<std::uint64_t> foreign_{0};  // commits of others seen (written under conn_mu_)
-  std::atomic<bool> write_locked_{false};          // the writer holds the write lock and has looked
+  // The WAL index stamp read just before foreign_writes() last asked data_version (0: none;
+  // written under conn_mu_, after foreign_).
+  mutable std::atomic<std::uint64_t> looked_at_{0};
+  std::atomic<bool> write_locked_{false};  // the writer holds the write lock and has looked
 
   // The writer thread's alone.
   std::vector<Queued> batch_;
