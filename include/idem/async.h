@@ -1,7 +1,6 @@
 // Asio adapters for Store: every operation as an Asio asynchronous operation, so that
 // coroutines write `auto r = co_await idem::async_begin(store, args, asio::use_awaitable);`
-// and no event loop waits for a store's answer (an idle SQLite store runs a lone operation's
-// transaction on the calling thread: docs/stores.md).
+// and no event loop ever blocks on a store.
 //
 // The completion handler always runs on its associated executor (posted, never inline),
 // and the operation keeps that executor's work count up until it completes; a store that

@@ -7,8 +7,7 @@
 //                                caller's, before begin returns). It must not block.
 //   store.begin(args)            blocking: waits for the answer and returns it.
 // Asio coroutines use idem/async.h, which wraps the asynchronous form and resumes the
-// coroutine on its own executor, so no event loop waits for a store's answer (an idle SQLite
-// store runs a lone operation's transaction on the calling thread: docs/stores.md).
+// coroutine on its own executor, so no event loop ever blocks on a store.
 //
 // Errors: outcomes such as `fenced` or `busy` are values; a Status (status.h) means the
 // store could not answer: `unavailable` (nothing happened, retry), `deadline_exceeded`

@@ -895,115 +895,6 @@ TEST(SqliteGroupCommit, AFailingTransactionFailsItsWholeBatchAndChangesNothing) 
   EXPECT_FALSE(again->recovered);
 }
 
-// ---- a lone operation on the caller's thread -------------------------------------------
-
-struct Answer {
-  std::thread::id thread;
-  Result<BeginOutcome> outcome = internal_error("not answered");
-};
-
-// begin(key) asynchronously: the answer, and whether it came before begin returned.
-std::pair<std::future<Answer>, bool> begin_async(Store& store, const std::string& key) {
-  auto answer = std::make_shared<std::promise<Answer>>();
-  auto future = answer->get_future();
-  store.begin(begin_args(key), [answer](Result<BeginOutcome> r) {
-    answer->set_value({std::this_thread::get_id(), std::move(r)});
-  });
-  const bool before_return = future.wait_for(0s) == std::future_status::ready;
-  return {std::move(future), before_return};
-}
-
-// Sequential calls on an idle store: once the writer has gone idle (it may still be
-// finishing its start-up when the first call arrives), every call runs and is answered on
-// the calling thread, before the call returns.
-int calls_answered_inline(Store& store, int calls, const std::string& prefix) {
-  int inline_answers = 0;
-  for (int i = 0; i < calls; ++i) {
-    auto [future, before_return] = begin_async(store, prefix + std::to_string(i));
-    const Answer a = future.get();
-    EXPECT_TRUE(a.outcome.is_ok() && a.outcome->kind == Kind::acquired) << i;
-    if (before_return && a.thread == std::this_thread::get_id()) ++inline_answers;
-  }
-  return inline_answers;
-}
-
-// Calls until one is answered inline: from then on the writer is idle and stays so, as
-// nothing else wakes it (no periodic sweep in these tests). After operations that queued
-// together (the first calls may find the writer still starting), calls run inline only once
-// 1 ms has passed (kQuietBeforeInline), hence the pause after a call the writer ran.
-bool until_inline(Store& store) {
-  int attempt = 0;
-  return eventually(
-      [&] { return calls_answered_inline(store, 1, "warm-" + std::to_string(attempt++) + "-") == 1; });
-}
-
-TEST(SqliteInline, ALoneCallIsRunAndAnsweredOnTheCallersThread) {
-  TempDir dir;
-  const auto path = dir.file("inline.db");
-  auto store = must_open(path);
-  ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(until_inline(*store));
-  const auto before = RawDb(path).integer("SELECT count(*) FROM idem_records");
-  EXPECT_EQ(calls_answered_inline(*store, 100, "k-"), 100);
-  EXPECT_EQ(RawDb(path).integer("SELECT count(*) FROM idem_records"), before + 100) << "every call committed";
-}
-
-TEST(SqliteInline, WithSyncFullEveryCallGoesToTheWriter) {
-  TempDir dir;
-  auto store = must_open(dir.file("full.db") + "?sync=full");
-  ASSERT_NE(store, nullptr);
-  EXPECT_EQ(calls_answered_inline(*store, 50, "k-"), 0);
-}
-
-// The caller's thread (an event loop's) never waits for another process's write lock: the
-// call goes to the writer, which waits for it. Were the call to wait on this thread, it
-// would return only after op_timeout (60 s), answered unavailable.
-TEST(SqliteInline, ACallerNeverWaitsForAnotherConnectionsWriteLock) {
-  TempDir dir;
-  const auto path = dir.file("busy.db");
-  auto store = must_open(path, {.clock = nullptr, .op_timeout = 60s});
-  ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(until_inline(*store)) << "the store must be running calls inline";
-
-  RawDb raw(path);
-  raw.exec("BEGIN IMMEDIATE");
-  auto [future, before_return] = begin_async(*store, "k");
-  EXPECT_FALSE(before_return) << "answered while the write lock is held elsewhere";
-  raw.exec("COMMIT");
-  ASSERT_EQ(future.wait_for(30s), std::future_status::ready);
-  const Answer a = future.get();
-  ASSERT_TRUE(a.outcome.is_ok()) << a.outcome.status().to_string();
-  EXPECT_EQ(a.outcome->kind, Kind::acquired);
-  EXPECT_NE(a.thread, std::this_thread::get_id()) << "the writer ran it";
-}
-
-// A callback that calls the store again while answering an inline call does not nest
-// another inline call (its answer comes from the writer), so chains of callbacks never
-// grow the caller's stack.
-TEST(SqliteInline, ACallFromAnInlineAnswerGoesToTheWriter) {
-  TempDir dir;
-  auto store = must_open(dir.file("nested.db"));
-  ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(until_inline(*store));
-
-  std::promise<Answer> inner;
-  auto inner_answer = inner.get_future();
-  std::thread::id outer_thread;
-  store->begin(begin_args("outer"), [&](Result<BeginOutcome> r) {
-    outer_thread = std::this_thread::get_id();
-    EXPECT_TRUE(r.is_ok());
-    store->begin(begin_args("inner"), [&](Result<BeginOutcome> r2) {
-      inner.set_value({std::this_thread::get_id(), std::move(r2)});
-    });
-  });
-  EXPECT_EQ(outer_thread, std::this_thread::get_id());
-  ASSERT_EQ(inner_answer.wait_for(30s), std::future_status::ready);
-  const Answer a = inner_answer.get();
-  ASSERT_TRUE(a.outcome.is_ok()) << a.outcome.status().to_string();
-  EXPECT_EQ(a.outcome->kind, Kind::acquired);
-  EXPECT_NE(a.thread, std::this_thread::get_id());
-}
-
 TEST(SqliteGroupCommit, WalIsCopiedBackWhileTheStoreRuns) {
   TempDir dir;
   const auto path = dir.file("checkpoint.db");
@@ -1108,22 +999,15 @@ TEST(SqliteDeadline, OperationsQueuedLongerThanOpTimeoutFailUnrun) {
   auto store = must_open(path, {.clock = nullptr, .op_timeout = 100ms});
   ASSERT_NE(store, nullptr);
 
-  // A callback that blocks (which callers must not do) stalls the writer for 400 ms. The
-  // write lock held elsewhere sends the call to the writer (an idle store would run it on
-  // this thread).
+  // A callback that blocks (which callers must not do) stalls the writer for 400 ms.
   std::atomic<bool> stalled{false};
   std::promise<void> slow_done;
-  {
-    RawDb raw(path);
-    raw.exec("BEGIN IMMEDIATE");
-    store->begin(begin_args("slow"), [&](Result<BeginOutcome>) {
-      stalled.store(true);
-      stalled.notify_all();
-      std::this_thread::sleep_for(400ms);
-      slow_done.set_value();
-    });
-    raw.exec("COMMIT");
-  }
+  store->begin(begin_args("slow"), [&](Result<BeginOutcome>) {
+    stalled.store(true);
+    stalled.notify_all();
+    std::this_thread::sleep_for(400ms);
+    slow_done.set_value();
+  });
   stalled.wait(false);
 
   constexpr int kOps = 10;

@@ -132,19 +132,6 @@ Status Database::begin_transaction() {
   return run(q.get(), "begin");
 }
 
-Result<bool> Database::try_begin_transaction() {
-  sqlite3_busy_timeout(db_, 0);
-  int rc = SQLITE_OK;
-  {
-    Use q(begin_);
-    rc = sqlite3_step(q.get());
-  }
-  sqlite3_busy_timeout(db_, busy_timeout_ms_);
-  if (rc == SQLITE_DONE) return true;
-  if ((rc & 0xff) == SQLITE_BUSY) return false;
-  return error(rc, "begin");
-}
-
 Status Database::commit() {
   Use q(commit_);
   const int rc = sqlite3_step(q.get());

@@ -85,10 +85,6 @@ class Database {
   std::optional<std::uint64_t> wal_index_stamp() const noexcept;
 
   Status begin_transaction();  // BEGIN IMMEDIATE
-  // BEGIN IMMEDIATE without the busy handler: false, with nothing begun, when another
-  // connection holds the file's write lock, instead of waiting for it.
-  Result<bool> try_begin_transaction();
-  Sync sync() const noexcept { return sync_; }
   // deadline_exceeded for an I/O error: the WAL may hold the commit (the outcome is unknown).
   Status commit();
   // Rolls back the open transaction, if any; never fails.
@@ -169,8 +165,6 @@ class Database {
   // The WAL index's first region as this connection maps it (until it closes); null when
   // there is none (":memory:").
   const volatile std::uint32_t* wal_index_ = nullptr;
-  Sync sync_ = Sync::normal;
-  int busy_timeout_ms_ = 1;
 };
 
 // The one translation of SQLite result codes into Statuses (STYLE: errors are values,

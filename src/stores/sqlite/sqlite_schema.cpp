@@ -192,9 +192,7 @@ Status Database::exec(const char* sql, std::string_view what) {
 }
 
 Status Database::configure(Sync sync, Duration busy_timeout) {
-  sync_ = sync;
-  busy_timeout_ms_ = busy_timeout_ms(busy_timeout);
-  sqlite3_busy_timeout(db_, busy_timeout_ms_);
+  sqlite3_busy_timeout(db_, busy_timeout_ms(busy_timeout));
   max_row_bytes_ = static_cast<std::size_t>(sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1));
 
   // SQLite reads the file only now: "file is not a database" and corruption of the

@@ -1,13 +1,11 @@
 // The SQLite store (docs/design.md, "SQLite in detail"). One writer thread owns the connection (sqlite_db.h)
-// and group-commits: callers enqueue; the writer drains the queue, applies up to kMaxBatch operations in
+// and group-commits: callers only enqueue; the writer drains the queue, applies up to kMaxBatch operations in
 // one BEGIN IMMEDIATE ... COMMIT — each reads its row, lets the shared state machine (core/state_machine.h)
 // decide, and writes or deletes the row — and answers them only after COMMIT returned, outside any lock, so a
 // callback may call the store again; the answers to coroutine callers leave in one post per executor and
-// transaction (idem/detail/completion_batch.h). When the writer is idle and nothing is queued, the calling
-// thread runs its operation's transaction itself (synchronous=NORMAL only; run_inline), which spares the two
-// hand-overs between threads that a lone operation would otherwise pay. With WAL and synchronous=NORMAL a
-// returned COMMIT is in the operating system's hands and survives a kill -9 of this process (I8);
-// synchronous=FULL also survives a power cut.
+// transaction (idem/detail/completion_batch.h). With WAL and synchronous=NORMAL a returned COMMIT is in the
+// operating system's hands and survives a kill -9 of this process (I8); synchronous=FULL also survives a
+// power cut.
 //
 // Fences come from one FenceSource for the whole database; its high-water mark is
 // persisted in idem_meta once per transaction that raised it, so fences never repeat
@@ -30,7 +28,6 @@
 #include <optional>
 #include <span>
 #include <thread>
-#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -97,19 +94,6 @@ using UnlockOp = Op<UnlockArgs, UnlockOutcome>;
 using ExtendLockOp = Op<LockArgs, LockExtendOutcome>;
 using PingOp = Op<NoArgs, Done>;
 
-// A sweep is answered when it ends, by the writer, and a listing may read many rows: both
-// always go to the writer. Everything else may run on an idle store's calling thread.
-template <class O>
-constexpr bool kRunsInline = !std::is_same_v<O, SweepOp> && !std::is_same_v<O, ListOp>;
-
-// A caller's thread runs its operation itself only when no two operations have queued for the
-// writer together for this long (SqliteStore::submit): calls that overlap are load, and share
-// the writer's transactions.
-constexpr auto kQuietBeforeInline = std::chrono::milliseconds(1);
-
-// Set while this thread answers an operation it ran itself (SqliteStore::run_inline).
-thread_local bool t_answering_inline = false;
-
 struct Queued {
   template <class O>
   Queued(O&& o, SteadyClock::time_point t) : op(std::forward<O>(o)), enqueued(t) {}
@@ -130,10 +114,9 @@ class SqliteStore final : public Store {
         op_timeout_(options.op_timeout),
         sweep_interval_(options.sweep_interval),
         max_result_bytes_(db_->max_row_bytes() / 2),
-        inline_allowed_(db_->sync() == Sync::normal),
-        next_sweep_(SteadyClock::now() + sweep_interval_),
         fences_(high_water),
-        persisted_high_water_(high_water) {
+        persisted_high_water_(high_water),
+        next_sweep_(SteadyClock::now() + sweep_interval_) {
     checkpointer_ = std::thread([this] { run_checkpointer(); });
     writer_ = std::thread([this] { run(); });
   }
@@ -238,61 +221,11 @@ class SqliteStore final : public Store {
       lock.unlock();
       return op.cb(unavailable("sqlite '" + db_->path() + "': the store is closing"));
     }
-    Queued q(std::forward<O>(op), now);
-    if constexpr (kRunsInline<std::remove_cvref_t<O>>) {
-      // A quiet store: this thread runs the transaction itself, which spares the two
-      // hand-overs between threads (docs/stores.md, "SQLite: the writer"). Not while calls
-      // overlap: under load they share the writer's transactions, and an event loop's
-      // thread keeps to its connections. It takes the connection only if it is free, and
-      // never while answering an inline call (a callback calling the store again queues:
-      // the stack stays shallow).
-      if (idle_ && queue_.empty() && inline_allowed_ && !t_answering_inline &&
-          now - writer_last_shared_ >= kQuietBeforeInline) {
-        std::unique_lock conn(conn_mu_, std::try_to_lock);
-        if (conn.owns_lock()) {
-          lock.unlock();
-          if (run_inline(q, conn)) return;
-          lock.lock();  // the file's write lock is held by another connection: the writer waits for it
-        }
-      }
-    }
-    queue_.push_back(std::move(q));
+    queue_.emplace_back(std::move(op), now);
     // Only an idle writer needs a wake-up; a busy one finds the operation on its next turn.
     const bool wake = std::exchange(idle_, false);
     lock.unlock();
     if (wake) cv_.notify_one();
-  }
-
-  // Runs `q` alone in a transaction on the calling thread, with conn_mu_ held by `conn`, and
-  // answers it there once COMMIT returned and conn_mu_ is let go. False, with nothing run,
-  // when another connection holds the file's write lock: waiting for it would stall the
-  // caller's thread (an event loop), so the operation goes to the writer instead.
-  bool run_inline(Queued& q, std::unique_lock<std::mutex>& conn) {
-    auto began = db_->try_begin_transaction();
-    if (began && !*began) return false;
-    const Status committed = began ? in_transaction(std::span(&q, 1)) : began.status();
-    // The fallback checkpoint of a long WAL waits for fsync: the writer runs it.
-    const bool checkpoint = std::exchange(checkpoint_owed_, false);
-    conn.unlock();
-    if (checkpoint) {
-      std::unique_lock lock(mu_);
-      writer_checkpoints_ = true;
-      const bool wake = std::exchange(idle_, false);
-      lock.unlock();
-      if (wake) cv_.notify_one();
-    }
-    t_answering_inline = true;
-    std::visit(
-        [&](auto& op) {
-          if (committed) {
-            answer(op);
-          } else {
-            op.cb(committed);
-          }
-        },
-        q.op);
-    t_answering_inline = false;
-    return true;
   }
 
   // ---- the writer thread ---------------------------------------------------------------
@@ -303,7 +236,7 @@ class SqliteStore final : public Store {
       const bool periodic_due = !stopping_ && sweep_interval_.count() > 0 && !sweep_periodic_ &&
                                 sweepers_.empty() && SteadyClock::now() >= next_sweep_;
       const bool sweeping = !sweepers_.empty() || (sweep_periodic_ && !stopping_);
-      if (queue_.empty() && !periodic_due && !sweeping && !writer_checkpoints_) {
+      if (queue_.empty() && !periodic_due && !sweeping) {
         if (stopping_) break;
         idle_ = true;
         if (sweep_interval_.count() > 0) {
@@ -315,13 +248,8 @@ class SqliteStore final : public Store {
         continue;
       }
       batch_.swap(queue_);
-      const bool checkpoint = std::exchange(writer_checkpoints_, false);
       lock.unlock();
 
-      if (checkpoint) {
-        std::lock_guard conn(conn_mu_);
-        run_owed_checkpoint();
-      }
       if (periodic_due) {
         sweep_periodic_ = true;
         next_sweep_ = SteadyClock::now() + sweep_interval_;
@@ -334,10 +262,8 @@ class SqliteStore final : public Store {
           (batch_.empty() || SteadyClock::now() - last_sweep_step_ >= kSweepStarvation)) {
         sweep_step();
       }
-      const bool shared = batch_.size() > 1;
       batch_.clear();
       lock.lock();
-      if (shared) writer_last_shared_ = SteadyClock::now();
     }
   }
 
@@ -372,14 +298,7 @@ class SqliteStore final : public Store {
   Status transact(std::span<Queued> ops) {
     std::lock_guard conn(conn_mu_);
     Status s = db_->begin_transaction();
-    if (s) s = in_transaction(ops);
-    run_owed_checkpoint();
-    return s;
-  }
-
-  // Under conn_mu_, after BEGIN IMMEDIATE: runs `ops` and commits, or rolls back.
-  Status in_transaction(std::span<Queued> ops) {
-    Status s = adopt_others_high_water();
+    if (s) s = adopt_others_high_water();
     // Holding the write lock, having looked: nobody else can commit until COMMIT.
     if (s) write_locked_.store(true, std::memory_order_release);
     for (Queued& q : ops) {
@@ -570,7 +489,6 @@ class SqliteStore final : public Store {
       if (s) s = db_->commit();
       if (s) {
         after_commit();
-        run_owed_checkpoint();
       } else {
         db_->rollback();
       }
@@ -594,27 +512,17 @@ class SqliteStore final : public Store {
 
   // Keeps the WAL short without making the writer wait for a checkpoint's fsyncs: the
   // checkpointer thread copies pages back on its own connection while the writer goes on.
-  // Under conn_mu_. Past kWalFallbackFrames it leaves checkpoint_owed_ for the writer thread
-  // (run_owed_checkpoint), never for a caller's thread.
   void after_commit() {
     const int frames = db_->wal_frames();
     if (frames < frames_at_checkpoint_) frames_at_checkpoint_ = 0;  // the WAL restarted
     if (frames - frames_at_checkpoint_ < kCheckpointEvery) return;
     frames_at_checkpoint_ = frames;
-    if (frames >= kWalFallbackFrames) {
-      checkpoint_owed_ = true;
-      return;
-    }
+    if (frames >= kWalFallbackFrames) return db_->checkpoint();
     {
       std::lock_guard lock(checkpoint_mu_);
       checkpoint_wanted_ = true;
     }
     checkpoint_cv_.notify_one();
-  }
-
-  // The writer thread, under conn_mu_.
-  void run_owed_checkpoint() {
-    if (std::exchange(checkpoint_owed_, false)) db_->checkpoint();
   }
 
   void run_checkpointer() {
@@ -640,18 +548,13 @@ class SqliteStore final : public Store {
   const Duration op_timeout_;
   const Duration sweep_interval_;
   const std::size_t max_result_bytes_;
-  // With synchronous=FULL every COMMIT waits for fsync: that stays on the writer thread.
-  const bool inline_allowed_;
 
   // Shared between callers and the writer.
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<Queued> queue_;        // guarded by mu_
-  bool idle_ = false;                // guarded by mu_: the writer waits on cv_
-  bool stopping_ = false;            // guarded by mu_
-  bool writer_checkpoints_ = false;  // guarded by mu_: an inline transaction left a checkpoint owed
-  // Guarded by mu_: when the writer last ran operations that had queued together.
-  SteadyClock::time_point writer_last_shared_{};
+  std::vector<Queued> queue_;  // guarded by mu_
+  bool idle_ = false;          // guarded by mu_: the writer waits on cv_
+  bool stopping_ = false;      // guarded by mu_
 
   // The connection: the writer holds conn_mu_ from BEGIN to COMMIT, foreign_writes() for
   // one PRAGMA data_version between transactions.
@@ -665,13 +568,6 @@ class SqliteStore final : public Store {
 
   // The writer thread's alone.
   std::vector<Queued> batch_;
-  std::vector<Sweeper> sweepers_;
-  bool sweep_periodic_ = false;
-  SteadyClock::time_point next_sweep_;
-  SteadyClock::time_point last_sweep_step_{};
-
-  // Used under conn_mu_ only: by the writer, or by a calling thread running a transaction
-  // itself (run_inline).
   core::FenceSource fences_;
   Fence persisted_high_water_;
   std::optional<SteadyClock::time_point> others_seen_;  // when another connection's commit was last seen
@@ -683,8 +579,11 @@ class SqliteStore final : public Store {
   bool token_exists_ = false;
   std::optional<core::LockEntry> lock_;
   bool lock_exists_ = false;
+  std::vector<Sweeper> sweepers_;
+  bool sweep_periodic_ = false;
+  SteadyClock::time_point next_sweep_;
+  SteadyClock::time_point last_sweep_step_{};
   int frames_at_checkpoint_ = 0;
-  bool checkpoint_owed_ = false;  // the WAL passed kWalFallbackFrames: the writer checkpoints
 
   // The checkpointer's wake-ups.
   std::mutex checkpoint_mu_;
