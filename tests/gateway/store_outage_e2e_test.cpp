@@ -750,6 +750,17 @@ TEST(RedisClusterFailover,
   load.stop();
   EXPECT_GT(g.store_errors(), errors_before) << "the gateway did not see the failover: nothing was tested";
   expect_nothing_ran_twice(g, load.answers());
+  // The directory goes with the test: on a failure, show what idem said (its diagnostics,
+  // not the request log), such as a connection ended without an answer.
+  if (HasFailure()) {
+    const std::string log = read_text(dir.file("idem.log"));
+    std::size_t at = 0;
+    for (std::size_t end; (end = log.find('\n', at)) != std::string::npos; at = end + 1) {
+      const std::string_view line(log.data() + at, end - at);
+      if (line.starts_with("idem:"))
+        std::printf("idem.log: %.*s\n", static_cast<int>(line.size()), line.data());
+    }
+  }
 }
 
 }  // namespace
