@@ -31,6 +31,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "gateway/e2e_fixture.h"
@@ -753,12 +754,9 @@ TEST(RedisClusterFailover,
   // The directory goes with the test: on a failure, show what idem said (its diagnostics,
   // not the request log), such as a connection ended without an answer.
   if (HasFailure()) {
-    const std::string log = read_text(dir.file("idem.log"));
-    std::size_t at = 0;
-    for (std::size_t end; (end = log.find('\n', at)) != std::string::npos; at = end + 1) {
-      const std::string_view line(log.data() + at, end - at);
-      if (line.starts_with("idem:"))
-        std::printf("idem.log: %.*s\n", static_cast<int>(line.size()), line.data());
+    std::istringstream log(read_text(dir.file("idem.log")));
+    for (std::string line; std::getline(log, line);) {
+      if (line.starts_with("idem:")) std::printf("idem.log: %s\n", line.c_str());
     }
   }
 }
