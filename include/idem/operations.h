@@ -38,11 +38,17 @@ struct BeginOutcome {
   bool recovered = false;  // acquired: took over an expired lease; previous outcome unknown
   std::string result;      // replay
   Duration retry_after{};  // in_progress: until the holder's lease ends (at least 1 µs)
+  // replay: how long the record still lives, measured by the store's clock when it
+  // answered (> 0). A caller that keeps the result counts it from a moment before it sent
+  // the begin, so it never keeps it past the record's expiry, whatever the clocks' skew.
+  Duration expires_in{};
 
-  static BeginOutcome acquired(Fence f, bool recovered) { return {Kind::acquired, f, recovered, {}, {}}; }
-  static BeginOutcome replay(Fence f, std::string r) { return {Kind::replay, f, false, std::move(r), {}}; }
-  static BeginOutcome in_progress(Duration d) { return {Kind::in_progress, 0, false, {}, d}; }
-  static BeginOutcome mismatch() { return {Kind::mismatch, 0, false, {}, {}}; }
+  static BeginOutcome acquired(Fence f, bool recovered) { return {Kind::acquired, f, recovered, {}, {}, {}}; }
+  static BeginOutcome replay(Fence f, std::string r, Duration expires_in) {
+    return {Kind::replay, f, false, std::move(r), {}, expires_in};
+  }
+  static BeginOutcome in_progress(Duration d) { return {Kind::in_progress, 0, false, {}, d, {}}; }
+  static BeginOutcome mismatch() { return {Kind::mismatch, 0, false, {}, {}, {}}; }
   friend bool operator==(const BeginOutcome&, const BeginOutcome&) = default;
 };
 

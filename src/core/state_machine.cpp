@@ -77,7 +77,7 @@ BeginDecision apply_begin(std::optional<Record>& slot, const BeginArgs& args, Ti
   if (live) {
     Record& r = *slot;
     if (!fingerprints_match(r.fingerprint, args.fingerprint)) return {BeginOutcome::mismatch()};
-    if (r.state == RecordState::done) return {BeginOutcome::replay(r.fence, r.result)};
+    if (r.state == RecordState::done) return {BeginOutcome::replay(r.fence, r.result, r.expires_at - now)};
     if (r.lease_until && now < *r.lease_until) return {BeginOutcome::in_progress(*r.lease_until - now)};
     // Pending with an expired lease: the holder's outcome is unknown; take over.
     r.fence = fences.next(r.fence, now);

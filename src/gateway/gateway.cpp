@@ -251,6 +251,8 @@ awaitable<Gateway::Reply> Gateway::claim_and_run(const Route& route, const Ident
   std::unique_ptr<Waiters::Registration> reg;
   const std::string owner = runner_.next_owner();  // one per request, also across waits
   for (;;) {
+    // Taken before the begin is sent, for a replay the store answers: see below.
+    const ReplayCache::Ticket ticket = cache_.ticket();
     Acquired a = co_await runner_.acquire(id.scope, id.record_key, id.fingerprint, policy, owner);
     switch (a.step) {
       case BeginStep::not_applied:
@@ -263,17 +265,21 @@ awaitable<Gateway::Reply> Gateway::claim_and_run(const Route& route, const Ident
       case BeginStep::replay:
       case BeginStep::uncertain: {
         auto stored = std::make_shared<const std::string>(std::move(a.begun->result));
+        // The next repeat is answered from memory too (a record committed by another
+        // instance, or one that left the cache). Kept for what the record still lives,
+        // counted from before the begin went out: never past its expiry.
+        cache_.put(ticket, id.scope, id.record_key, id.fingerprint, stored, a.begun->expires_in);
         lead.publish(stored);
         co_return answer_replay(route, req, *stored, waited);
       }
       case BeginStep::hold_uncertain: {
         // The previous holder died mid-request: its outcome is unknown, so nothing runs again.
-        const ReplayCache::Ticket ticket = cache_.ticket();
+        const ReplayCache::Ticket settle_ticket = cache_.ticket();
         Status settled = co_await runner_.settle(*a.claim, policy, Settlement::mark_uncertain);
         log_unsettled(route, settled);
         if (settled.is_ok()) {
           auto marker = std::make_shared<const std::string>(uncertain_marker());
-          cache_.put(ticket, id.scope, id.record_key, id.fingerprint, marker, route.policy.retention);
+          cache_.put(settle_ticket, id.scope, id.record_key, id.fingerprint, marker, route.policy.retention);
           lead.publish(std::move(marker));
         }
         co_return problem(req, Problem::outcome_uncertain,

@@ -54,15 +54,15 @@ ReplayCache::Ticket ReplayCache::ticket() const {
 
 void ReplayCache::put(const Ticket& ticket, std::string_view scope, std::string_view key,
                       std::string_view fingerprint, std::shared_ptr<const std::string> stored,
-                      Duration retention) {
-  if (!enabled()) return;
+                      Duration lives) {
+  if (!enabled() || lives <= Duration::zero()) return;
   Entry e;
   e.id = local_key(scope, key);
   e.fingerprint = std::string(fingerprint);
   e.size = e.id.size() + e.fingerprint.size() + stored->size() + kEntryOverhead;
   if (e.size > max_bytes_ / kShards) return;  // would push out a whole shard
   e.stored = std::move(stored);
-  e.expires_at = ticket.taken + retention;
+  e.expires_at = ticket.taken + lives;
   // Valid while nobody else has written since the ticket: get() compares, so a put asks
   // the store nothing.
   e.foreign = ticket.foreign ? *ticket.foreign : kUnknown;

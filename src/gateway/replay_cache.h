@@ -1,9 +1,12 @@
 // The replay cache (docs/gateway.md, "Replays from memory"): the results this gateway
-// committed, kept in memory so that a repeat is answered without a store round trip.
+// committed or the store replayed to it, kept in memory so that a repeat is answered
+// without a store round trip.
 // A done record's result never changes; it only goes away, when it expires or an operator
 // removes it. So an entry is served only while all of these hold:
 //   - the record has not expired: an entry lives at most the route's retention from a
-//     moment before its commit (the store's expiry is measured from the commit itself);
+//     moment before its commit (the store's expiry is measured from the commit itself),
+//     or what the store said the record still lives from a moment before the begin that
+//     replayed it;
 //   - it was not removed through this gateway (the admin API's DELETE erases it);
 //   - nobody else may have written the store since: stores that can tell (memory, SQLite:
 //     Store::foreign_writes()) empty the cache when another process writes the file, so
@@ -55,9 +58,11 @@ class ReplayCache {
   };
   Ticket ticket() const;
 
-  // Keeps the result committed under `ticket` for (scope, key) with `fingerprint`.
+  // Keeps the result of (scope, key) with `fingerprint`, committed (or replayed by the
+  // store) under `ticket`, for at most `lives` from the ticket: the route's retention for
+  // a commit, what the record still lives for a replay. Nothing when `lives` is not > 0.
   void put(const Ticket& ticket, std::string_view scope, std::string_view key, std::string_view fingerprint,
-           std::shared_ptr<const std::string> stored, Duration retention);
+           std::shared_ptr<const std::string> stored, Duration lives);
 
   // The stored result of (scope, key) when cached, unexpired and committed with this
   // fingerprint (a differing one is for the store to answer), else null.

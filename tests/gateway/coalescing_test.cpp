@@ -108,6 +108,47 @@ TEST_F(Coalescing, AReplayIsAnsweredFromMemory) {
   EXPECT_EQ(rec.result_int(), 200u) << rec.body();
 }
 
+// A record this gateway no longer has in memory (committed by another gateway, or pushed
+// out of the cache) is replayed by the store once, then from memory.
+TEST_F(Coalescing, AReplayTheStoreAnsweredIsAnsweredFromMemoryNextTime) {
+  const auto r1 = post("/orders", "elsewhere");
+  ASSERT_EQ(r1.result_int(), 201u);
+  gateway_->replay_cache().clear();
+  const int begins = store_.begins.load();
+  const auto hits = gateway_->replay_cache().hits();
+  const auto r2 = post("/orders", "elsewhere");
+  EXPECT_EQ(r2["Idempotent-Replayed"], "true");
+  EXPECT_EQ(r2.body(), r1.body());
+  EXPECT_EQ(store_.begins.load(), begins + 1) << "the store answered the first repeat";
+  for (int i = 0; i < 3; ++i) {
+    const auto r = post("/orders", "elsewhere");
+    EXPECT_EQ(r["Idempotent-Replayed"], "true");
+    EXPECT_EQ(r.body(), r1.body());
+  }
+  EXPECT_EQ(store_.begins.load(), begins + 1) << "later repeats asked the store";
+  EXPECT_EQ(gateway_->replay_cache().hits(), hits + 3);
+}
+
+// What the store replayed is kept for what the record still lives, not for the route's
+// retention from the replay: here the replay comes half the retention after the commit,
+// and once the record has expired the next request runs again.
+TEST_F(Coalescing, AReplayTheStoreAnsweredIsNotServedPastTheRecordsExpiry) {
+  const auto r1 = post("/short", "expiring");              // retention: 1s
+  const auto answered = std::chrono::steady_clock::now();  // the commit came before this
+  ASSERT_EQ(r1.result_int(), 201u);
+  gateway_->replay_cache().clear();
+  std::this_thread::sleep_for(500ms);  // the time that passes is what is tested
+  const auto r2 = post("/short", "expiring");
+  EXPECT_EQ(r2["Idempotent-Replayed"], "true");
+  const int begins = store_.begins.load();
+  std::this_thread::sleep_until(answered + 1s + 200ms);  // the record has expired
+  const auto r3 = post("/short", "expiring");
+  EXPECT_EQ(store_.begins.load(), begins + 1) << "answered from memory past the record's expiry";
+  EXPECT_EQ(r3.result_int(), 201u);
+  EXPECT_EQ(r3["Idempotent-Replayed"], "");
+  EXPECT_EQ(execution(r3), 2);
+}
+
 TEST_F(Coalescing, ARecordRemovedThroughTheAdminApiIsNotReplayedByThisGateway) {
   ASSERT_EQ(post("/orders", "removed").result_int(), 201u);
   ASSERT_EQ(post("/orders", "removed")["Idempotent-Replayed"], "true");

@@ -147,9 +147,11 @@ int run(const std::vector<std::string>& argv, std::string* output) {
 
 namespace {
 
-Response failed() {
+// Status 0: no answer. The body says what failed, for a test's failure message.
+Response failed(std::string why) {
   Response r;
   r.result(0u);
+  r.body() = std::move(why);
   return r;
 }
 
@@ -167,7 +169,7 @@ Response request(unsigned short port, http::verb method, const std::string& targ
   tcp::socket socket(ioc);
   beast::error_code ec;
   socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
-  if (ec) return failed();
+  if (ec) return failed("connect: " + ec.message());
   set_timeouts(socket);
   http::request<http::string_body> req{method, target, 11};
   for (const auto& [k, v] : headers) req.insert(k, v);
@@ -176,13 +178,16 @@ Response request(unsigned short port, http::verb method, const std::string& targ
   req.keep_alive(false);
   req.prepare_payload();
   http::write(socket, req, ec);  // on failure the server may still have answered (413)
+  const beast::error_code wrote = ec;
   beast::flat_buffer buffer;
   for (;;) {  // interim (1xx) answers such as 100 Continue come before the final one
     http::response_parser<http::string_body> parser;
     parser.body_limit(64 * 1024 * 1024);
     if (method == http::verb::head) parser.skip(true);
     http::read(socket, buffer, parser, ec);
-    if (ec) return failed();
+    if (ec)
+      return failed("read: " + ec.message() + " (write: " + (wrote ? wrote.message() : "ok") + ", " +
+                    std::to_string(buffer.size()) + " bytes unparsed)");
     if (parser.get().result_int() >= 200) return parser.release();
   }
 }

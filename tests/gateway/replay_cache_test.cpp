@@ -64,6 +64,14 @@ TEST_F(ReplayCacheTest, NeverServesAResultPastItsExpiry) {
   EXPECT_EQ(c.bytes(), 0u) << "an expired entry is dropped when met";
 }
 
+TEST_F(ReplayCacheTest, KeepsNothingThatDoesNotLive) {
+  ReplayCache c = make();
+  c.put(c.ticket(), "s", "k", "fp", bytes("r"), Duration::zero());  // a store that did not say
+  c.put(c.ticket(), "s", "k2", "fp", bytes("r"), -1s);
+  EXPECT_EQ(c.bytes(), 0u);
+  EXPECT_FALSE(c.get("s", "k", "fp"));
+}
+
 TEST_F(ReplayCacheTest, ARemovedRecordIsNotServed) {
   ReplayCache c = make();
   c.put(c.ticket(), "s", "k", "fp", bytes("r"), 1h);

@@ -110,6 +110,9 @@ routes:
     match: { method: POST, path: /orders }
   - name: reject
     match: { method: POST, path: /reject }
+  - name: short
+    match: { method: POST, path: /short }
+    retention: 1s
   - name: pass
     match: { method: POST, path: /pass }
     on_store_error: pass

@@ -367,7 +367,8 @@ INSTANTIATE_TEST_SUITE_P(Stores, LostCommit,
 
 // Why an answer given during an outage is not acceptable, or "" when it is: the upstream's
 // 201 (forwarded or replayed), 409 in-progress (a duplicate that waited out `wait`) or 503
-// store-unavailable with Retry-After. Status 0 is a client deadline passed: a hang.
+// store-unavailable with Retry-After. Status 0 is no answer: a hang past the client's
+// deadline, or a connection that ended without one (the body says which).
 std::string unacceptable(const Response& r) {
   const unsigned s = r.result_int();
   if (s == 201) return "";
@@ -375,7 +376,7 @@ std::string unacceptable(const Response& r) {
   if (s == 503 && problem_type(r) == "urn:idem:problem:store-unavailable" &&
       !header(r, "Retry-After").empty())
     return "";
-  if (s == 0) return "no answer within the client's deadline";
+  if (s == 0) return "no answer: " + r.body();
   return "status " + std::to_string(s) + ": " + r.body();
 }
 

@@ -50,6 +50,22 @@ TEST_P(StoreContract, CommitThenBeginReplaysTheResult) {
   }
 }
 
+// A caller may keep a replayed result for expires_in from before it asked (the gateway's
+// replay cache does): more than the record lives would serve it past its expiry.
+TEST_P(StoreContract, ReplayTellsHowLongTheRecordStillLives) {
+  const Fence f = must_acquire(begin_args("k", "fp"));
+  ASSERT_EQ(must_commit("k", f, "r", kLong), CommitOutcome::committed);
+  auto o = must_begin(begin_args("k", "fp"));
+  ASSERT_EQ(o.kind, Kind::replay);
+  EXPECT_GT(o.expires_in, kLong - 10s);  // real clocks: the commit and begin took a moment
+  EXPECT_LE(o.expires_in, kLong);
+  advance(kShort);
+  o = must_begin(begin_args("k", "fp"));
+  ASSERT_EQ(o.kind, Kind::replay);
+  EXPECT_LE(o.expires_in, kLong - kShort);
+  EXPECT_GT(o.expires_in, kLong - kShort - 10s);
+}
+
 TEST_P(StoreContract, ReplayIsByteExactWithNulBytesAndOneMebibyte) {
   std::string big(1 << 20, '\0');
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>((i * 131 + 7) % 256);

@@ -107,7 +107,7 @@ bool read_begin(const Reply& r, BeginOutcome& out) {
       out = BeginOutcome::mismatch();
       return true;
     case 'd':
-      out = BeginOutcome::replay(fence, bytes_at(row, 2));
+      out = BeginOutcome::replay(fence, bytes_at(row, 2), Duration(int_at(row, 3)));
       return true;
     case 'i':
       out = BeginOutcome::in_progress(retry_after(int_at(row, 3)));

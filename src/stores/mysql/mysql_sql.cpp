@@ -23,8 +23,8 @@ std::int64_t us(Duration d) { return d.count(); }
 // call, sets it to 1 (its `recovered` is (@idem_take := 1) - 1, that is 0), and on a conflict the
 // first assignment sets it from the old row. NOW is the statement's, the same in every part. The
 // SELECT then reads the row the upsert left, locked by it: 'a' acquired, 'r' recovered (fence),
-// 'm' mismatch, 'd' replay (fence, result), 'i' in_progress (retry_after µs); 'x' (the lease ran
-// out between the two statements): run again.
+// 'm' mismatch, 'd' replay (fence, result, expires_in µs), 'i' in_progress (retry_after µs); 'x' (the lease
+// ran out between the two statements): run again.
 constexpr std::string_view kBegin = R"sql(INSERT INTO {p}records
   (scope, `key`, state, fence, fingerprint, lease_until, expires_at, result, recovered, owner)
 VALUES ($1, $2, 'pending', {now}, $3, {now} + $4, {now} + $4 + $5, X'', (@idem_take := 1) - 1, $6)
@@ -45,7 +45,7 @@ SELECT CASE WHEN @idem_take THEN IF(recovered, 'r', 'a')
             WHEN state = 'done' THEN 'd'
             WHEN lease_until > {now} THEN 'i'
             ELSE 'x' END,
-       fence, IF(state = 'done', result, NULL), lease_until - {now}
+       fence, IF(state = 'done', result, NULL), IF(state = 'done', expires_at, lease_until) - {now}
 FROM {p}records WHERE scope = $1 AND `key` = $2;)sql";
 
 // A live pending record with this fence, judged at NOW.

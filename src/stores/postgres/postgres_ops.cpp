@@ -89,7 +89,7 @@ bool read_begin(const PGresult* r, BeginOutcome& out) {
       out = BeginOutcome::mismatch();
       return true;
     case 'd':
-      out = BeginOutcome::replay(fence, bytes_at(r, 0, 2));
+      out = BeginOutcome::replay(fence, bytes_at(r, 0, 2), Duration(int8_at(r, 0, 3)));
       return true;
     case 'i':
       out = BeginOutcome::in_progress(retry_after(int8_at(r, 0, 3)));

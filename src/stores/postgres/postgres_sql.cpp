@@ -20,7 +20,7 @@ std::string expand(std::string_view sql, const std::string& prefix) {
 // begin: one upsert that acquires (fresh, or taking over an expired lease) and returns
 // kind 'a' or 'r' (recovered) with the fence; otherwise it changes nothing but locks the
 // row, and the second branch reports what the statement's snapshot shows: 'm' mismatch,
-// 'd' replay (fence, result), 'i' in_progress (retry_after µs). 'x' or no row at all: the
+// 'd' replay (fence, result, expires_in µs), 'i' in_progress (retry_after µs). 'x' or no row at all: the
 // row the upsert met was written after the snapshot was taken; the caller runs the
 // statement again. EXCLUDED.fence is NOW (a fresh row's fence).
 constexpr std::string_view kBegin = R"sql(
@@ -46,7 +46,8 @@ SELECT CASE WHEN s.state = 'free' OR s.expires_at <= n.us THEN 'x'
             WHEN s.state = 'done' THEN 'd'
             WHEN s.lease_until > n.us THEN 'i'
             ELSE 'x' END,
-       s.fence, CASE WHEN s.state = 'done' THEN s.result END, s.lease_until - n.us
+       s.fence, CASE WHEN s.state = 'done' THEN s.result END,
+       CASE WHEN s.state = 'done' THEN s.expires_at ELSE s.lease_until END - n.us
 FROM {p}records s, (SELECT {now} AS us) n
 WHERE s.scope = $1 AND s.key = $2 AND NOT EXISTS (SELECT FROM up))sql";
 

@@ -28,14 +28,15 @@ end
 )lua";
 
 // KEYS record, fence. ARGV fingerprint, lease µs, retention µs, owner.
-// {0, fence, recovered} acquired · {1, fence, result} replay · {2, retry µs} in_progress · {3} mismatch
+// {0, fence, recovered} acquired · {1, fence, result, expires_in µs} replay · {2, retry µs} in_progress ·
+// {3} mismatch
 constexpr const char* kBegin = R"lua(
 local r = redis.call('HMGET', KEYS[1], 'st', 'f', 'fp', 'lu', 'ea')
 local fp = ARGV[1]
 local recovered = 0
 if r[1] and tonumber(r[5]) > now then
   if r[3] ~= '' and fp ~= '' and r[3] ~= fp then return {3} end
-  if r[1] == 'd' then return {1, tonumber(r[2]), redis.call('HGET', KEYS[1], 'res')} end
+  if r[1] == 'd' then return {1, tonumber(r[2]), redis.call('HGET', KEYS[1], 'res'), tonumber(r[5]) - now} end
   local lu = tonumber(r[4])
   if now < lu then return {2, lu - now} end
   recovered = 1

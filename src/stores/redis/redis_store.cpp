@@ -54,7 +54,8 @@ Result<BeginOutcome> parse_begin(const redisReply& r) {
         return BeginOutcome::acquired(static_cast<Fence>(a->integer), b->integer != 0);
       break;
     case 1:
-      if (is_int(a) && is_string(b)) return BeginOutcome::replay(static_cast<Fence>(a->integer), text(b));
+      if (const redisReply* c = at(r, 3); is_int(a) && is_string(b) && is_int(c))
+        return BeginOutcome::replay(static_cast<Fence>(a->integer), text(b), Duration(c->integer));
       break;
     case 2:
       if (is_int(a)) return BeginOutcome::in_progress(Duration(std::max<long long>(a->integer, 1)));
