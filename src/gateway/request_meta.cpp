@@ -93,7 +93,15 @@ std::string forwarded_for(std::span<const std::string_view> existing, std::strin
 void append_json_string(std::string& out, std::string_view text, std::size_t max_bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.push_back('"');
+  // The common case first: printable ASCII that needs no escape goes in one piece.
+  const std::size_t limit = std::min(text.size(), max_bytes);
   std::size_t i = 0;
+  while (i < limit) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c >= 0x7F || c == '"' || c == '\\') break;
+    ++i;
+  }
+  out.append(text.data(), i);
   bool cut = false;
   while (i < text.size()) {
     const std::string_view rest = text.substr(i);
