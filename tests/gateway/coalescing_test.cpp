@@ -133,15 +133,15 @@ TEST_F(Coalescing, AReplayTheStoreAnsweredIsAnsweredFromMemoryNextTime) {
 // retention from the replay: here the replay comes half the retention after the commit,
 // and once the record has expired the next request runs again.
 TEST_F(Coalescing, AReplayTheStoreAnsweredIsNotServedPastTheRecordsExpiry) {
-  const auto r1 = post("/short", "expiring");              // retention: 1s
+  const auto r1 = post("/short", "expiring");              // retention: 2s
   const auto answered = std::chrono::steady_clock::now();  // the commit came before this
   ASSERT_EQ(r1.result_int(), 201u);
   gateway_->replay_cache().clear();
-  std::this_thread::sleep_for(500ms);  // the time that passes is what is tested
+  std::this_thread::sleep_for(1s);  // the time that passes is what is tested
   const auto r2 = post("/short", "expiring");
   EXPECT_EQ(r2["Idempotent-Replayed"], "true");
   const int begins = store_.begins.load();
-  std::this_thread::sleep_until(answered + 1s + 200ms);  // the record has expired
+  std::this_thread::sleep_until(answered + 2s + 200ms);  // the record has expired
   const auto r3 = post("/short", "expiring");
   EXPECT_EQ(store_.begins.load(), begins + 1) << "answered from memory past the record's expiry";
   EXPECT_EQ(r3.result_int(), 201u);

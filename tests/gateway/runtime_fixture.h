@@ -112,7 +112,7 @@ routes:
     match: { method: POST, path: /reject }
   - name: short
     match: { method: POST, path: /short }
-    retention: 1s
+    retention: 2s
   - name: pass
     match: { method: POST, path: /pass }
     on_store_error: pass
