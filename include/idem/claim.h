@@ -3,19 +3,31 @@
 //
 //   acquire   one begin, read by after_begin(). A begin whose outcome is unknown (its
 //             answer was lost) may have claimed the key: that claim is given back by its
-//             owner in the background, so it never turns into an uncertain key.
+//             owner in the background, so it never turns into an uncertain key. The
+//             give-back keeps looking for the claim for one lease, since the begin may
+//             reach the store after the first give-back did.
 //   work      while the work runs, the claim's lease is renewed every lease/3; a renewal
 //             answered `fenced` marks the claim lost.
 //   settle    settle_for() says what the work's end means: commit the result, release
 //             the claim, complete it as uncertain, or leave it to expire. A settle whose
 //             store call fails is retried in the background until the store answers
-//             (commit is idempotent, release goes by owner). A claim dropped unsettled is
-//             given back in the background too.
+//             (commit is idempotent, release goes by fence and re-arms its token). A claim
+//             dropped unsettled is given back in the background too.
+//
+// A known outcome is never treated as unknown (docs/gateway.md, "When the store fails"):
+// while a settle of this runner is pending, acquire() answers every repeat of its key from
+// it (a pending commit: a replay of its result; a pending release: the release is sent
+// first) and never takes the key over; the lease of a pending commit is extended with each
+// retry; and pending settles are retried at once whenever the store answers a call again,
+// not after their backoff. A result the store refuses as too large (invalid_argument), or
+// one that would take the runner's pending results past their byte budget, is settled as
+// an unknown outcome instead (`on_uncertain`): never retried, never held.
 //
 // The decisions are the pure functions after_begin() and settle_for(), tested without a
 // store. Background work runs on one thread of the runner's own, at most
-// kMaxBackgroundSettles at once; past that a claim is left to expire (and `on_uncertain`
-// decides for its repeats). settling() tells a shutdown drain whether any is still going.
+// ClaimRunnerLimits::max_settles at once holding at most max_bytes of results; past that a
+// claim is left to expire (and `on_uncertain` decides for its repeats). settling() tells a
+// shutdown drain whether any is still going.
 //
 // Thread safety: a ClaimRunner is safe for concurrent use. The Store must outlive it. Its
 // destructor waits for store calls in flight and abandons background retries.
@@ -25,9 +37,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -120,6 +135,12 @@ struct ClaimHooks {
 
 class ClaimRunner;
 
+// What the runner may hold for settles retried in the background.
+struct ClaimRunnerLimits {
+  std::int64_t max_settles = 10000;                // settles and give-backs at once
+  std::size_t max_bytes = std::size_t{256} << 20;  // results held by pending commits, in bytes
+};
+
 // An acquired claim. Move-only; settle it once with ClaimRunner::settle. One destroyed
 // unsettled (an exception, a coroutine destroyed mid-way) is given back by its owner in the
 // background, unless started() was called: once the work may have taken effect, a dropped
@@ -165,10 +186,11 @@ struct Acquired {
 
 class ClaimRunner {
  public:
-  // At most this many settles and give-backs retried in the background at once.
-  static constexpr std::int64_t kMaxBackgroundSettles = 10000;
+  // How long a repeat answered from a pending commit may be replayed from memory before it
+  // asks again (BeginOutcome::expires_in of such an answer).
+  static constexpr Duration kHeldAnswerTtl = std::chrono::seconds(1);
 
-  explicit ClaimRunner(Store& store, ClaimHooks hooks = {});
+  explicit ClaimRunner(Store& store, ClaimHooks hooks = {}, ClaimRunnerLimits limits = {});
   ~ClaimRunner();
   ClaimRunner(const ClaimRunner&) = delete;
   ClaimRunner& operator=(const ClaimRunner&) = delete;
@@ -179,7 +201,10 @@ class ClaimRunner {
   std::string next_owner();
 
   // One begin under `policy` (its lease and retention), by `owner` (a fresh one when
-  // empty), and what it means.
+  // empty), and what it means. While a settle of this runner for the key is pending, the
+  // answer comes from it (see the top of this file): a pending commit answers `replay` (or
+  // `uncertain`) with its result and expires_in = kHeldAnswerTtl, without a store call; a
+  // pending release is sent first, and its failure answers `not_applied`.
   boost::asio::awaitable<Acquired> acquire(std::string scope, std::string key, std::string fingerprint,
                                            const ClaimPolicy& policy, std::string owner = {});
 
@@ -218,6 +243,13 @@ class ClaimRunner {
 
   // True while settles or give-backs are retried in the background.
   bool settling() const noexcept { return background_.load() > 0; }
+  // Bytes of results held by pending commits.
+  std::size_t settling_bytes() const noexcept { return background_bytes_.load(); }
+
+  // The store answered a call that was not the runner's own (a face's lock or token call):
+  // pending settles are retried at once. The runner's own calls count by themselves. Cheap
+  // when nothing is pending; any thread.
+  void store_answered() noexcept;
 
   // The runner's own thread, for blocking callers that drive acquire and settle.
   boost::asio::any_io_executor executor() const;
@@ -226,23 +258,38 @@ class ClaimRunner {
   friend class Claim;
   struct Background;
   struct Renewer;
+  struct Pending;
 
   boost::asio::awaitable<void> keep_alive(ExtendArgs args, std::shared_ptr<std::atomic<bool>> lost);
   void arm(const std::shared_ptr<Renewer>& r);
   boost::asio::awaitable<void> renew_due(std::shared_ptr<Renewer> r);
-  // Retries a settle (or the give-back of a claim that may exist) until the store answers or
-  // the claim would have expired anyway.
+  // Retries a settle (or the give-back of a claim that may exist: fence 0, by owner) until
+  // the store answers or the claim would have expired anyway.
   void settle_later(std::string scope, std::string key, std::string owner, Fence fence, Settlement how,
-                    std::string result, Duration lease, Duration retention);
+                    std::string result, Duration lease, Duration retention, OnUncertain on_uncertain,
+                    std::string_view uncertain_marker, std::optional<TokenRestore> restore = std::nullopt);
+  boost::asio::awaitable<void> retry_pending(std::shared_ptr<Pending> p);
+  // acquire() for a key with a pending settle: the answer it holds, or nullopt when a begin
+  // should follow (a pending release went through).
+  boost::asio::awaitable<std::optional<Result<BeginOutcome>>> answer_from(std::shared_ptr<Pending> p);
+  // A pending settle's settlement and, for a commit, its result: a copy taken under the lock.
+  std::pair<Settlement, std::string> held(const Pending& p);
+  std::shared_ptr<Pending> pending_for(const std::string& scope, const std::string& key);
+  void forget(const std::shared_ptr<Pending>& p);
   template <class T>
-  boost::asio::awaitable<Result<T>> observe(const char* op, boost::asio::awaitable<Result<T>> call);
+  boost::asio::awaitable<Result<T>> observe(const char* op, boost::asio::awaitable<Result<T>> call,
+                                            bool foreground = true);
   void after_settle(const std::string& scope, const std::string& key);
 
   Store& store_;
   ClaimHooks hooks_;
   std::string instance_;  // random: names owners
   std::atomic<std::uint64_t> calls_{0};
+  ClaimRunnerLimits limits_;
   std::atomic<std::int64_t> background_{0};
+  std::atomic<std::size_t> background_bytes_{0};
+  std::mutex pending_mu_;
+  std::unordered_map<std::string, std::shared_ptr<Pending>> pending_;  // by scope and key; the latest
   std::unique_ptr<Background> bg_;
 };
 

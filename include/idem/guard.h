@@ -38,7 +38,8 @@
 // key: that claim is given back by owner in the background). When commit fails after fn
 // ran, the run answers `executed` with stored() == false and store_status() set: the
 // caller has its result, and the commit is retried in the background until the store
-// answers; meanwhile repeats wait.
+// answers; meanwhile repeats through this Guard are replayed that result (with no store
+// call), and repeats elsewhere wait, as the claim's lease is kept while the commit is pending.
 //
 // Every run goes through the claim runner (idem/claim.h), as the gateway's requests do.
 // Results are stored as fn returned them, except that one starting with a zero byte gets
@@ -235,7 +236,9 @@ class Guard {
   // The same for coroutines: fn returns boost::asio::awaitable of one of the types above.
   // Waits and lease renewal use timers on the coroutine's executor; store calls go through
   // idem/async.h. fn is kept alive until it completes. Cancelling the awaiting coroutine
-  // cancels fn (if it supports it), releases the claim and rethrows.
+  // cancels fn (if it supports it) and rethrows; fn may have taken effect before it was
+  // interrupted, so its outcome is unknown: under `hold` the record is completed as
+  // uncertain, under `retry` the claim is left to its lease.
   template <class Fn>
   boost::asio::awaitable<GuardResult> async_run(std::string scope, std::string key, std::string fingerprint,
                                                 Fn fn) {

@@ -114,6 +114,7 @@ awaitable<Result<T>> Gateway::observe(const char* op, awaitable<Result<T>> call)
   const auto t0 = Steady::now();
   Result<T> r = co_await std::move(call);
   observed(op, since(t0), r ? Status::ok() : r.status());
+  if (r) runner_.store_answered();  // settles retried in the background go at once
   co_return r;
 }
 
@@ -423,10 +424,17 @@ awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity&
 
   const ForwardRequest fwd = forward_with_claim(req, meta, id.key, r->fence);
   UpstreamResult up = co_await exchange_locked(fwd, route, name, owner);
-  UnlockArgs unlock{name, owner};
-  auto ucall = async_unlock(store_, std::move(unlock), use_awaitable);
-  Result<UnlockOutcome> u = co_await observe("unlock", std::move(ucall));
-  if (u && *u == UnlockOutcome::not_owner) metrics_.count_store_conflict();
+  if (up.kind == UpstreamResult::Kind::response || up.kind == UpstreamResult::Kind::refused) {
+    // The service answered, or never got the request: the work is over, the lock opens.
+    UnlockArgs unlock{name, owner};
+    auto ucall = async_unlock(store_, std::move(unlock), use_awaitable);
+    Result<UnlockOutcome> u = co_await observe("unlock", std::move(ucall));
+    if (u && *u == UnlockOutcome::not_owner) metrics_.count_store_conflict();
+  }
+  // Otherwise (a timeout, a broken connection) the service may still be working: the lock
+  // runs out on its lease, never earlier (docs/gateway.md, "Locks").
+  if (up.kind == UpstreamResult::Kind::refused)
+    co_return problem(req, Problem::upstream_unavailable, "the upstream is unavailable: " + up.error);
   if (up.kind != UpstreamResult::Kind::response)
     co_return problem(req, failure_problem(up.kind), "the upstream did not answer: " + up.error);
   co_return forwarded(req, std::move(up), "forwarded");

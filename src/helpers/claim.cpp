@@ -134,7 +134,8 @@ Claim::~Claim() {
   // Dropped unsettled before the work started (an exception, a cancelled caller): give it
   // back rather than leave it to expire into an uncertain key. After, its outcome is unknown.
   if (runner_ && !started_)
-    runner_->settle_later(scope_, key_, owner_, fence_, Settlement::release, {}, lease_, retention_);
+    runner_->settle_later(scope_, key_, owner_, fence_, Settlement::release, {}, lease_, retention_,
+                          OnUncertain::hold, {});
 }
 
 // ---- the runner's own thread ------------------------------------------------------------------
@@ -145,6 +146,12 @@ struct ClaimRunner::Background {
   std::once_flag started;
   std::thread thread;
   std::atomic<bool> stopping{false};
+  // Retries waiting out a pause, and how often they were woken: touched on the thread only,
+  // but `sleepers` is read by store_answered() from any thread.
+  std::vector<asio::steady_timer*> sleeping;
+  std::atomic<int> sleepers{0};
+  std::uint64_t wakes = 0;
+  std::atomic<bool> wake_posted{false};
 
   asio::any_io_executor executor() {
     std::call_once(started, [this] { thread = std::thread([this] { ctx.run(); }); });
@@ -175,8 +182,8 @@ ClaimRunner::Renewal& ClaimRunner::Renewal::operator=(Renewal&& o) noexcept {
   return *this;
 }
 
-ClaimRunner::ClaimRunner(Store& store, ClaimHooks hooks)
-    : store_(store), hooks_(std::move(hooks)), bg_(std::make_unique<Background>()) {
+ClaimRunner::ClaimRunner(Store& store, ClaimHooks hooks, ClaimRunnerLimits limits)
+    : store_(store), hooks_(std::move(hooks)), limits_(limits), bg_(std::make_unique<Background>()) {
   std::random_device rd;
   char buf[17];
   std::snprintf(buf, sizeof buf, "%08x%08x", rd(), rd());
@@ -190,13 +197,25 @@ asio::any_io_executor ClaimRunner::executor() const { return bg_->executor(); }
 std::string ClaimRunner::next_owner() { return instance_ + "-" + std::to_string(++calls_); }
 
 template <class T>
-awaitable<Result<T>> ClaimRunner::observe(const char* op, awaitable<Result<T>> call) {
+awaitable<Result<T>> ClaimRunner::observe(const char* op, awaitable<Result<T>> call, bool foreground) {
   const auto t0 = Steady::now();
   Result<T> r = co_await std::move(call);
   if (hooks_.observed)
     hooks_.observed(op, std::chrono::duration_cast<Duration>(Steady::now() - t0),
                     r ? Status::ok() : r.status());
+  // A pending settle's own answers do not wake the others: a commit that keeps failing
+  // while its extend succeeds would otherwise retry without pause.
+  if (r && foreground) store_answered();
   co_return r;
+}
+
+void ClaimRunner::store_answered() noexcept {
+  if (bg_->sleepers.load(std::memory_order_relaxed) == 0 || bg_->wake_posted.exchange(true)) return;
+  asio::post(bg_->ctx, [bg = bg_.get()] {
+    bg->wake_posted = false;
+    ++bg->wakes;
+    for (asio::steady_timer* t : bg->sleeping) t->cancel();
+  });
 }
 
 void ClaimRunner::after_settle(const std::string& scope, const std::string& key) {
@@ -208,17 +227,27 @@ void ClaimRunner::after_settle(const std::string& scope, const std::string& key)
 awaitable<Acquired> ClaimRunner::acquire(std::string scope, std::string key, std::string fingerprint,
                                          const ClaimPolicy& policy, std::string owner) {
   if (owner.empty()) owner = next_owner();
+  Acquired a;
+  if (std::shared_ptr<Pending> p = pending_for(scope, key)) {
+    // This runner knows the outcome of the key's last claim better than the store does.
+    std::optional<Result<BeginOutcome>> held = co_await answer_from(p);
+    if (held) {
+      a.begun = std::move(*held);
+      a.step = after_begin(a.begun, policy.on_uncertain, policy.uncertain_marker);
+      co_return a;
+    }
+  }
   const BeginArgs args{std::move(scope), std::move(key),   std::move(fingerprint),
                        policy.lease,     policy.retention, std::move(owner)};
   BeginArgs sent = args;
   auto call = async_begin(store_, std::move(sent), use_awaitable);
-  Acquired a;
   a.begun = co_await observe("begin", std::move(call));
   a.step = after_begin(a.begun, policy.on_uncertain, policy.uncertain_marker);
   if (a.step == BeginStep::unknown) {
     // The begin may have claimed the key although its answer was lost: nothing will run
     // under that claim, so it is given back rather than left to expire into an uncertain key.
-    settle_later(args.scope, args.key, args.owner, 0, Settlement::release, {}, args.lease, args.retention);
+    settle_later(args.scope, args.key, args.owner, 0, Settlement::release, {}, args.lease, args.retention,
+                 policy.on_uncertain, policy.uncertain_marker);
   } else if (a.step == BeginStep::run || a.step == BeginStep::hold_uncertain) {
     a.claim.emplace(Claim(*this, args, *a.begun));
   }
@@ -323,6 +352,23 @@ ClaimRunner::Renewal ClaimRunner::renew_in_background(Claim& claim, const ClaimP
 
 // ---- settle -----------------------------------------------------------------------------------
 
+// A settle retried in the background (settle_later): what acquire() answers from meanwhile.
+struct ClaimRunner::Pending {
+  std::string id;  // pending_'s key
+  std::string scope, key, owner;
+  Fence fence = 0;  // 0: the give-back of a claim whose begin answer was lost, by owner
+  Duration lease{}, retention{};
+  OnUncertain on_uncertain = OnUncertain::hold;
+  std::string uncertain_marker;
+  std::optional<TokenRestore> restore;
+  Steady::time_point give_up;
+  // Changed under ClaimRunner::pending_mu_ (a result the store refused becomes the marker).
+  Settlement how = Settlement::release;
+  std::string result;
+  std::size_t held_bytes = 0;  // counted in background_bytes_
+  std::atomic<bool> finished{false};
+};
+
 namespace {
 
 Status fenced_status() {
@@ -331,7 +377,71 @@ Status fenced_status() {
       "nothing stored");
 }
 
+std::string pending_id(const std::string& scope, const std::string& key) {
+  return std::to_string(scope.size()) + ':' + scope + key;
+}
+
+bool commits(Settlement how) { return how == Settlement::commit || how == Settlement::mark_uncertain; }
+
 }  // namespace
+
+std::shared_ptr<ClaimRunner::Pending> ClaimRunner::pending_for(const std::string& scope,
+                                                               const std::string& key) {
+  if (background_.load(std::memory_order_relaxed) == 0) return nullptr;  // the common case: no lock
+  std::lock_guard lock(pending_mu_);
+  auto it = pending_.find(pending_id(scope, key));
+  if (it == pending_.end() || it->second->finished.load()) return nullptr;
+  return it->second;
+}
+
+void ClaimRunner::forget(const std::shared_ptr<Pending>& p) {
+  std::lock_guard lock(pending_mu_);
+  if (p->finished.exchange(true)) return;
+  background_bytes_ -= p->held_bytes;
+  p->held_bytes = 0;
+  auto it = pending_.find(p->id);
+  if (it != pending_.end() && it->second == p) pending_.erase(it);
+}
+
+std::pair<Settlement, std::string> ClaimRunner::held(const Pending& p) {
+  std::lock_guard lock(pending_mu_);
+  return {p.how, commits(p.how) ? p.result : std::string()};
+}
+
+awaitable<std::optional<Result<BeginOutcome>>> ClaimRunner::answer_from(std::shared_ptr<Pending> p) {
+  auto [how, result] = held(*p);
+  if (commits(how)) {
+    // The work's answer is known here: the repeat gets it, with no store call, and the
+    // commit is retried at once. A short expires_in: a cache in front asks again soon.
+    store_answered();
+    co_return Result<BeginOutcome>(BeginOutcome::replay(p->fence, std::move(result), kHeldAnswerTtl));
+  }
+  // A pending release (or give-back) goes first: a begin now could take the claim over as
+  // if its outcome were unknown, when this runner knows the work did not take effect.
+  Status failed;
+  bool found = false;
+  if (p->fence != 0) {
+    ReleaseArgs args{p->scope, p->key, p->fence};
+    args.restore_token = p->restore;
+    auto call = async_release(store_, std::move(args), use_awaitable);
+    Result<ReleaseOutcome> r = co_await observe("release", std::move(call));
+    if (!r) failed = r.status();
+    found = true;  // released, or fenced: either way the claim is not this runner's any more
+  } else {
+    AbandonArgs args{p->scope, p->key, p->owner};
+    auto call = async_abandon(store_, std::move(args), use_awaitable);
+    Result<ReleaseOutcome> r = co_await observe("abandon", std::move(call));
+    if (!r) failed = r.status();
+    // fenced: nothing of ours yet; the background keeps looking for a late begin's claim.
+    found = r && *r == ReleaseOutcome::released;
+  }
+  if (!failed.is_ok()) co_return Result<BeginOutcome>(std::move(failed));
+  if (found) {
+    forget(p);
+    after_settle(p->scope, p->key);
+  }
+  co_return std::nullopt;
+}
 
 awaitable<Status> ClaimRunner::settle(Claim& claim, const ClaimPolicy& policy, Settlement how,
                                       std::string result, std::optional<TokenRestore> restore) {
@@ -350,12 +460,28 @@ awaitable<Status> ClaimRunner::settle(Claim& claim, const ClaimPolicy& policy, S
       CommitArgs args{claim.scope(), claim.key(), claim.fence(), result, claim.retention_};
       auto call = async_commit(store_, std::move(args), use_awaitable);
       Result<CommitOutcome> r = co_await observe("commit", std::move(call));
-      if (!r) {
+      if (!r && r.status().code() == StatusCode::invalid_argument && how == Settlement::commit) {
+        // The store cannot hold this result (too large): retrying cannot help. The work took
+        // effect, so its outcome is settled as unknown: held as uncertain, or left to expire.
+        out = r.status();
+        const Settlement instead = settle_for(WorkEnd::unknown, policy.on_uncertain, false);
+        if (instead == Settlement::mark_uncertain) {
+          CommitArgs marker{claim.scope(), claim.key(), claim.fence(), std::string(policy.uncertain_marker),
+                            claim.retention_};
+          auto mcall = async_commit(store_, std::move(marker), use_awaitable);
+          Result<CommitOutcome> m = co_await observe("commit", std::move(mcall));
+          if (!m) {
+            answered = false;
+            settle_later(claim.scope(), claim.key(), claim.owner(), claim.fence(), instead, {}, claim.lease_,
+                         claim.retention_, policy.on_uncertain, policy.uncertain_marker);
+          }
+        }
+      } else if (!r) {
         out = r.status();
         answered = false;
         // Commit is idempotent: retried with the same fence until the store answers.
         settle_later(claim.scope(), claim.key(), claim.owner(), claim.fence(), how, std::move(result),
-                     claim.lease_, claim.retention_);
+                     claim.lease_, claim.retention_, policy.on_uncertain, policy.uncertain_marker);
       } else if (*r == CommitOutcome::fenced) {
         out = fenced_status();
         if (hooks_.conflict) hooks_.conflict();
@@ -364,14 +490,15 @@ awaitable<Status> ClaimRunner::settle(Claim& claim, const ClaimPolicy& policy, S
     }
     case Settlement::release: {
       ReleaseArgs args{claim.scope(), claim.key(), claim.fence()};
-      args.restore_token = std::move(restore);
+      args.restore_token = restore;
       auto call = async_release(store_, std::move(args), use_awaitable);
       Result<ReleaseOutcome> r = co_await observe("release", std::move(call));
       if (!r) {
         out = r.status();
         answered = false;
+        // By fence, and re-arming the token: the user may submit again with it.
         settle_later(claim.scope(), claim.key(), claim.owner(), claim.fence(), how, {}, claim.lease_,
-                     claim.retention_);
+                     claim.retention_, policy.on_uncertain, policy.uncertain_marker, std::move(restore));
       } else if (*r == ReleaseOutcome::fenced) {
         out = fenced_status();
         if (hooks_.conflict) hooks_.conflict();
@@ -386,50 +513,135 @@ awaitable<Status> ClaimRunner::settle(Claim& claim, const ClaimPolicy& policy, S
 }
 
 void ClaimRunner::settle_later(std::string scope, std::string key, std::string owner, Fence fence,
-                               Settlement how, std::string result, Duration lease, Duration retention) {
-  // Worth trying for as long as the claim can live: past its lease a repeat takes it over,
-  // and past lease + retention it is gone by itself.
-  const auto give_up = Steady::now() + lease + retention;
-  if (background_.load() >= kMaxBackgroundSettles) {
+                               Settlement how, std::string result, Duration lease, Duration retention,
+                               OnUncertain on_uncertain, std::string_view uncertain_marker,
+                               std::optional<TokenRestore> restore) {
+  if (background_.load() >= limits_.max_settles) {
     std::fprintf(stderr,
                  "idem: %lld claims are being settled in the background already; leaving one to expire\n",
-                 static_cast<long long>(kMaxBackgroundSettles));
+                 static_cast<long long>(limits_.max_settles));
     return;
   }
+  auto p = std::make_shared<Pending>();
+  p->id = pending_id(scope, key);
+  p->scope = std::move(scope);
+  p->key = std::move(key);
+  p->owner = std::move(owner);
+  p->fence = fence;
+  p->lease = lease;
+  p->retention = retention;
+  p->on_uncertain = on_uncertain;
+  p->uncertain_marker = std::string(uncertain_marker);
+  p->restore = std::move(restore);
+  // Worth trying for as long as the claim can live: past lease + retention it is gone by
+  // itself (a pending commit keeps extending its lease meanwhile).
+  p->give_up = Steady::now() + lease + retention;
+  p->how = how;
+  if (how == Settlement::commit &&
+      result.size() > limits_.max_bytes - std::min(limits_.max_bytes, background_bytes_.load())) {
+    // Past the budget for held results: settled as an unknown outcome (docs/operations.md).
+    std::fprintf(stderr,
+                 "idem: pending results would exceed %zu bytes; settling one of %zu bytes as an unknown "
+                 "outcome\n",
+                 limits_.max_bytes, result.size());
+    p->how = settle_for(WorkEnd::unknown, on_uncertain, false);
+    if (p->how != Settlement::mark_uncertain) return;  // retry: left to expire
+    result.clear();
+  }
+  if (p->how == Settlement::mark_uncertain) result = p->uncertain_marker;
+  p->result = std::move(result);
+  p->held_bytes = p->result.size();
   ++background_;
-  const bool commit = how == Settlement::commit || how == Settlement::mark_uncertain;
-  auto task = [this, scope = std::move(scope), key = std::move(key), owner = std::move(owner), fence, commit,
-               result = std::move(result), retention, give_up]() -> awaitable<void> {
-    asio::steady_timer timer(co_await asio::this_coro::executor);
-    Duration pause = std::chrono::milliseconds(100);
-    bool answered = false;
-    for (;;) {
-      if (commit) {
-        CommitArgs args{scope, key, fence, result, retention};
-        auto call = async_commit(store_, std::move(args), use_awaitable);
-        answered = static_cast<bool>(co_await observe("commit", std::move(call)));
-      } else {
-        // By owner: the fence of a claim whose begin answer was lost is not known.
-        AbandonArgs args{scope, key, owner};
-        auto call = async_abandon(store_, std::move(args), use_awaitable);
-        answered = static_cast<bool>(co_await observe("abandon", std::move(call)));
+  {
+    std::lock_guard lock(pending_mu_);
+    background_bytes_ += p->held_bytes;
+    pending_[p->id] = p;
+  }
+  asio::co_spawn(bg_->executor(), retry_pending(std::move(p)), asio::detached);
+}
+
+awaitable<void> ClaimRunner::retry_pending(std::shared_ptr<Pending> p) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  Duration pause = std::chrono::milliseconds(100);
+  // A give-back looks for one lease: a begin whose answer was lost may reach the store
+  // after the first abandon did, and would leave a claim nobody works under.
+  const auto look_until = Steady::now() + p->lease;
+  bool answered = false;
+  for (;;) {
+    if (p->finished.load()) break;  // settled by acquire() meanwhile
+    const std::uint64_t wakes = bg_->wakes;
+    auto [how, result] = held(*p);
+    if (commits(how)) {
+      CommitArgs args{p->scope, p->key, p->fence, std::move(result), p->retention};
+      auto call = async_commit(store_, std::move(args), use_awaitable);
+      Result<CommitOutcome> r = co_await observe("commit", std::move(call), false);
+      if (r) {
+        if (*r == CommitOutcome::fenced && hooks_.conflict) hooks_.conflict();
+        answered = true;
+        break;
       }
-      if (answered) break;
-      // Waits in slices, so that a runner being destroyed is not held up by a long pause.
-      const auto resume = Steady::now() + pause;
-      while (!bg_->stopping.load() && Steady::now() < resume && Steady::now() < give_up) {
-        timer.expires_after(
-            std::min<Steady::duration>(resume - Steady::now(), std::chrono::milliseconds(100)));
-        co_await timer.async_wait(asio::as_tuple(use_awaitable));
+      if (r.status().code() == StatusCode::invalid_argument && how == Settlement::commit) {
+        // Too large for the store: settled as an unknown outcome instead, never retried.
+        const Settlement instead = settle_for(WorkEnd::unknown, p->on_uncertain, false);
+        {
+          std::lock_guard lock(pending_mu_);
+          p->how = instead;
+          background_bytes_ -= p->held_bytes;
+          p->result = p->uncertain_marker;
+          p->held_bytes = p->result.size();
+          background_bytes_ += p->held_bytes;
+        }
+        if (instead != Settlement::mark_uncertain) break;
+        continue;
       }
-      if (bg_->stopping.load() || Steady::now() >= give_up) break;
-      pause = std::min<Duration>(pause * 2, std::chrono::seconds(5));
+      // Keep the claim while its result waits: past its lease another caller would take
+      // the key over as if the outcome were unknown.
+      ExtendArgs ext{p->scope, p->key, p->fence, p->lease};
+      auto ecall = async_extend(store_, std::move(ext), use_awaitable);
+      (void)co_await observe("extend", std::move(ecall), false);
+    } else if (p->fence != 0) {
+      ReleaseArgs args{p->scope, p->key, p->fence};
+      args.restore_token = p->restore;
+      auto call = async_release(store_, std::move(args), use_awaitable);
+      Result<ReleaseOutcome> r = co_await observe("release", std::move(call), false);
+      if (r) {
+        answered = true;
+        break;
+      }
+    } else {
+      // By owner: the fence of a claim whose begin answer was lost is not known.
+      AbandonArgs args{p->scope, p->key, p->owner};
+      auto call = async_abandon(store_, std::move(args), use_awaitable);
+      Result<ReleaseOutcome> r = co_await observe("abandon", std::move(call), false);
+      if (r) answered = true;
+      if (r && (*r == ReleaseOutcome::released || Steady::now() >= look_until)) break;
     }
-    // No longer settling before anyone hears that it is settled.
-    --background_;
-    if (answered) after_settle(scope, key);
-  };
-  asio::co_spawn(bg_->executor(), std::move(task), asio::detached);
+    if (bg_->wakes != wakes) {
+      // The store answered someone meanwhile: again at once, from the shortest pause.
+      pause = std::chrono::milliseconds(100);
+      continue;
+    }
+    // Waits in slices, so that a runner being destroyed is not held up by a long pause; and
+    // among the sleepers, so that store_answered() cuts the pause short.
+    const auto resume = Steady::now() + pause;
+    bg_->sleeping.push_back(&timer);
+    ++bg_->sleepers;
+    while (!bg_->stopping.load() && bg_->wakes == wakes && Steady::now() < resume &&
+           Steady::now() < p->give_up) {
+      timer.expires_after(std::min<Steady::duration>(resume - Steady::now(), std::chrono::milliseconds(100)));
+      co_await timer.async_wait(asio::as_tuple(use_awaitable));
+    }
+    --bg_->sleepers;
+    bg_->sleeping.erase(std::find(bg_->sleeping.begin(), bg_->sleeping.end(), &timer));
+    if (bg_->stopping.load() || Steady::now() >= p->give_up) break;
+    pause = bg_->wakes != wakes ? Duration(std::chrono::milliseconds(100))
+                                : std::min<Duration>(pause * 2, std::chrono::seconds(5));
+  }
+  const bool by_us = !p->finished.load();
+  forget(p);
+  // No longer settling before anyone hears that it is settled.
+  --background_;
+  if (answered && by_us) after_settle(p->scope, p->key);
 }
 
 }  // namespace idem

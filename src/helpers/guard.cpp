@@ -236,9 +236,19 @@ asio::awaitable<GuardResult> Guard::async_run_body(std::string scope, std::strin
     } catch (...) {
       thrown = std::current_exception();  // fn threw, or the caller was cancelled
     }
+    // A cancelled caller interrupted fn mid-way: whatever fn had begun may have taken
+    // effect, so its outcome is unknown and `on_uncertain` decides, as for a gateway request
+    // whose service did not answer (docs/design.md). fn's own exception or error says it failed.
+    const bool cancelled =
+        (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none;
     // fn has finished; the claim must now be settled even if this coroutine was cancelled
     // meanwhile, and a cancelled coroutine would refuse to start the store call.
     co_await asio::this_coro::reset_cancellation_state();
+    if (thrown && cancelled) {
+      const Settlement how = settle_for(WorkEnd::unknown, policy_.on_uncertain, claim.lost());
+      (void)co_await runner_.settle(claim, policy_, how);
+      std::rethrow_exception(thrown);
+    }
     if (thrown || !*out) {
       const Settlement how = settle_for(WorkEnd::failed, policy_.on_uncertain, claim.lost());
       (void)co_await runner_.settle(claim, policy_, how);

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
@@ -18,6 +19,7 @@
 
 #include "idem/open.h"
 #include "idem/store_wrapper.h"
+#include "testutil/eventually.h"
 
 namespace idem {
 namespace {
@@ -110,10 +112,31 @@ class FlakyStore final : public StoreWrapper {
   FlakyStore() : StoreWrapper(open_store("memory:").value()) {}
 
   std::atomic<int> lose_begin{0}, lose_commit{0}, refuse_commit{0}, refuse_release{0}, refuse_abandon{0};
-  std::atomic<int> abandons{0}, commits{0};
+  std::atomic<int> refuse_extend{0};
+  std::atomic<int> abandons{0}, commits{0}, begins{0}, releases{0};
+  // Results longer than this are refused as the store would refuse them: invalid_argument.
+  std::atomic<std::size_t> max_result{std::size_t(-1)};
+  // The next begin is answered "lost" at once, and reaches the store this much later (a
+  // statement still queued at a server when its client gave up).
+  std::atomic<int> delay_lost_begin_ms{0};
+  std::atomic<int> late_claims{0};  // delayed begins that landed and acquired
+
+  ~FlakyStore() override {
+    for (auto& t : late_) t.join();
+  }
 
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
+    ++begins;
+    if (const int ms = delay_lost_begin_ms.exchange(0); ms > 0) {
+      cb(deadline_exceeded("begin: answer lost"));
+      late_.emplace_back([this, a = std::move(a), ms]() mutable {
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        auto r = target().begin(std::move(a));
+        if (r && r->kind == BeginOutcome::Kind::acquired) ++late_claims;
+      });
+      return;
+    }
     target().begin(std::move(a), [this, cb = std::move(cb)](Result<BeginOutcome> r) mutable {
       if (take(lose_begin)) return cb(deadline_exceeded("begin: answer lost"));
       cb(std::move(r));
@@ -121,13 +144,19 @@ class FlakyStore final : public StoreWrapper {
   }
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
     ++commits;
+    if (a.result.size() > max_result.load()) return cb(invalid_argument("commit: result too large"));
     if (take(refuse_commit)) return cb(unavailable("commit: refused"));
     target().commit(std::move(a), [this, cb = std::move(cb)](Result<CommitOutcome> r) mutable {
       if (take(lose_commit)) return cb(deadline_exceeded("commit: answer lost"));
       cb(std::move(r));
     });
   }
+  void do_extend(ExtendArgs a, Callback<ExtendOutcome> cb) override {
+    if (take(refuse_extend)) return cb(unavailable("extend: refused"));
+    StoreWrapper::do_extend(std::move(a), std::move(cb));
+  }
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {
+    ++releases;
     if (take(refuse_release)) return cb(unavailable("release: refused"));
     StoreWrapper::do_release(std::move(a), std::move(cb));
   }
@@ -138,6 +167,8 @@ class FlakyStore final : public StoreWrapper {
   }
 
  private:
+  std::vector<std::thread> late_;  // touched by the test's thread only (begin is called there)
+
   static bool take(std::atomic<int>& n) {
     for (int v = n.load(); v > 0;)
       if (n.compare_exchange_weak(v, v - 1)) return true;
@@ -224,8 +255,11 @@ TEST(ClaimRunner, AGiveBackLeavesAnotherOwnersClaimAlone) {
   // The lost begin found the key held by someone else (in_progress): it made no claim.
   ASSERT_TRUE(store.begin(BeginArgs{"s", "k", "", 60s, 24h, "someone-else"}));
   store.lose_begin = 1;
-  EXPECT_EQ(run(runner.acquire("s", "k", "", policy())).step, BeginStep::unknown);
+  // A give-back keeps looking for its claim for one lease: a short one here.
+  const ClaimPolicy p{500ms, 24h, false, OnUncertain::hold, kMarker};
+  EXPECT_EQ(run(runner.acquire("s", "k", "", p)).step, BeginStep::unknown);
   ASSERT_TRUE(settled.wait_for(1));
+  EXPECT_GE(store.abandons.load(), 2) << "it looked more than once";
   auto r = record(store, "k");
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->owner, "someone-else");
@@ -264,16 +298,185 @@ TEST(ClaimRunner, ARefusedCommitIsRetriedUntilTheStoreAnswers) {
   EXPECT_EQ(record(store, "k")->result, "v");
 }
 
-TEST(ClaimRunner, AFailedReleaseIsRetriedByOwner) {
+TEST(ClaimRunner, AFailedReleaseIsRetriedByFenceAndReArmsItsToken) {
+  FlakyStore store;
+  Settled settled;
+  ClaimRunner runner(store, settled.hooks());
+  const std::string token = store.issue_token(IssueTokenArgs{"s", 1h}).value();
+  Acquired a = run(runner.acquire("s", "k", "", policy()));
+  ASSERT_EQ(store.consume_token(TokenArgs{"s", token}).value(), ConsumeOutcome::consumed);
+  store.refuse_release = 1;  // the store is briefly down when the work failed
+  EXPECT_EQ(run(runner.settle(*a.claim, policy(), Settlement::release, {}, TokenRestore{token, 1h})).code(),
+            StatusCode::unavailable);
+  ASSERT_TRUE(settled.wait_for(1));
+  EXPECT_EQ(store.releases.load(), 2);
+  EXPECT_EQ(store.abandons.load(), 0);
+  EXPECT_FALSE(record(store, "k").has_value());
+  // Nothing ran: the user's resubmission with the same token is accepted.
+  EXPECT_EQ(store.consume_token(TokenArgs{"s", token}).value(), ConsumeOutcome::consumed);
+}
+
+// ---- a known outcome is never treated as unknown (docs/gateway.md, "When the store fails") ----
+
+// The store refuses every commit until `recover` (a Redis made read-only, say).
+void store_down_for_commits(FlakyStore& store) { store.refuse_commit = 1'000'000; }
+void recover(FlakyStore& store) { store.refuse_commit = 0; }
+
+TEST(PendingSettle, ARepeatOfAKeyWhoseCommitIsPendingIsAnsweredFromItWithoutTheStore) {
+  for (OnUncertain on : {OnUncertain::hold, OnUncertain::retry}) {
+    FlakyStore store;
+    Settled settled;
+    ClaimRunner runner(store, settled.hooks());
+    const ClaimPolicy p{60s, 24h, false, on, kMarker};
+    Acquired a = run(runner.acquire("s", "k", "", p));
+    store_down_for_commits(store);
+    EXPECT_FALSE(run(runner.settle(*a.claim, p, Settlement::commit, "first")).is_ok());
+    ASSERT_TRUE(runner.settling());
+    const int begins = store.begins.load();
+    Acquired again = run(runner.acquire("s", "k", "", p));
+    EXPECT_EQ(again.step, BeginStep::replay) << to_string(on);
+    EXPECT_EQ(again.begun->result, "first");
+    EXPECT_EQ(again.begun->expires_in, ClaimRunner::kHeldAnswerTtl);
+    EXPECT_EQ(store.begins.load(), begins) << "answered without asking the store";
+    recover(store);
+    ASSERT_TRUE(settled.wait_for(1));
+    EXPECT_EQ(record(store, "k")->result, "first");
+    EXPECT_FALSE(runner.settling());
+  }
+}
+
+TEST(PendingSettle, AnOutageLongerThanTheLeaseNeitherRunsTheKeyAgainNorMakesItUncertain) {
+  // The store refuses commits (and the renewals fail with them) past the claim's lease;
+  // when it is writable again the client's retry comes to this runner first.
+  for (OnUncertain on : {OnUncertain::hold, OnUncertain::retry}) {
+    FlakyStore store;
+    Settled settled;
+    ClaimRunner runner(store, settled.hooks());
+    const ClaimPolicy p{300ms, 24h, false, on, kMarker};
+    Acquired a = run(runner.acquire("s", "k", "", p));
+    store_down_for_commits(store);
+    store.refuse_extend = 1'000'000;
+    EXPECT_FALSE(run(runner.settle(*a.claim, p, Settlement::commit, "first")).is_ok());
+    ASSERT_TRUE(testutil::eventually([&] { return store.commits.load() >= 4; }));  // > 300 ms of outage
+    store.refuse_extend = 0;
+    recover(store);
+    Acquired again = run(runner.acquire("s", "k", "", p));
+    EXPECT_EQ(again.step, BeginStep::replay) << to_string(on);
+    EXPECT_FALSE(again.claim.has_value()) << "nothing runs again";
+    EXPECT_EQ(again.begun->result, "first");
+    ASSERT_TRUE(settled.wait_for(1));
+    EXPECT_EQ(record(store, "k")->result, "first") << "the known answer was committed, not a marker";
+    EXPECT_EQ(run(runner.acquire("s", "k", "", p)).begun->result, "first");
+  }
+}
+
+TEST(PendingSettle, ThePendingCommitKeepsItsLeaseSoAnotherInstanceWaits) {
+  FlakyStore store;
+  Settled settled;
+  ClaimRunner runner(store, settled.hooks());
+  ClaimRunner other(store);  // another gateway on the same store
+  const ClaimPolicy p{300ms, 24h, false, OnUncertain::retry, kMarker};
+  Acquired a = run(runner.acquire("s", "k", "", p));
+  store_down_for_commits(store);  // commits fail; extends go through
+  EXPECT_FALSE(run(runner.settle(*a.claim, p, Settlement::commit, "first")).is_ok());
+  // Past three leases of retrying, the claim is still held.
+  ASSERT_TRUE(settled.wait_for_extends(4));
+  ASSERT_TRUE(testutil::eventually([&] { return store.commits.load() >= 5; }));
+  Acquired elsewhere = run(other.acquire("s", "k", "", p));
+  EXPECT_EQ(elsewhere.step, BeginStep::busy) << "not taken over: the work would run twice";
+  recover(store);
+  ASSERT_TRUE(settled.wait_for(1));
+  EXPECT_EQ(run(other.acquire("s", "k", "", p)).begun->result, "first");
+}
+
+TEST(PendingSettle, PendingSettlesGoAtOnceWhenTheStoreAnswersAgain) {
   FlakyStore store;
   Settled settled;
   ClaimRunner runner(store, settled.hooks());
   Acquired a = run(runner.acquire("s", "k", "", policy()));
-  store.refuse_release = 1;
-  EXPECT_EQ(run(runner.settle(*a.claim, policy(), Settlement::release)).code(), StatusCode::unavailable);
+  store_down_for_commits(store);
+  EXPECT_FALSE(run(runner.settle(*a.claim, policy(), Settlement::commit, "first")).is_ok());
+  // Six refusals: the backoff has grown past 3 s (0.1 + 0.2 + 0.4 + 0.8 + 1.6 s waited).
+  ASSERT_TRUE(testutil::eventually([&] { return store.commits.load() >= 6; }));
+  recover(store);
+  const auto t0 = std::chrono::steady_clock::now();
+  Acquired b = run(runner.acquire("s", "other", "", policy()));  // the store answers someone
+  ASSERT_EQ(b.step, BeginStep::run);
   ASSERT_TRUE(settled.wait_for(1));
-  EXPECT_EQ(store.abandons.load(), 1);
-  EXPECT_FALSE(record(store, "k").has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms) << "not after the 3.2 s pause";
+  EXPECT_EQ(record(store, "k")->result, "first");
+}
+
+TEST(PendingSettle, APendingReleaseGoesBeforeTheRepeatsBegin) {
+  FlakyStore store;
+  Settled settled;
+  ClaimRunner runner(store, settled.hooks());
+  const ClaimPolicy p{300ms, 24h, false, OnUncertain::hold, kMarker};
+  Acquired a = run(runner.acquire("s", "k", "", p));
+  store.refuse_release = 1;
+  EXPECT_FALSE(run(runner.settle(*a.claim, p, Settlement::release)).is_ok());
+  // Before the background retry, past the lease: a begin would take the claim over as if
+  // its outcome were unknown, and under hold answer "uncertain" for work that failed.
+  store.refuse_release = 1'000'000;
+  std::this_thread::sleep_for(400ms);  // the lease running out is the subject here
+  Acquired refused = run(runner.acquire("s", "k", "", p));
+  EXPECT_EQ(refused.step, BeginStep::not_applied) << "the release could not go first: nothing else does";
+  store.refuse_release = 0;
+  Acquired again = run(runner.acquire("s", "k", "", p));
+  EXPECT_EQ(again.step, BeginStep::run);
+  ASSERT_TRUE(again.claim.has_value());
+  EXPECT_FALSE(again.claim->recovered());
+}
+
+TEST(PendingSettle, AResultTheStoreCannotHoldIsSettledAsUnknownNeverRetried) {
+  for (OnUncertain on : {OnUncertain::hold, OnUncertain::retry}) {
+    FlakyStore store;
+    ClaimRunner runner(store);
+    store.max_result = 10;
+    const ClaimPolicy p{60s, 24h, false, on, kMarker};
+    Acquired a = run(runner.acquire("s", "k", "", p));
+    EXPECT_EQ(run(runner.settle(*a.claim, p, Settlement::commit, std::string(100, 'x'))).code(),
+              StatusCode::invalid_argument);
+    EXPECT_FALSE(runner.settling()) << "never retried";
+    if (on == OnUncertain::hold) {
+      EXPECT_EQ(record(store, "k")->result, kMarker) << "at most once: held as uncertain";
+    } else {
+      EXPECT_EQ(record(store, "k")->state, RecordState::pending) << "left to its lease";
+    }
+  }
+}
+
+TEST(PendingSettle, ResultsPastTheByteBudgetAreSettledAsUnknown) {
+  FlakyStore store;
+  Settled settled;
+  ClaimRunner runner(store, settled.hooks(), ClaimRunnerLimits{.max_settles = 100, .max_bytes = 150});
+  store_down_for_commits(store);
+  std::vector<Acquired> claims;
+  for (const char* k : {"a", "b"}) claims.push_back(run(runner.acquire("s", k, "", policy())));
+  (void)run(runner.settle(*claims[0].claim, policy(), Settlement::commit, std::string(100, 'a')));
+  EXPECT_EQ(runner.settling_bytes(), 100u);
+  (void)run(runner.settle(*claims[1].claim, policy(), Settlement::commit, std::string(100, 'b')));
+  EXPECT_EQ(runner.settling_bytes(), 100u + kMarker.size()) << "the second is held as uncertain";
+  EXPECT_EQ(run(runner.acquire("s", "b", "", policy())).step, BeginStep::uncertain);
+  recover(store);
+  ASSERT_TRUE(settled.wait_for(2));
+  EXPECT_EQ(record(store, "a")->result, std::string(100, 'a'));
+  EXPECT_EQ(record(store, "b")->result, kMarker);
+  EXPECT_EQ(runner.settling_bytes(), 0u);
+}
+
+TEST(PendingSettle, ABeginThatReachesTheStoreAfterItsGiveBackLeavesNoGhostClaim) {
+  FlakyStore store;
+  Settled settled;
+  ClaimRunner runner(store, settled.hooks());
+  const ClaimPolicy p{3s, 24h, false, OnUncertain::hold, kMarker};
+  store.delay_lost_begin_ms = 300;
+  EXPECT_EQ(run(runner.acquire("s", "k", "", p)).step, BeginStep::unknown);
+  // The first give-back found nothing; the begin lands 300 ms later, with a claim nobody
+  // works under, which after its lease would make the key uncertain under hold.
+  ASSERT_TRUE(testutil::eventually([&] { return store.late_claims.load() == 1; }, 2s));
+  EXPECT_TRUE(testutil::eventually([&] { return !record(store, "k").has_value(); }, 2500ms))
+      << "the give-back went on looking and found it within its lease";
 }
 
 TEST(ClaimRunner, MarkUncertainStoresTheMarkerAndLeaveKeepsTheClaim) {

@@ -726,26 +726,59 @@ TEST(GuardAsync, RecoveredClaimFollowsThePolicy) {
   EXPECT_EQ(runs, 1);
 }
 
-TEST(GuardAsync, CancellingTheRunReleasesTheClaim) {
+// The caller's cancel interrupts fn mid-way: fn may have taken effect, so the key is not
+// handed to the next caller as if nothing ran (the gateway's rule for an unanswered request).
+TEST(GuardAsync, CancellingTheRunLeavesAnUnknownOutcomeToOnUncertain) {
   using namespace asio::experimental::awaitable_operators;
+  for (OnUncertain on : {OnUncertain::hold, OnUncertain::retry}) {
+    auto store = memory_store();
+    Guard guard(*store, GuardOptions{.on_uncertain = on});
+    asio::io_context ioc;
+    auto done = asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+          asio::steady_timer timeout(co_await asio::this_coro::executor, 20ms);
+          auto winner = co_await (guard.async_run("s", "k", "", []() -> asio::awaitable<std::string> {
+            asio::steady_timer forever(co_await asio::this_coro::executor, 1h);
+            co_await forever.async_wait(asio::use_awaitable);
+            co_return "never";
+          }) || timeout.async_wait(asio::use_awaitable));
+          EXPECT_EQ(winner.index(), 1u);
+        },
+        asio::use_future);
+    ioc.run();
+    done.get();
+    auto r = store->get(RecordId{"s", "k"}).value();
+    ASSERT_TRUE(r.has_value()) << "the claim was not released: " << to_string(on);
+    if (on == OnUncertain::hold) {
+      EXPECT_EQ(r->state, RecordState::done);
+      EXPECT_EQ(guard.run("s", "k", "", [] { return std::string("again"); }).outcome(),
+                GuardResult::Outcome::outcome_unknown);
+    } else {
+      EXPECT_EQ(r->state, RecordState::pending) << "left to its lease";
+    }
+  }
+}
+
+// fn's own exception says it failed: released, and a retry runs it.
+TEST(GuardAsync, AnExceptionFromFnReleasesTheClaim) {
   auto store = memory_store();
   Guard guard(*store);
   asio::io_context ioc;
   auto done = asio::co_spawn(
       ioc,
       [&]() -> asio::awaitable<void> {
-        asio::steady_timer timeout(co_await asio::this_coro::executor, 20ms);
-        auto winner = co_await (guard.async_run("s", "k", "", []() -> asio::awaitable<std::string> {
-          asio::steady_timer forever(co_await asio::this_coro::executor, 1h);
-          co_await forever.async_wait(asio::use_awaitable);
-          co_return "never";
-        }) || timeout.async_wait(asio::use_awaitable));
-        EXPECT_EQ(winner.index(), 1u);
+        EXPECT_THROW((void)co_await guard.async_run("s", "k", "",
+                                                    []() -> asio::awaitable<std::string> {
+                                                      throw std::runtime_error("boom");
+                                                      co_return "never";
+                                                    }),
+                     std::runtime_error);
       },
       asio::use_future);
   ioc.run();
   done.get();
-  EXPECT_FALSE(store->get(RecordId{"s", "k"}).value().has_value()) << "the claim was released";
+  EXPECT_FALSE(store->get(RecordId{"s", "k"}).value().has_value());
 }
 
 }  // namespace
