@@ -63,18 +63,21 @@ long long millis(Clock::duration d) {
 
 // The upstream and one `idem serve` with one protected route, `orders`: a 60 s lease (a claim
 // left behind outlives the test), duplicates wait up to 2 s for the first.
-class Gateway {
- public:
-  Gateway(const std::string& dir, const std::string& store)
-      : upstream_({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true) {
-    write_file(dir + "/idem.yaml", config_head(port_, upstream_.port(), admin_, store) + R"(defaults:
+constexpr const char* kOrdersConfig = R"(defaults:
   lease: 60s
   wait: 2s
   upstream_timeout: 5s
 routes:
   - name: orders
     match: { method: POST, path: /orders }
-)");
+)";
+
+class Gateway {
+ public:
+  // `config`: the defaults and routes after the listeners and the store.
+  Gateway(const std::string& dir, const std::string& store, const std::string& config = kOrdersConfig)
+      : upstream_({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true) {
+    write_file(dir + "/idem.yaml", config_head(port_, upstream_.port(), admin_, store) + config);
     idem_ = std::make_unique<Process>(
         std::vector<std::string>{IDEM_BIN, "serve", "--config", dir + "/idem.yaml"}, dir + "/idem.log");
     started_ = wait_healthy(admin_, 10000);
@@ -84,9 +87,14 @@ routes:
 
   Response post(const std::string& key, Headers extra = {}) const {
     extra.emplace_back("Idempotency-Key", key);
-    extra.emplace_back("Content-Type", "application/json");
-    return request(port_, verb::post, "/orders", extra, R"({"key":")" + key + "\"}");
+    return post_to("/orders", key, std::move(extra));
   }
+  // A POST to `path` whose body names `key` (the test upstream echoes it).
+  Response post_to(const std::string& path, const std::string& key, Headers extra = {}) const {
+    extra.emplace_back("Content-Type", "application/json");
+    return request(port_, verb::post, path, extra, R"({"key":")" + key + "\"}");
+  }
+  unsigned short port() const { return port_; }
 
   // "absent", "pending", "done", or "error <status>" when the admin API could not tell.
   std::string record_state(const std::string& key) const {
@@ -113,6 +121,10 @@ routes:
         if (f.as_array()[0].as_string() == "Idempotency-Key")
           ++runs[std::string(f.as_array()[1].as_string())];
     return runs;
+  }
+  // How many requests the upstream saw in all.
+  std::size_t upstream_requests() const {
+    return json::parse(request(upstream_.port(), verb::get, "/_seen?from=0").body()).as_array().size();
   }
 
  private:
@@ -363,6 +375,133 @@ INSTANTIATE_TEST_SUITE_P(Stores, LostCommit,
                                            GhostCase{"postgres", true, Loss::cut}),
                          [](const auto& p) { return p.param.name; });
 
+const char* const kRedisServer = "/usr/bin/redis-server";
+const char* const kRedisCli = "/usr/bin/redis-cli";
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string redis_cli(unsigned short port, std::vector<std::string> args) {
+  args.insert(args.begin(), {kRedisCli, "-p", std::to_string(port)});
+  std::string out;
+  run(args, &out);
+  return out;
+}
+
+// ---- a known answer is never lost (docs/gateway.md, "When the store fails") ----------------
+
+// A Redis of the test's own made read-only (a replica of an address where nothing listens):
+// every write fails and nothing is lost, as when a managed Redis fails over or runs out of
+// memory.
+class ReadOnlyRedis : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    redis_ = std::make_unique<testutil::RedisServer>();
+    if (!redis_->started()) GTEST_SKIP() << "redis-server is not installed or did not start";
+  }
+  void TearDown() override {
+    gateway_.reset();
+    remove_dir(dir_);
+  }
+  void start(const std::string& config) {
+    gateway_ = std::make_unique<Gateway>(dir_, "redis://" + redis_->address(), config);
+    ASSERT_TRUE(gateway_->started()) << "idem did not start; see " << dir_ << "/idem.log";
+  }
+  void read_only() {
+    ASSERT_TRUE(contains(redis_cli(redis_->port(), {"REPLICAOF", "127.0.0.1", "1"}), "OK"));
+  }
+  void writable() { ASSERT_TRUE(contains(redis_cli(redis_->port(), {"REPLICAOF", "NO", "ONE"}), "OK")); }
+
+  std::string dir_ = temp_dir();
+  std::unique_ptr<testutil::RedisServer> redis_;
+  std::unique_ptr<Gateway> gateway_;
+};
+
+// The upstream answers 201 while the store is read-only, for four times the 1 s lease: the
+// commit cannot land and the lease is not renewed. When the store is writable again the
+// client's retry reaches the gateway before the commit's next try. The gateway holds the
+// answer, so the retry is replayed it: never run again (`retry`), never 409
+// outcome-uncertain (`hold`), and the record ends holding the first answer.
+TEST_P(ReadOnlyRedis, AnOutageLongerThanTheLeaseLosesNoAnswerAndRunsNothingTwice) {
+  start("defaults:\n  lease: 1s\n  wait: 2s\n  upstream_timeout: 5s\n  on_uncertain: " + GetParam() +
+        "\nroutes:\n  - name: orders\n    match: { method: POST, path: /orders }\n");
+  const Gateway& g = *gateway_;
+  ASSERT_EQ(g.post(unique_key("warm")).result_int(), 201u);
+  const std::string key = unique_key("outage");
+  auto first = std::async(std::launch::async, [&] { return g.post(key, {{"X-Test-Delay-Ms", "500"}}); });
+  ASSERT_TRUE(eventually([&] { return g.executions()[key] == 1; }, 10s));
+  read_only();
+  Response ran = first.get();
+  ASSERT_EQ(ran.result_int(), 201u) << ran.body();
+  std::this_thread::sleep_for(4s);  // the outage outlasting the lease is the subject
+  writable();
+
+  Response retry = g.post(key);
+  EXPECT_EQ(retry.result_int(), 201u) << retry.body();
+  EXPECT_TRUE(replayed(retry));
+  EXPECT_EQ(retry.body(), ran.body());
+  EXPECT_EQ(g.executions()[key], 1) << "the request ran twice";
+  EXPECT_TRUE(eventually([&] { return g.record_state(key) == "done"; }, 20s)) << g.record_state(key);
+  Response later = g.post(key);
+  EXPECT_EQ(later.result_int(), 201u) << later.body();
+  EXPECT_EQ(later.body(), ran.body());
+  EXPECT_EQ(g.executions()[key], 1);
+}
+
+// A token route whose service answered 503 while the store could not take the release: the
+// release is retried with the token's re-arming, so the user's resubmission with the same
+// token runs (nothing ran the first time), not 400 token-invalid.
+TEST_P(ReadOnlyRedis, AReleaseRetriedAfterAnOutageReArmsTheToken) {
+  start("defaults:\n  wait: 2s\n  upstream_timeout: 5s\n  on_uncertain: " + GetParam() +
+        "\nroutes:\n  - name: forms\n    match: { method: POST, path: /forms }\n    key: token\n");
+  const Gateway& g = *gateway_;
+  Response issued = request(g.port(), verb::post, "/_idem/tokens", {}, "");
+  ASSERT_EQ(issued.result_int(), 201u) << issued.body();
+  const std::string token(body_json(issued).at("token").as_string());
+  auto first = std::async(std::launch::async, [&] {
+    return g.post_to("/forms", "form",
+                     {{"Idempotency-Token", token}, {"X-Test-Status", "503"}, {"X-Test-Delay-Ms", "500"}});
+  });
+  ASSERT_TRUE(eventually([&] { return g.upstream_requests() == 1; }, 10s));
+  read_only();
+  EXPECT_EQ(first.get().result_int(), 503u);
+  std::this_thread::sleep_for(1s);  // a few failed retries of the release
+  writable();
+  Response again = g.post_to("/forms", "form", {{"Idempotency-Token", token}});
+  EXPECT_EQ(again.result_int(), 201u) << again.body();
+  EXPECT_EQ(g.upstream_requests(), 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(OnUncertain, ReadOnlyRedis, ::testing::Values("hold", "retry"),
+                         [](const auto& p) { return p.param; });
+
+// `mode: lock` with a service slower than upstream_timeout: the first request is answered
+// 504, but the service still works on it, so the lock runs out on its lease; a second
+// request meanwhile is refused 409 locked instead of running alongside (docs/gateway.md).
+TEST(LockMode, AnUnansweredRequestKeepsTheLockUntilItsLease) {
+  const std::string dir = temp_dir();
+  {
+    Gateway g(dir, "memory:",
+              "defaults:\n  lease: 3s\n  upstream_timeout: 500ms\nroutes:\n  - name: stock\n"
+              "    match: { method: POST, path: '/skus/{sku}/deduct' }\n    key: 'stock:{path.sku}'\n"
+              "    mode: lock\n");
+    ASSERT_TRUE(g.started()) << "see " << dir << "/idem.log";
+    Response slow = g.post_to("/skus/A-1/deduct", "a", {{"X-Test-Delay-Ms", "2000"}});
+    EXPECT_EQ(slow.result_int(), 504u) << slow.body();
+    Response second = g.post_to("/skus/A-1/deduct", "b");
+    EXPECT_EQ(second.result_int(), 409u) << second.body();
+    EXPECT_EQ(problem_type(second), "urn:idem:problem:locked");
+    EXPECT_EQ(g.upstream_requests(), 1u) << "the second ran while the first still worked";
+    // Once the lease has run out the lock is free again.
+    EXPECT_TRUE(eventually([&] { return g.post_to("/skus/A-1/deduct", "c").result_int() == 201u; }, 10s));
+    // A service that answers opens the lock at once.
+    EXPECT_EQ(g.post_to("/skus/B-2/deduct", "d").result_int(), 201u);
+    EXPECT_EQ(g.post_to("/skus/B-2/deduct", "e").result_int(), 201u);
+  }
+  remove_dir(dir);
+}
+
 // ---- cases 2 and 3: the store fails under load ---------------------------------------------
 
 // Why an answer given during an outage is not acceptable, or "" when it is: the upstream's
@@ -402,20 +541,6 @@ void expect_resumed(const Gateway& g, int n, std::chrono::seconds limit) {
 }
 
 // A Redis Cluster of the test's own.
-const char* const kRedisServer = "/usr/bin/redis-server";
-const char* const kRedisCli = "/usr/bin/redis-cli";
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::string redis_cli(unsigned short port, std::vector<std::string> args) {
-  args.insert(args.begin(), {kRedisCli, "-p", std::to_string(port)});
-  std::string out;
-  run(args, &out);
-  return out;
-}
-
 // A free loopback port whose cluster bus port (+10000) is free too.
 unsigned short free_cluster_port() {
   for (;;) {
