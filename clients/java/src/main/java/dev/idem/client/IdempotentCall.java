@@ -3,6 +3,8 @@ package dev.idem.client;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -47,7 +49,11 @@ import java.util.function.Supplier;
  * finds the key free rather than held or recovered). A commit that fails
  * after the work ran does not lose the result: it is returned ({@code stored} false in
  * {@link #execute}) and the commit is retried in the background (a commit with the same fence
- * is safe to repeat) until the gateway answers; a failed release is retried the same way.
+ * is safe to repeat) until the gateway answers or the claim would have expired anyway (lease +
+ * retention), extending the claim's lease with each try; meanwhile every repeat of the key
+ * through this object is replayed that result without asking the gateway, and the pending
+ * settles are tried again at once whenever the gateway answers another call. A failed
+ * release is retried the same way (docs/gateway.md, "When the store fails").
  *
  * <p>Results are stored as {@code {"json": "<the encoded result as JSON text>"}}, and an
  * uncertain record as {@code {"uncertain": true}}, so that no result can be mistaken for the
@@ -63,7 +69,7 @@ import java.util.function.Supplier;
 public final class IdempotentCall<T> implements AutoCloseable {
   private static final Duration FIRST_BACKOFF = Duration.ofMillis(2);
   private static final Duration MAX_BACKOFF = Duration.ofMillis(200);
-  private static final int SETTLE_ATTEMPTS = 20;
+  private static final long MAX_SETTLE_PAUSE_MS = 5000;
 
   private final Idem idem;
   private final ResultCodec<T> codec;
@@ -73,6 +79,10 @@ public final class IdempotentCall<T> implements AutoCloseable {
   private final boolean renew;
   private final OnUncertain onUncertain;
   private final ScheduledThreadPoolExecutor scheduler;
+  // Commits retried in the background, by scope and key: what repeats are answered from.
+  private final ConcurrentHashMap<String, JsonValue> pendingCommits = new ConcurrentHashMap<>();
+  // Every settle retried in the background, so that an answer from the gateway wakes them.
+  private final Set<Retry> retries = ConcurrentHashMap.newKeySet();
 
   private IdempotentCall(Builder<T> b) {
     this.idem = b.idem;
@@ -191,10 +201,17 @@ public final class IdempotentCall<T> implements AutoCloseable {
     final long deadline = System.nanoTime() + wait.toNanos();
     Duration backoff = FIRST_BACKOFF;
     for (;;) {
+      JsonValue held = pendingCommits.get(pendingId(scope, key));
+      if (held != null) {
+        // This object knows the first result; its commit is still on its way.
+        wakeRetries();
+        return replayed(held);
+      }
       final String owner = java.util.UUID.randomUUID().toString();
       BeginOutcome begun;
       try {
         begun = idem.begin(scope, key, fingerprint, lease, retention, owner);
+        wakeRetries();
       } catch (OutcomeUnknownException e) {
         // The begin may have claimed the key without telling us the fence: give any such
         // claim back, so that it does not hold the key until its lease ends and then look
@@ -332,9 +349,28 @@ public final class IdempotentCall<T> implements AutoCloseable {
       if (idem.commit(scope, key, fence, encoded, retention) == CommitOutcome.FENCED) return lost(value, attempt);
       return new CallOutcome.Executed<>(value, fence, attempt.recovered(), true, false, Optional.empty());
     } catch (NotAppliedException | OutcomeUnknownException e) {
-      settleLater(() -> idem.commit(scope, key, fence, encoded, retention), 1);
+      final String id = pendingId(scope, key);
+      pendingCommits.put(id, encoded);
+      settleLater(() -> {
+        try {
+          return idem.commit(scope, key, fence, encoded, retention);
+        } catch (NotAppliedException | OutcomeUnknownException failed) {
+          // Keep the claim while its result waits: past its lease another caller would
+          // take the key over as if the outcome were unknown.
+          try {
+            idem.extend(scope, key, fence, lease);
+          } catch (RuntimeException ignored) {
+            // the commit's failure is what is retried
+          }
+          throw failed;
+        }
+      }, () -> pendingCommits.remove(id, encoded));
       return new CallOutcome.Executed<>(value, fence, attempt.recovered(), false, false, Optional.of(e));
     }
+  }
+
+  private static String pendingId(String scope, String key) {
+    return scope.length() + ":" + scope + key;
   }
 
   private CallOutcome<T> lost(T value, Attempt a) {
@@ -347,26 +383,86 @@ public final class IdempotentCall<T> implements AutoCloseable {
   private void settle(Supplier<?> call) {
     try {
       call.get();
+      wakeRetries();
     } catch (NotAppliedException | OutcomeUnknownException e) {
-      settleLater(call, 1);
+      settleLater(call, () -> {});
     }
   }
 
-  private void settleLater(Supplier<?> call, int attempt) {
-    if (attempt > SETTLE_ATTEMPTS || scheduler.isShutdown()) return;
-    long delay = Math.min(100L << Math.min(attempt - 1, 6), 5000);  // 100 ms doubling to 5 s
-    try {
-      scheduler.schedule(() -> {
-        try {
-          call.get();
-        } catch (NotAppliedException | OutcomeUnknownException e) {
-          settleLater(call, attempt + 1);
-        } catch (RuntimeException e) {
-          // A mistake retrying cannot fix (unauthorized, protocol): the claim expires.
+  private void settleLater(Supplier<?> call, Runnable done) {
+    Retry r = new Retry(call, done, System.nanoTime() + lease.plus(retention).toNanos());
+    retries.add(r);
+    r.schedule(100);
+  }
+
+  /** Runs the pending settles now: the gateway answers again. */
+  private void wakeRetries() {
+    for (Retry r : retries) r.wake();
+  }
+
+  // One settle retried with pauses doubling from 100 ms to 5 s, until the gateway answers or
+  // the claim would have expired anyway; wake() cuts the pause short.
+  private final class Retry implements Runnable {
+    private final Supplier<?> call;
+    private final Runnable done;
+    private final long giveUpAt;
+    private long pauseMs = 100;
+    private ScheduledFuture<?> next;
+    private boolean running;
+    private boolean finished;
+
+    Retry(Supplier<?> call, Runnable done, long giveUpAt) {
+      this.call = call;
+      this.done = done;
+      this.giveUpAt = giveUpAt;
+    }
+
+    synchronized void schedule(long delayMs) {
+      if (finished) return;
+      try {
+        next = scheduler.schedule(this, delayMs, TimeUnit.MILLISECONDS);
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        finish();  // closed meanwhile: the claim expires after its lease
+      }
+    }
+
+    synchronized void wake() {
+      if (finished || running || next == null || next.getDelay(TimeUnit.MILLISECONDS) <= 0) return;
+      if (next.cancel(false)) {
+        pauseMs = 100;
+        schedule(0);
+      }
+    }
+
+    @Override
+    public void run() {
+      synchronized (this) {
+        if (finished) return;
+        running = true;
+      }
+      boolean again = false;
+      try {
+        call.get();
+      } catch (NotAppliedException | OutcomeUnknownException e) {
+        again = System.nanoTime() < giveUpAt && !scheduler.isShutdown();
+      } catch (RuntimeException e) {
+        // A mistake retrying cannot fix (unauthorized, protocol): the claim expires.
+      }
+      synchronized (this) {
+        running = false;
+        if (!again) {
+          finish();
+          return;
         }
-      }, delay, TimeUnit.MILLISECONDS);
-    } catch (java.util.concurrent.RejectedExecutionException e) {
-      // Closed meanwhile: the claim expires after its lease.
+        pauseMs = Math.min(pauseMs * 2, MAX_SETTLE_PAUSE_MS);
+        schedule(pauseMs);
+      }
+    }
+
+    private void finish() {
+      finished = true;
+      retries.remove(this);
+      done.run();
     }
   }
 }

@@ -16,13 +16,16 @@ import java.util.concurrent.atomic.AtomicInteger;
  * A proxy in front of a gateway's admin listener that loses answers: it forwards every
  * request, and while {@link #dropBegins} says so, reads the gateway's answer to a
  * {@code POST /v1/begin} and closes the client's connection instead of passing it on. The
- * gateway applied the call; the client saw its connection end (a lost answer). It reads HTTP/1.1
+ * gateway applied the call; the client saw its connection end (a lost answer). While
+ * {@link #refuseCommits} says so, commits are not forwarded at all (a gateway whose store
+ * cannot take writes). It reads HTTP/1.1
  * framed by Content-Length only, which is all the control API and its Java client send.
  */
 final class AnswerDroppingProxy implements AutoCloseable {
   private final ServerSocket server;
   private final int target;
   private final AtomicInteger beginsToDrop = new AtomicInteger();
+  private volatile boolean refuseCommits;
   private final Thread acceptor;
 
   AnswerDroppingProxy(int targetPort) throws IOException {
@@ -40,6 +43,11 @@ final class AnswerDroppingProxy implements AutoCloseable {
   /** The answers of the next {@code n} begins are lost. */
   void dropBegins(int n) {
     beginsToDrop.set(n);
+  }
+
+  /** While set, a {@code POST /v1/commit} is not forwarded: its connection just ends. */
+  void refuseCommits(boolean refuse) {
+    refuseCommits = refuse;
   }
 
   private void acceptLoop() {
@@ -64,12 +72,13 @@ final class AnswerDroppingProxy implements AutoCloseable {
       for (;;) {
         byte[] request = readMessage(fromClient);
         if (request == null) return;
+        String head = new String(request, 0, Math.min(request.length, 32), StandardCharsets.ISO_8859_1);
+        if (refuseCommits && head.startsWith("POST /v1/commit ")) return;  // not applied
         toUpstream.write(request);
         toUpstream.flush();
         byte[] answer = readMessage(fromUpstream);
         if (answer == null) return;
-        boolean begin = new String(request, 0, Math.min(request.length, 32), StandardCharsets.ISO_8859_1)
-            .startsWith("POST /v1/begin ");
+        boolean begin = head.startsWith("POST /v1/begin ");
         if (begin && beginsToDrop.getAndUpdate(n -> Math.max(0, n - 1)) > 0) return;  // the answer is lost
         toClient.write(answer);
         toClient.flush();

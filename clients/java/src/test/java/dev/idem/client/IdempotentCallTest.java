@@ -52,6 +52,40 @@ class IdempotentCallTest extends GatewayTest {
     }
   }
 
+  // The commit cannot land for longer than the lease: the call keeps the result and the
+  // claim. A repeat through the same object is replayed the result without the gateway;
+  // another caller finds the key in progress (the lease was extended), never an expired
+  // claim to run again; once commits land the record holds the first result
+  // (docs/gateway.md, "When the store fails").
+  @Test
+  void aCommitThatCannotLandKeepsItsResultAndItsClaim() throws Exception {
+    String key = fresh();
+    try (AnswerDroppingProxy proxy = new AnswerDroppingProxy(gateway.adminUri().getPort())) {
+      Idem lossy = Idem.builder().baseUri(proxy.uri()).token(GatewayProcess.TOKEN)
+          .requestTimeout(Duration.ofSeconds(10)).build();
+      Duration lease = Duration.ofMillis(300);
+      try (IdempotentCall<Long> call = IdempotentCall.builder(lossy, ResultCodec.longs()).lease(lease).build();
+          IdempotentCall<Long> other = IdempotentCall.builder(idem, ResultCodec.longs()).lease(lease)
+              .onUncertain(OnUncertain.RETRY).wait(Duration.ZERO).build()) {
+        AtomicInteger runs = new AtomicInteger();
+        proxy.refuseCommits(true);
+        CallOutcome<Long> first = call.execute("orders", key, "fp", a -> (long) runs.incrementAndGet() + 41);
+        assertFalse(assertInstanceOf(CallOutcome.Executed.class, first).stored());
+        sleep(1000);  // three leases without a commit: the outage outlasting the lease is the subject
+        assertInstanceOf(CallOutcome.InProgress.class, other.execute("orders", key, "fp", a -> (long) runs.incrementAndGet()),
+            "another caller did not take the key over");
+        CallOutcome<Long> repeat = call.execute("orders", key, "fp", a -> (long) runs.incrementAndGet());
+        assertEquals(42L, assertInstanceOf(CallOutcome.Replayed.class, repeat).value(), "replayed from memory");
+        proxy.refuseCommits(false);
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (idem.getRecord("orders", key).map(r -> !r.state().equals("done")).orElse(true) && System.nanoTime() < until) sleep(20);
+        assertEquals(42L, assertInstanceOf(CallOutcome.Replayed.class,
+            other.execute("orders", key, "fp", a -> (long) runs.incrementAndGet())).value());
+        assertEquals(1, runs.get());
+      }
+    }
+  }
+
   @Test
   void thirtyTwoCallersOnOneKeyRunItOnceAndAllGetItsResult() throws Exception {
     final int callers = 32;
