@@ -241,8 +241,10 @@ class ClaimRunner {
                                         std::string result = {},
                                         std::optional<TokenRestore> restore = std::nullopt);
 
-  // True while settles or give-backs are retried in the background.
-  bool settling() const noexcept { return background_.load() > 0; }
+  // True while settles or give-backs are retried in the background and the store has not
+  // answered them yet (a give-back that goes on looking for a late begin's claim after the
+  // store answered does not count: a shutdown drain need not wait for it).
+  bool settling() const noexcept { return unanswered_.load() > 0; }
   // Bytes of results held by pending commits.
   std::size_t settling_bytes() const noexcept { return background_bytes_.load(); }
 
@@ -287,6 +289,7 @@ class ClaimRunner {
   std::atomic<std::uint64_t> calls_{0};
   ClaimRunnerLimits limits_;
   std::atomic<std::int64_t> background_{0};
+  std::atomic<std::int64_t> unanswered_{0};  // of background_, those the store never answered
   std::atomic<std::size_t> background_bytes_{0};
   std::mutex pending_mu_;
   std::unordered_map<std::string, std::shared_ptr<Pending>> pending_;  // by scope and key; the latest

@@ -552,6 +552,7 @@ void ClaimRunner::settle_later(std::string scope, std::string key, std::string o
   p->result = std::move(result);
   p->held_bytes = p->result.size();
   ++background_;
+  ++unanswered_;
   {
     std::lock_guard lock(pending_mu_);
     background_bytes_ += p->held_bytes;
@@ -613,7 +614,10 @@ awaitable<void> ClaimRunner::retry_pending(std::shared_ptr<Pending> p) {
       AbandonArgs args{p->scope, p->key, p->owner};
       auto call = async_abandon(store_, std::move(args), use_awaitable);
       Result<ReleaseOutcome> r = co_await observe("abandon", std::move(call), false);
-      if (r) answered = true;
+      if (r && !answered) {
+        answered = true;
+        --unanswered_;  // from here on it only looks for a late claim
+      }
       if (r && (*r == ReleaseOutcome::released || Steady::now() >= look_until)) break;
     }
     if (bg_->wakes != wakes) {
@@ -640,6 +644,7 @@ awaitable<void> ClaimRunner::retry_pending(std::shared_ptr<Pending> p) {
   const bool by_us = !p->finished.load();
   forget(p);
   // No longer settling before anyone hears that it is settled.
+  if (!(answered && p->fence == 0 && !commits(p->how))) --unanswered_;
   --background_;
   if (answered && by_us) after_settle(p->scope, p->key);
 }

@@ -472,6 +472,8 @@ TEST(PendingSettle, ABeginThatReachesTheStoreAfterItsGiveBackLeavesNoGhostClaim)
   const ClaimPolicy p{3s, 24h, false, OnUncertain::hold, kMarker};
   store.delay_lost_begin_ms = 300;
   EXPECT_EQ(run(runner.acquire("s", "k", "", p)).step, BeginStep::unknown);
+  // Once the store answered the give-back, a shutdown drain need not wait for its looking.
+  EXPECT_TRUE(testutil::eventually([&] { return !runner.settling(); }, 2s));
   // The first give-back found nothing; the begin lands 300 ms later, with a claim nobody
   // works under, which after its lease would make the key uncertain under hold.
   ASSERT_TRUE(testutil::eventually([&] { return store.late_claims.load() == 1; }, 2s));
