@@ -31,6 +31,7 @@
 #include "gateway/gateway.h"
 #include "gateway/http/server.h"
 #include "gateway/http/upstream.h"
+#include "gateway/record_drift.h"
 #include "gateway/route.h"
 #include "idem/open.h"
 #include "idem/store_uri.h"
@@ -324,18 +325,61 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   return kOk;
 }
 
-// `idem check FILE [--strict]`: the config as `idem serve` would read it, except that
-// without --strict an unset variable is a warning (the machine checking a config often
-// does not hold its secrets).
-int check(const std::string& file, bool strict) {
+// How many live records `idem check --store` reads at most: enough to meet every key space
+// in use, bounded so that a check never walks a large store.
+constexpr std::size_t kDriftSample = 10'000;
+
+// The records of the store at `uri` that `c`'s routes would orphan or misread
+// (gateway/record_drift.h), one warning per finding, from a sample of at most
+// kDriftSample live records. nullopt when the store could not be read (said on standard
+// error).
+std::optional<std::vector<std::string>> store_drift(const Config& c, const std::string& uri) {
+  auto store = open_or_die(uri);
+  if (!store) return std::nullopt;
+  std::vector<Record> sample;
+  ListArgs args;
+  args.limit = kMaxListLimit;
+  bool complete = false;
+  while (!complete && sample.size() < kDriftSample) {
+    auto page = store->list(args);
+    if (!page) {
+      report(page.status(), uri);
+      return std::nullopt;
+    }
+    for (Record& r : page->records)
+      if (sample.size() < kDriftSample) sample.push_back(std::move(r));
+    args.cursor = std::move(page->next_cursor);
+    complete = args.cursor.empty();
+  }
+  std::vector<std::string> warnings;
+  for (const DriftFinding& f : find_drift(c.routes, sample))
+    warnings.push_back("store " + redact_uri(uri) + ": " + describe(f));
+  std::cout << redact_uri(uri) << ": " << sample.size() << " live record" << (sample.size() == 1 ? "" : "s")
+            << (complete ? "" : " sampled") << " checked\n";
+  return warnings;
+}
+
+// `idem check FILE [--strict] [--store URI]`: the config as `idem serve` would read it,
+// except that without --strict an unset variable is a warning (the machine checking a
+// config often does not hold its secrets). With --store, also the store's live records
+// this config would orphan or misread (store_drift): warnings, errors under --strict.
+int check(const std::string& file, bool strict, const std::string& store_uri) {
   std::vector<ConfigError> warnings;
   try {
     Config c = load_config_file(file, {.strict = strict, .warnings = &warnings});
     require_admin_token_off_loopback(c);
     for (const ConfigError& w : warnings) std::cerr << "idem: warning: " << w.what() << "\n";
+    std::vector<std::string> drift;
+    if (!store_uri.empty()) {
+      auto found = store_drift(c, store_uri);
+      if (!found) return kRuntime;
+      drift = std::move(*found);
+      for (const std::string& d : drift) std::cerr << "idem: " << (strict ? "" : "warning: ") << d << "\n";
+      if (strict && !drift.empty()) return kUsage;
+    }
+    const std::size_t n = warnings.size() + drift.size();
     std::cout << file << ": ok (" << c.routes.size() << " route" << (c.routes.size() == 1 ? "" : "s");
-    if (!warnings.empty())
-      std::cout << ", " << warnings.size() << " warning" << (warnings.size() == 1 ? "" : "s");
+    if (n != 0) std::cout << ", " << n << " warning" << (n == 1 ? "" : "s");
     std::cout << ")\n";
     return kOk;
   } catch (const ConfigError& e) {
@@ -370,7 +414,12 @@ int main(int argc, char** argv) {
   auto* check_cmd = app.add_subcommand("check", "Validate a config file");
   check_cmd->add_option("FILE", check_file, "YAML config file")->required();
   check_cmd->add_flag("--strict", check_strict,
-                      "Unset environment variables (token_env, ${NAME}) are errors, not warnings");
+                      "Unset environment variables (token_env, ${NAME}) and --store's findings are errors, "
+                      "not warnings");
+  std::string check_store;
+  check_cmd->add_option("--store", check_store,
+                        "Also read live records of this store (at most 10,000) and warn of those this config "
+                        "would orphan or misread");
 
   std::string record_store, record_scope, record_key_space, record_key;
   auto* record_cmd = app.add_subcommand("record", "Inspect or remove a record");
@@ -416,7 +465,7 @@ int main(int argc, char** argv) {
     if (!admin_addr.empty()) flags.admin = admin_addr;
     return serve(config_file, flags);
   }
-  if (*check_cmd) return check(check_file, check_strict);
+  if (*check_cmd) return check(check_file, check_strict, check_store);
   if (*list_cmd)
     return list_records(list_store, list_key_space, list_state, list_uncertain, list_limit,
                         std::move(list_cursor));

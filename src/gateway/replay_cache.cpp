@@ -49,7 +49,8 @@ ReplayCache::Ticket ReplayCache::ticket() const {
   // then (also one before this ticket: the safe side) makes the entry unusable.
   const std::uint64_t seen = foreign_seen_.load(std::memory_order_acquire);
   return Ticket{generation_.load(std::memory_order_acquire),
-                seen == kUnknown ? std::nullopt : std::optional<std::uint64_t>(seen), clock_->now()};
+                seen == kUnknown ? std::nullopt : std::optional<std::uint64_t>(seen), clock_->now(),
+                std::chrono::steady_clock::now()};
 }
 
 void ReplayCache::put(const Ticket& ticket, std::string_view scope, std::string_view key,
@@ -63,6 +64,7 @@ void ReplayCache::put(const Ticket& ticket, std::string_view scope, std::string_
   if (e.size > max_bytes_ / kShards) return;  // would push out a whole shard
   e.stored = std::move(stored);
   e.expires_at = ticket.taken + lives;
+  e.ends = ticket.steady + lives;
   // Valid while nobody else has written since the ticket: get() compares, so a put asks
   // the store nothing.
   e.foreign = ticket.foreign ? *ticket.foreign : kUnknown;
@@ -94,7 +96,8 @@ std::shared_ptr<const std::string> ReplayCache::get(std::string_view scope, std:
     auto found = s.index.find(std::string_view(id));
     if (found == s.index.end()) return nullptr;
     auto it = found->second;
-    if (clock_->now() >= it->expires_at || std::chrono::steady_clock::now() >= it->fresh_until) {
+    const auto steady = std::chrono::steady_clock::now();
+    if (steady >= it->ends || clock_->now() >= it->expires_at || steady >= it->fresh_until) {
       drop(s, it);
       return nullptr;
     }

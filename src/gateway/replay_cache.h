@@ -6,7 +6,10 @@
 //   - the record has not expired: an entry lives at most the route's retention from a
 //     moment before its commit (the store's expiry is measured from the commit itself),
 //     or what the store said the record still lives from a moment before the begin that
-//     replayed it;
+//     replayed it. That life is counted on the monotonic clock (steady_clock), so no step
+//     of the wall clock can stretch it; the store's clock (`clock`) can only shorten it
+//     (for memory and SQLite it is the clock the record expires by, so a step forward
+//     ends the entry with the record);
 //   - it was not removed through this gateway (the admin API's DELETE erases it);
 //   - nobody else may have written the store since: stores that can tell (memory, SQLite:
 //     Store::foreign_writes()) empty the cache when another process writes the file, so
@@ -44,7 +47,7 @@ class ReplayCache {
   };
 
   // `store` must outlive the cache; `clock` is the one the store measures expiry by (the
-  // system clock when null).
+  // system clock when null). Entries' lives are counted on steady_clock besides.
   ReplayCache(const Store& store, Options options, std::shared_ptr<const Clock> clock = nullptr);
 
   bool enabled() const noexcept { return max_bytes_ > 0; }
@@ -54,7 +57,8 @@ class ReplayCache {
   struct Ticket {
     std::uint64_t generation = 0;
     std::optional<std::uint64_t> foreign;
-    TimePoint taken{};
+    TimePoint taken{};                               // by `clock`
+    std::chrono::steady_clock::time_point steady{};  // the same moment, monotonic
   };
   Ticket ticket() const;
 
@@ -81,7 +85,8 @@ class ReplayCache {
     std::string id;
     std::string fingerprint;
     std::shared_ptr<const std::string> stored;
-    TimePoint expires_at;
+    TimePoint expires_at;                               // by `clock`: may only shorten its life
+    std::chrono::steady_clock::time_point ends;         // its life from the ticket, monotonic
     std::chrono::steady_clock::time_point fresh_until;  // shared stores: shared_ttl after put
     std::uint64_t foreign;  // the store's foreign writes at its ticket (kUnknown: cannot tell)
     std::size_t size;

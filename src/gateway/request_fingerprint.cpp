@@ -5,12 +5,17 @@
 
 namespace idem::gateway {
 
+const std::string& none_fingerprint() {
+  static const std::string fingerprint = Fingerprinter().add("none").finish();
+  return fingerprint;
+}
+
 ProblemOr<std::string> request_fingerprint(const FingerprintRule& rule, RequestContext& request) {
   const RequestView& r = request.request();
   Fingerprinter fp;
   switch (rule.kind) {
     case FingerprintRule::Kind::none:
-      return std::string();
+      return none_fingerprint();
     case FingerprintRule::Kind::body: {
       fp.add("body").add(r.method).add(r.target);
       std::optional<std::string> content_type = find_header(r.headers, "Content-Type");

@@ -35,7 +35,7 @@ struct Identity {
   // stored_key(route.key_space, key): what record and lock operations take, so that no
   // key a client chooses reaches the records of another key space.
   std::string record_key;
-  std::string fingerprint;  // 16 bytes; "" under fingerprint: none and in lock mode
+  std::string fingerprint;  // 16 bytes (none_fingerprint() under `none`); "" in lock mode
 };
 
 struct Decision {

@@ -45,9 +45,7 @@ std::string unique_name(const char* what) {
   return std::string(what) + std::to_string(::getpid()) + "_" + std::to_string(++n);
 }
 
-std::string gateway_config(unsigned short listen, unsigned short admin, unsigned short upstream,
-                           const std::string& store) {
-  return config_head(listen, upstream, admin, store) + R"(defaults:
+constexpr const char* kRoutes = R"(defaults:
   lease: 10s
   wait: 10s
   upstream_timeout: 5s
@@ -61,20 +59,27 @@ routes:
     match: { method: POST, path: /pass }
     on_store_error: pass
 )";
-}
+
+// How a test's gateway differs from the others.
+struct Launch {
+  std::string clock_offset{};    // libfaketime's FAKETIME ("-30s"): a fixed offset
+  std::string clock_file{};      // or a FAKETIME_TIMESTAMP_FILE the test rewrites while it runs
+  std::string config = kRoutes;  // what follows listen, upstream, store and admin
+};
 
 // One `idem serve` on free ports, optionally under libfaketime with a clock offset.
 struct Gateway {
   unsigned short port = free_port();
   unsigned short admin = free_port();
+  std::string config;  // its file
   std::unique_ptr<Process> process;
 
   Gateway(const std::string& dir, int index, unsigned short upstream, const std::string& store,
-          const std::string& clock_offset = "") {
-    const std::string config = dir + "/idem-" + std::to_string(index) + ".yaml";
-    write_file(config, gateway_config(port, admin, upstream, store));
+          const Launch& launch = {})
+      : config(dir + "/idem-" + std::to_string(index) + ".yaml") {
+    write_file(config, config_head(port, upstream, admin, store) + launch.config);
     std::vector<std::string> argv{IDEM_BIN, "serve", "--config", config};
-    if (!clock_offset.empty()) {
+    if (!launch.clock_offset.empty() || !launch.clock_file.empty()) {
       // libfaketime is preloaded ahead of the sanitizer runtimes in ASan builds: allow it.
       const char* asan = std::getenv("ASAN_OPTIONS");
       const std::string options =
@@ -82,8 +87,15 @@ struct Gateway {
       // env execs the gateway itself (the faketime command would fork it, and killing the
       // wrapper would leave the gateway running): one process, libfaketime preloaded.
       argv.insert(argv.begin(), {"/usr/bin/env", "ASAN_OPTIONS=" + options,
-                                 "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
-                                 "FAKETIME=" + clock_offset});
+                                 "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"});
+      if (!launch.clock_offset.empty()) {
+        argv.insert(argv.begin() + 3, "FAKETIME=" + launch.clock_offset);
+      } else {
+        // Read on every call (no cache), and only the wall clock moves: steady_clock is
+        // the process's own.
+        argv.insert(argv.begin() + 3, {"FAKETIME_TIMESTAMP_FILE=" + launch.clock_file, "FAKETIME_NO_CACHE=1",
+                                       "FAKETIME_DONT_FAKE_MONOTONIC=1"});
+      }
     }
     process = std::make_unique<Process>(argv, dir + "/idem-" + std::to_string(index) + ".log");
   }
@@ -106,10 +118,15 @@ class ManyGateways : public ::testing::TestWithParam<SharedStore> {
     if (!dir_.empty()) remove_dir(dir_);
   }
   void start(int n, const std::vector<std::string>& clock_offsets = {}) {
-    for (int i = 0; i < n; ++i) {
-      const std::string offset = i < static_cast<int>(clock_offsets.size()) ? clock_offsets[i] : "";
-      gateways_.push_back(std::make_unique<Gateway>(dir_, i, upstream_->port(), store_, offset));
-    }
+    std::vector<Launch> launches(n);
+    for (int i = 0; i < n && i < static_cast<int>(clock_offsets.size()); ++i)
+      launches[i].clock_offset = clock_offsets[i];
+    start(launches);
+  }
+  void start(const std::vector<Launch>& launches) {
+    for (const Launch& launch : launches)
+      gateways_.push_back(std::make_unique<Gateway>(dir_, static_cast<int>(gateways_.size()),
+                                                    upstream_->port(), store_, launch));
     for (auto& g : gateways_)
       ASSERT_TRUE(wait_healthy(g->admin, 10000)) << "a gateway did not start; see " << dir_;
   }
@@ -234,6 +251,96 @@ TEST_P(ManyGateways, GatewaysWhoseClocksDifferBySixtySecondsAgreeOnLeasesAndExpi
   EXPECT_EQ(again.result_int(), 201u);
   EXPECT_EQ(header(again, "Idempotent-Replayed"), "") << "an expired record was still replayed";
   EXPECT_EQ(executions(stale), 2);
+}
+
+// A rolling config change (issue 7): two gateways on one store whose route differs in its
+// fingerprint rule refuse each other's records (422 key-reused) instead of replaying one
+// body's response to another; and `idem check --store` reports the records each config
+// would misread or orphan (here a subject gained, which no request could refuse).
+TEST_P(ManyGateways, ARouteWhoseSemanticsDifferBetweenGatewaysIsRefusedOrReported) {
+  auto routes = [](const char* fingerprint, const char* subject) {
+    return std::string(
+               "routes:\n  - name: orders\n    match: { method: POST, path: /orders }\n    fingerprint: ") +
+           fingerprint + "\n  - name: scoped\n    match: { method: POST, path: /scoped }\n" + subject;
+  };
+  ASSERT_NO_FATAL_FAILURE(
+      start({Launch{.config = routes("body", "")},
+             Launch{.config = routes("none", "    subject: header-hash:Authorization\n")}}));
+  const Gateway& body = *gateways_[0];
+  const Gateway& none = *gateways_[1];
+  auto send = [&](const Gateway& g, const std::string& key, const std::string& payload) {
+    return request(g.port, verb::post, "/orders",
+                   {{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, payload);
+  };
+
+  const std::string first_body = unique_name("fp-body-");
+  ASSERT_EQ(send(body, first_body, R"({"sku":1})").result_int(), 201u);
+  Response other = send(none, first_body, R"({"sku":2})");
+  EXPECT_EQ(other.result_int(), 422u) << "replayed another body's response: " << other.body();
+  EXPECT_EQ(problem_type(other), "urn:idem:problem:key-reused");
+  EXPECT_EQ(executions(first_body), 1);
+
+  const std::string first_none = unique_name("fp-none-");
+  ASSERT_EQ(send(none, first_none, R"({"sku":1})").result_int(), 201u);
+  Response same = send(none, first_none, R"({"sku":2})");
+  EXPECT_EQ(header(same, "Idempotent-Replayed"), "true") << "two requests under none match";
+  Response reused = send(body, first_none, R"({"sku":2})");
+  EXPECT_EQ(reused.result_int(), 422u) << reused.body();
+  EXPECT_EQ(executions(first_none), 1);
+
+  // The subject: the same request runs on both (two scopes, two records); the check sees it.
+  ASSERT_EQ(post(body, "/scoped", unique_name("scoped-")).result_int(), 201u);
+  std::string out;  // run() appends
+  EXPECT_EQ(run({IDEM_BIN, "check", none.config, "--store", store_}, &out), 0) << out;
+  EXPECT_NE(out.find("warning: store"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 record in key space 'scoped' with a scope no route"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 record in key space 'orders' fingerprinted under another rule"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("3 live records checked"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "check", "--strict", none.config, "--store", store_}, &out), 2) << out;
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "check", body.config, "--store", store_}, &out), 0) << out;
+  EXPECT_EQ(out.find("'scoped'"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 record in key space 'orders' fingerprinted under another rule"), std::string::npos)
+      << out;
+}
+
+// A gateway whose wall clock steps back 1 h while it runs (libfaketime reading a file the
+// test rewrites; steady_clock left alone) must not replay a record from memory past its
+// expiry: the other gateway has run the key again by then. shared_ttl is an hour, so only
+// the entry's own life can end it.
+TEST_P(ManyGateways, AGatewayWhoseClockStepsBackDoesNotReplayAnExpiredRecordFromMemory) {
+  const std::string clock = dir_ + "/faketime";
+  write_file(clock, "+0\n");
+  const std::string config = std::string("replay_cache:\n  shared_ttl: 1h\n") + kRoutes;
+  ASSERT_NO_FATAL_FAILURE(start({Launch{.clock_file = clock, .config = config}, Launch{.config = config}}));
+  const Gateway& stepped = *gateways_[0];
+  const Gateway& other = *gateways_[1];
+
+  const std::string key = unique_name("step-");
+  ASSERT_EQ(post(stepped, "/short", key).result_int(), 201u);
+  ASSERT_EQ(header(post(stepped, "/short", key), "Idempotent-Replayed"), "true");
+  write_file(clock, "-3600\n");
+  std::this_thread::sleep_for(4s);  // the retention (3 s) passes: real time is what is tested
+  Response again = post(other, "/short", key);
+  ASSERT_EQ(again.result_int(), 201u);
+  ASSERT_EQ(header(again, "Idempotent-Replayed"), "") << "the record outlived its retention in the store";
+  Response r = post(stepped, "/short", key);
+  EXPECT_EQ(r.body(), again.body()) << "replayed the expired first answer from memory";
+  EXPECT_EQ(executions(key), 2);
+  // Its request log says the step took effect: the third line (flushed within a second)
+  // is an hour before the first.
+  std::vector<std::string> hours;  // "2026-12-05T12" of each line
+  for (const auto until = Clock::now() + 5s; hours.size() < 3 && Clock::now() < until;) {
+    std::this_thread::sleep_for(100ms);
+    hours.clear();
+    const std::string log = read_text(dir_ + "/idem-0.log");
+    for (std::size_t at = 0; (at = log.find("{\"time\":\"", at)) != std::string::npos; at += 9)
+      hours.push_back(log.substr(at + 9, 13));
+  }
+  ASSERT_EQ(hours.size(), 3u) << read_text(dir_ + "/idem-0.log");
+  EXPECT_NE(hours[0], hours[2]) << "the clock did not step back (libfaketime not in effect?)";
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ManyGateways,

@@ -1,6 +1,6 @@
 // The replay cache (docs/gateway.md, "Replays from memory"): what it serves, and the three
-// things that end an entry: expiry on the store's clock, a removal (also one racing with a
-// put), and a write by someone else.
+// things that end an entry: expiry (monotonic, never stretched by the wall clock), a removal (also one racing
+// with a put), and a write by someone else.
 #include "gateway/replay_cache.h"
 
 #include <gtest/gtest.h>
@@ -62,6 +62,32 @@ TEST_F(ReplayCacheTest, NeverServesAResultPastItsExpiry) {
   clock_->advance(1us);
   EXPECT_FALSE(c.get("s", "k", "fp")) << "served at retention after the ticket";
   EXPECT_EQ(c.bytes(), 0u) << "an expired entry is dropped when met";
+}
+
+// A gateway whose wall clock steps back (an NTP correction, a VM restored) must not keep
+// an answer past the record's expiry: on a shared store another gateway runs the key again
+// once the record is gone. The life is counted on the monotonic clock; the wall clock
+// going back 1 h changes nothing.
+TEST_F(ReplayCacheTest, AWallClockSteppedBackDoesNotStretchAnEntry) {
+  for (bool shared : {false, true}) {
+    store_.shared = shared;
+    ReplayCache c = make({.max_bytes = 1 << 20, .shared_ttl = 1h});
+    c.put(c.ticket(), "s", "k", "fp", bytes("r"), 50ms);
+    ASSERT_TRUE(c.get("s", "k", "fp")) << shared;
+    clock_->advance(-1h);
+    std::this_thread::sleep_for(60ms);  // real time passes the entry's 50 ms
+    EXPECT_FALSE(c.get("s", "k", "fp")) << "served 1 h past its life (shared: " << shared << ")";
+    clock_->advance(1h);
+  }
+}
+
+// The wall clock may only shorten an entry: for memory and SQLite it is the clock the
+// record expires by, so a step forward ends the entry with the record.
+TEST_F(ReplayCacheTest, AWallClockSteppedForwardEndsAnEntryWithItsRecord) {
+  ReplayCache c = make();
+  c.put(c.ticket(), "s", "k", "fp", bytes("r"), 1h);
+  clock_->advance(1h);
+  EXPECT_FALSE(c.get("s", "k", "fp"));
 }
 
 TEST_F(ReplayCacheTest, KeepsNothingThatDoesNotLive) {

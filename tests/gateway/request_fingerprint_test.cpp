@@ -166,9 +166,25 @@ TEST(FieldsFingerprint, FieldsArePositional) {
   EXPECT_NE(fp(fields({"{header.X-Amount}"}), h), fp(fields({"{header.X-Other}"}), h));
 }
 
-TEST(NoneFingerprint, IsEmpty) {
+// `none` names itself: every request under it matches every other (any method, target,
+// body), and none matches a record another rule wrote, so a route whose `fingerprint`
+// differs between two gateways answers key-reused rather than replaying another body's
+// response (the store matches an empty fingerprint with everything).
+TEST(NoneFingerprint, IsOneNonEmptyFingerprintThatNoOtherRuleProduces) {
+  const FingerprintRule none = rule(FingerprintRule::Kind::none);
   TestRequest r = post("/x", "not even json");
-  EXPECT_EQ(fp(rule(FingerprintRule::Kind::none), r), "");
+  TestRequest s = post("/y?q=1", R"({"a": 1})", "");
+  s.method = "PUT";
+  const std::string f = fp(none, r);
+  EXPECT_EQ(f.size(), 32u) << "16 bytes, never the empty fingerprint that matches everything";
+  EXPECT_EQ(f, to_hex(none_fingerprint()));
+  EXPECT_EQ(f, fp(none, s)) << "two requests under none match";
+  for (TestRequest* req : {&r, &s}) {
+    for (auto kind : {FingerprintRule::Kind::body, FingerprintRule::Kind::json}) {
+      EXPECT_NE(fp(rule(kind), *req), f);
+    }
+    EXPECT_NE(fp(fields({"{json.a}"}), *req), f);
+  }
 }
 
 TEST(Fingerprint, RulesNeverCollide) {

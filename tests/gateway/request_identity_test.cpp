@@ -198,10 +198,10 @@ TEST(Identity, LockModeHasNoFingerprint) {
   EXPECT_EQ(decide(r), "protect |stock:A-1|0");
 }
 
-TEST(Identity, FingerprintNone) {
+TEST(Identity, FingerprintNoneIsNamedNotEmpty) {
   TestRequest r = post("/nofp");
   r.header("Idempotency-Key", "k");
-  EXPECT_EQ(decide(r), "protect |k|0");
+  EXPECT_EQ(decide(r), "protect |k|16");
 }
 
 TEST(Identity, JsonFingerprintReadsTheBodyOnceWithTheKey) {
