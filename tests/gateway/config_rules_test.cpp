@@ -462,6 +462,16 @@ TEST(ConfigRules, KeySpaces) {
             "idem.yaml:4: routes[0].key_space: " + why);
   EXPECT_EQ(error(head + "    key_space: " + std::string(64, 'k') + "\n"), "no error");
   EXPECT_EQ(error(head + "    key_space: [a]\n").substr(0, 30), "idem.yaml:4: routes[0].key_spa");
+  // A route's name is its key space unless it has one: a longer name would store keys longer
+  // than every store holds (idem/limits.h).
+  const auto named = [](const std::string& name) {
+    return "routes:\n  - name: " + name + "\n    match: {method: POST, path: /o}\n";
+  };
+  EXPECT_EQ(error(named(std::string(64, 'n'))), "no error");
+  EXPECT_EQ(error(named(std::string(65, 'n'))),
+            "idem.yaml:2: routes[0].name: a route's records are kept under its name, and a key space is at "
+            "most 64 characters: give this route a shorter name or a key_space");
+  EXPECT_EQ(error(named(std::string(65, 'n')) + "    key_space: short\n"), "no error");
 }
 
 TEST(ConfigRules, DefaultTemplatesAreCheckedAgainstEveryRoute) {

@@ -262,6 +262,10 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
   if (const Entry* e = find(es, "key_space")) {
     r.key_space = scalar(*e, "a key space name");
     if (!is_key_space(r.key_space)) fail(*e, "a key space is 1-64 letters, digits, '-', '_' and '.'");
+  } else if (!is_key_space(r.key_space)) {
+    fail(name,
+         "a route's records are kept under its name, and a key space is at most 64 characters: give "
+         "this route a shorter name or a key_space");
   }
 
   const Entry& match = require(es, "match", at);
