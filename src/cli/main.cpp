@@ -66,6 +66,12 @@ void report(const Status& s, const std::string& uri) {
   std::cerr << "idem: " << redact_secrets(s.to_string(), uri) << "\n";
 }
 
+// A malformed URI, or a store that refuses its configuration (wrong credentials, a Redis that
+// may evict keys: docs/stores.md) is a configuration error (exit 2), not a runtime failure.
+bool is_config_error(const Status& s) {
+  return s.code() == StatusCode::invalid_argument || s.code() == StatusCode::failed_precondition;
+}
+
 // nullptr when the store cannot be opened (said on standard error); `exit_code` then tells
 // a configuration error (2: the store refused what it was asked to be, failed_precondition,
 // e.g. a Redis that may evict keys, or wrong credentials) from a runtime failure (1: e.g.
@@ -170,9 +176,9 @@ asio::awaitable<void> flush_log_periodically(Gateway& gateway) {
 // SIGHUP (docs/operations.md, "Reloading the config"): the file is read again; its routes,
 // policies, tokens and admin token apply to new requests. Listeners, store, upstream and
 // replay cache stay as they started (changing them needs a restart, which the log says).
-// An invalid file changes nothing.
-void reload(const std::string& config_file, const CliOverrides& flags, Gateway& gateway, Admin& admin,
-            Metrics& metrics) {
+// An invalid file, or one with a max_result the store cannot hold, changes nothing.
+void reload(const std::string& config_file, const CliOverrides& flags, const Store& store, Gateway& gateway,
+            Admin& admin, Metrics& metrics) {
   if (config_file.empty()) {
     std::cerr << "idem: SIGHUP: there is no --config file to reload" << std::endl;
     return;
@@ -183,6 +189,7 @@ void reload(const std::string& config_file, const CliOverrides& flags, Gateway& 
     next = load_config_file(config_file);
     apply_overrides(next, flags);
     require_upstream(next);
+    require_store_holds_results(next, store.max_result_bytes(), store.traits().name);
   } catch (const ConfigError& e) {
     std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
     metrics.count_reload(false);
@@ -238,6 +245,14 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   std::unique_ptr<Store> store;
   if (auto opened = open_store(config.store)) {
     store = std::move(*opened);
+    // A store reached only later is not checked: responses it cannot hold are then
+    // answered and not stored (docs/configuration.md, max_result).
+    try {
+      require_store_holds_results(config, store->max_result_bytes(), store->traits().name);
+    } catch (const ConfigError& e) {
+      std::cerr << "idem: " << e.what() << "\n";
+      return kUsage;
+    }
   } else if (const auto code = opened.status().code();
              code == StatusCode::unavailable || code == StatusCode::deadline_exceeded) {
     const std::string uri = config.store;
@@ -254,10 +269,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   } else {
     std::cerr << "idem: cannot open store " << redact_uri(config.store) << ": "
               << redact_secrets(opened.status().to_string(), config.store) << "\n";
-    // A malformed URI, or a store that refuses its configuration (wrong credentials, a
-    // Redis that may evict keys: docs/stores.md) is a configuration error.
-    return code == StatusCode::invalid_argument || code == StatusCode::failed_precondition ? kUsage
-                                                                                           : kRuntime;
+    return is_config_error(opened.status()) ? kUsage : kRuntime;
   }
 
   IoPool pool(std::max(1u, std::thread::hardware_concurrency()));
@@ -309,7 +321,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   on_reload = [&](const boost::system::error_code& ec, int) {
     if (ec) return;
     cli::notify_reloading();
-    reload(config_file, flags, gateway, admin, metrics);
+    reload(config_file, flags, *store, gateway, admin, metrics);
     cli::notify_ready(serving.str());
     reload_signals.async_wait(on_reload);
   };
@@ -324,14 +336,24 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   return kOk;
 }
 
-// `idem check FILE [--strict]`: the config as `idem serve` would read it, except that
-// without --strict an unset variable is a warning (the machine checking a config often
-// does not hold its secrets).
-int check(const std::string& file, bool strict) {
+// `idem check FILE [--strict] [--store URI]`: the config as `idem serve` would read it, except
+// that without --strict an unset variable is a warning (the machine checking a config often
+// does not hold its secrets). With --store, that store is opened and must hold every route's
+// responses (require_store_holds_results).
+int check(const std::string& file, bool strict, const std::string& store_uri) {
   std::vector<ConfigError> warnings;
   try {
     Config c = load_config_file(file, {.strict = strict, .warnings = &warnings});
     require_admin_token_off_loopback(c);
+    if (!store_uri.empty()) {
+      auto store = open_store(store_uri);
+      if (!store) {
+        std::cerr << "idem: cannot open store " << redact_uri(store_uri) << ": "
+                  << redact_secrets(store.status().to_string(), store_uri) << "\n";
+        return is_config_error(store.status()) ? kUsage : kRuntime;
+      }
+      require_store_holds_results(c, (*store)->max_result_bytes(), (*store)->traits().name);
+    }
     for (const ConfigError& w : warnings) std::cerr << "idem: warning: " << w.what() << "\n";
     std::cout << file << ": ok (" << c.routes.size() << " route" << (c.routes.size() == 1 ? "" : "s");
     if (!warnings.empty())
@@ -371,6 +393,9 @@ int main(int argc, char** argv) {
   check_cmd->add_option("FILE", check_file, "YAML config file")->required();
   check_cmd->add_flag("--strict", check_strict,
                       "Unset environment variables (token_env, ${NAME}) are errors, not warnings");
+  std::string check_store;
+  check_cmd->add_option("--store", check_store,
+                        "Open this store and check that it holds every route's max_result");
 
   std::string record_store, record_scope, record_key_space, record_key;
   auto* record_cmd = app.add_subcommand("record", "Inspect or remove a record");
@@ -416,7 +441,7 @@ int main(int argc, char** argv) {
     if (!admin_addr.empty()) flags.admin = admin_addr;
     return serve(config_file, flags);
   }
-  if (*check_cmd) return check(check_file, check_strict);
+  if (*check_cmd) return check(check_file, check_strict, check_store);
   if (*list_cmd)
     return list_records(list_store, list_key_space, list_state, list_uncertain, list_limit,
                         std::move(list_cursor));
