@@ -4,6 +4,7 @@
 #include <atomic>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "core/listing.h"
 #include "core/state_machine.h"
@@ -31,14 +32,29 @@ Result<T> wait_for(Start&& start) {
   return std::move(*slot->value);
 }
 
+// The checks of core::validate, and those that depend on the store: a commit's result
+// must fit in it.
+template <class Arg>
+Status check(const Store&, const Arg& a) {
+  return core::validate(a);
+}
+Status check(const Store& store, const CommitArgs& a) {
+  if (a.result.size() > store.max_result_bytes()) {
+    return invalid_argument("the result is " + std::to_string(a.result.size()) + " bytes, more than the " +
+                            std::to_string(store.max_result_bytes()) + " bytes this " + store.traits().name +
+                            " store can hold");
+  }
+  return core::validate(a);
+}
+
 }  // namespace
 
 // Each operation in both forms. The asynchronous form checks the arguments once for every
-// backend (core::validate) and answers invalid_argument itself; the blocking form waits
-// for the asynchronous one.
+// backend (check) and answers invalid_argument itself; the blocking form waits for the
+// asynchronous one.
 #define IDEM_OPERATION(Ret, name, Arg)                                                  \
   void Store::name(Arg a, Callback<Ret> cb) {                                           \
-    if (auto s = core::validate(a); !s) return cb(std::move(s));                        \
+    if (auto s = check(*this, a); !s) return cb(std::move(s));                          \
     do_##name(std::move(a), std::move(cb));                                             \
   }                                                                                     \
   Result<Ret> Store::name(Arg a) {                                                      \

@@ -27,6 +27,7 @@
 
 #include "idem/clock.h"
 #include "idem/detail/unique_function.h"
+#include "idem/limits.h"
 #include "idem/listing.h"
 #include "idem/operations.h"
 #include "idem/record.h"
@@ -55,12 +56,22 @@ class Store {
 
   virtual const StoreTraits& traits() const noexcept = 0;
 
+  // ---- sizes -----------------------------------------------------------------------
+  // Every store holds keys, scopes and lock names up to the lengths of limits.h. The
+  // largest CommitArgs::result this store can hold, in bytes: commit answers
+  // invalid_argument at once for a larger one, before the backend sees it. Read once when
+  // the store opens (MySQL: the server's max_allowed_packet, less the hex encoding of the
+  // statement; Redis: proto-max-bulk-len; docs/stores.md, "Sizes") and fixed after.
+  // Cheap and thread-safe.
+  virtual std::uint64_t max_result_bytes() const noexcept = 0;
+
   // ---- records ---------------------------------------------------------------------
   // begin: no live record → acquire; pending with an expired lease → take over (recovered);
   // a differing non-empty fingerprint → mismatch (checked first); done → replay;
   // pending with a live lease → in_progress.
   void begin(BeginArgs a, Callback<BeginOutcome> cb);
   // commit: pending with this fence → done, expires_at = now + retention; else fenced.
+  // invalid_argument: a result larger than max_result_bytes().
   void commit(CommitArgs a, Callback<CommitOutcome> cb);
   // release: pending with this fence → removed; a retry acquires with a greater fence.
   void release(ReleaseArgs a, Callback<ReleaseOutcome> cb);

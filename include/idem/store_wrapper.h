@@ -27,6 +27,7 @@ class StoreWrapper : public Store {
   Store& target() noexcept { return *target_; }
   const StoreTraits& traits() const noexcept override { return target_->traits(); }
   std::optional<std::uint64_t> foreign_writes() const noexcept override { return target_->foreign_writes(); }
+  std::uint64_t max_result_bytes() const noexcept override { return target_->max_result_bytes(); }
 
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {

@@ -67,6 +67,12 @@ void report(const Status& s, const std::string& uri) {
   std::cerr << "idem: " << redact_secrets(s.to_string(), uri) << "\n";
 }
 
+// A malformed URI, or a store that refuses its configuration (wrong credentials, a Redis that
+// may evict keys: docs/stores.md) is a configuration error (exit 2), not a runtime failure.
+bool is_config_error(const Status& s) {
+  return s.code() == StatusCode::invalid_argument || s.code() == StatusCode::failed_precondition;
+}
+
 // nullptr when the store cannot be opened (said on standard error); `exit_code` then tells
 // a configuration error (2: the store refused what it was asked to be, failed_precondition,
 // e.g. a Redis that may evict keys, or wrong credentials) from a runtime failure (1: e.g.
@@ -171,9 +177,9 @@ asio::awaitable<void> flush_log_periodically(Gateway& gateway) {
 // SIGHUP (docs/operations.md, "Reloading the config"): the file is read again; its routes,
 // policies, tokens and admin token apply to new requests. Listeners, store, upstream and
 // replay cache stay as they started (changing them needs a restart, which the log says).
-// An invalid file changes nothing.
-void reload(const std::string& config_file, const CliOverrides& flags, Gateway& gateway, Admin& admin,
-            Metrics& metrics) {
+// An invalid file, or one with a max_result the store cannot hold, changes nothing.
+void reload(const std::string& config_file, const CliOverrides& flags, const Store& store, Gateway& gateway,
+            Admin& admin, Metrics& metrics) {
   if (config_file.empty()) {
     std::cerr << "idem: SIGHUP: there is no --config file to reload" << std::endl;
     return;
@@ -184,6 +190,7 @@ void reload(const std::string& config_file, const CliOverrides& flags, Gateway& 
     next = load_config_file(config_file);
     apply_overrides(next, flags);
     require_upstream(next);
+    require_store_holds_results(next, store.max_result_bytes(), store.traits().name);
   } catch (const ConfigError& e) {
     std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
     metrics.count_reload(false);
@@ -239,6 +246,14 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   std::unique_ptr<Store> store;
   if (auto opened = open_store(config.store)) {
     store = std::move(*opened);
+    // A store reached only later is not checked: responses it cannot hold are then
+    // answered and not stored (docs/configuration.md, max_result).
+    try {
+      require_store_holds_results(config, store->max_result_bytes(), store->traits().name);
+    } catch (const ConfigError& e) {
+      std::cerr << "idem: " << e.what() << "\n";
+      return kUsage;
+    }
   } else if (const auto code = opened.status().code();
              code == StatusCode::unavailable || code == StatusCode::deadline_exceeded) {
     const std::string uri = config.store;
@@ -255,10 +270,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   } else {
     std::cerr << "idem: cannot open store " << redact_uri(config.store) << ": "
               << redact_secrets(opened.status().to_string(), config.store) << "\n";
-    // A malformed URI, or a store that refuses its configuration (wrong credentials, a
-    // Redis that may evict keys: docs/stores.md) is a configuration error.
-    return code == StatusCode::invalid_argument || code == StatusCode::failed_precondition ? kUsage
-                                                                                           : kRuntime;
+    return is_config_error(opened.status()) ? kUsage : kRuntime;
   }
 
   IoPool pool(std::max(1u, std::thread::hardware_concurrency()));
@@ -310,7 +322,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   on_reload = [&](const boost::system::error_code& ec, int) {
     if (ec) return;
     cli::notify_reloading();
-    reload(config_file, flags, gateway, admin, metrics);
+    reload(config_file, flags, *store, gateway, admin, metrics);
     cli::notify_ready(serving.str());
     reload_signals.async_wait(on_reload);
   };
@@ -333,15 +345,13 @@ constexpr std::size_t kDriftSample = 10'000;
 // (gateway/record_drift.h), one warning per finding, from a sample of at most
 // kDriftSample live records. nullopt when the store could not be read (said on standard
 // error).
-std::optional<std::vector<std::string>> store_drift(const Config& c, const std::string& uri) {
-  auto store = open_or_die(uri);
-  if (!store) return std::nullopt;
+std::optional<std::vector<std::string>> store_drift(const Config& c, Store& store, const std::string& uri) {
   std::vector<Record> sample;
   ListArgs args;
   args.limit = kMaxListLimit;
   bool complete = false;
   while (!complete && sample.size() < kDriftSample) {
-    auto page = store->list(args);
+    auto page = store.list(args);
     if (!page) {
       report(page.status(), uri);
       return std::nullopt;
@@ -362,16 +372,28 @@ std::optional<std::vector<std::string>> store_drift(const Config& c, const std::
 // `idem check FILE [--strict] [--store URI]`: the config as `idem serve` would read it,
 // except that without --strict an unset variable is a warning (the machine checking a
 // config often does not hold its secrets). With --store, also the store's live records
-// this config would orphan or misread (store_drift): warnings, errors under --strict.
+// this config would orphan or misread (store_drift): warnings, errors under --strict; and
+// that store must hold every route's responses (require_store_holds_results).
 int check(const std::string& file, bool strict, const std::string& store_uri) {
   std::vector<ConfigError> warnings;
   try {
     Config c = load_config_file(file, {.strict = strict, .warnings = &warnings});
     require_admin_token_off_loopback(c);
+    std::unique_ptr<Store> store;
+    if (!store_uri.empty()) {
+      auto opened = open_store(store_uri);
+      if (!opened) {
+        std::cerr << "idem: cannot open store " << redact_uri(store_uri) << ": "
+                  << redact_secrets(opened.status().to_string(), store_uri) << "\n";
+        return is_config_error(opened.status()) ? kUsage : kRuntime;
+      }
+      store = std::move(*opened);
+      require_store_holds_results(c, store->max_result_bytes(), store->traits().name);
+    }
     for (const ConfigError& w : warnings) std::cerr << "idem: warning: " << w.what() << "\n";
     std::vector<std::string> drift;
-    if (!store_uri.empty()) {
-      auto found = store_drift(c, store_uri);
+    if (store) {
+      auto found = store_drift(c, *store, store_uri);
       if (!found) return kRuntime;
       drift = std::move(*found);
       for (const std::string& d : drift) std::cerr << "idem: " << (strict ? "" : "warning: ") << d << "\n";
@@ -418,8 +440,8 @@ int main(int argc, char** argv) {
                       "not warnings");
   std::string check_store;
   check_cmd->add_option("--store", check_store,
-                        "Also read live records of this store (at most 10,000) and warn of those this config "
-                        "would orphan or misread");
+                        "Also open this store: it must hold every route's max_result, and live records (at "
+                        "most 10,000) this config would orphan or misread are warned of");
 
   std::string record_store, record_scope, record_key_space, record_key;
   auto* record_cmd = app.add_subcommand("record", "Inspect or remove a record");

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,6 +36,11 @@ class DeferredStore final : public Store {
   std::optional<std::uint64_t> foreign_writes() const noexcept override {
     const Store* s = inner();
     return s ? s->foreign_writes() : std::nullopt;
+  }
+  // The real store's; before it opens, no bound (every call is answered unavailable then).
+  std::uint64_t max_result_bytes() const noexcept override {
+    const Store* s = inner();
+    return s ? s->max_result_bytes() : std::numeric_limits<std::uint64_t>::max();
   }
 
  private:

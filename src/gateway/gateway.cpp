@@ -363,15 +363,15 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
   const WorkEnd end = work_end(exchange, status, p.cache_5xx);
   std::string result;
   if (end == WorkEnd::succeeded) {
-    if (up.tail || up.response.body().size() > p.max_result) {
-      // Too large to replay: the record says so, and the body streams through to this
-      // client only.
+    const bool within_max_result = !up.tail && up.response.body().size() <= p.max_result;
+    if (within_max_result) result = stored_response(up.response);
+    if (!within_max_result || result.size() > store_.max_result_bytes()) {
+      // Too large to replay (over max_result, or more than the store holds): the record
+      // says so, and the body streams through to this client only.
       StoredResult marker;
       marker.kind = StoredResult::Kind::not_stored;
       marker.response.status = status;
       result = encode(marker);
-    } else {
-      result = stored_response(up.response);
     }
   }
   const Settlement how = settle_for(end, policy.on_uncertain, claim.lost());

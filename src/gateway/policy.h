@@ -64,6 +64,10 @@ struct Policy {
   bool cache_5xx = false;                  // true: store 5xx responses too
   std::uint64_t max_body = 1024 * 1024;    // bytes; larger request bodies get 413
   std::uint64_t max_result = 1024 * 1024;  // bytes; larger response bodies are not stored
+  // Where max_result was set: the config's line and dotted key ("routes[2].max_result",
+  // "defaults.max_result"); line 0 and "" when it was not. For require_store_holds_results.
+  int max_result_line = 0;
+  std::string max_result_key;
 };
 
 }  // namespace idem::gateway

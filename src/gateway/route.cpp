@@ -111,7 +111,7 @@ std::optional<PathParams> PathPattern::match(std::string_view path) const {
 }
 
 bool is_key_space(std::string_view name) noexcept {
-  if (name.empty() || name.size() > 64) return false;
+  if (name.empty() || name.size() > kMaxKeySpaceLength) return false;
   for (char c : name) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
               c == '_' || c == '.';

@@ -9,9 +9,11 @@
 #include <string_view>
 #include <vector>
 
+#include "core/key.h"
 #include "gateway/http/request.h"
 #include "gateway/key_template.h"
 #include "gateway/policy.h"
+#include "idem/limits.h"
 #include "idem/status.h"
 
 namespace idem::gateway {
@@ -80,6 +82,11 @@ struct Route {
   // tokens.subject, so the identity code reads the subject in one place.
   Policy policy;
 };
+
+// The longest key space: the longest key a record is stored under, "<key_space>:<key>" with
+// a key of kMaxKeyLength, is what every store holds (idem/limits.h).
+inline constexpr std::size_t kMaxKeySpaceLength = kMaxStoredKeyBytes - 1 - kMaxKeyLength;
+static_assert(kMaxKeySpaceLength == 64, "messages and docs say a key space is 1-64 characters");
 
 // True when `name` can name a key space: 1-64 of A-Z a-z 0-9 . _ -
 bool is_key_space(std::string_view name) noexcept;

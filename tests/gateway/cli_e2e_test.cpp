@@ -67,6 +67,36 @@ TEST(GatewayProcess, CheckExitCodes) {
   EXPECT_EQ(run({IDEM_BIN, "version"}), 0);
 }
 
+// A route whose max_result the store cannot hold is a config error, named at the line that set
+// it: by `idem check --store URI`, and by `idem serve` before it listens. SQLite holds half its
+// length limit (500,000,000 bytes), less than a 1GiB max_result.
+TEST(GatewayProcess, AMaxResultTheStoreCannotHoldIsRefused) {
+  TempDir tmp;
+  const std::string& dir = tmp.path;
+  const std::string store = "sqlite:" + dir + "/idem.db";
+  const auto config = [&](const std::string& max_result) {
+    return "upstream: http://127.0.0.1:9000\nlisten: 127.0.0.1:0\nadmin:\n  listen: 127.0.0.1:0\nstore: " +
+           store +
+           "\nroutes:\n  - name: big\n    match: {method: POST, path: /big}\n    max_result: " + max_result +
+           "\n";
+  };
+  write_file(dir + "/big.yaml", config("1GiB"));
+  write_file(dir + "/fits.yaml", config("400MiB"));
+  std::string out;
+  EXPECT_EQ(run({IDEM_BIN, "check", dir + "/big.yaml"}, &out), 0) << out;  // no store: not checked
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "check", "--store", store, dir + "/big.yaml"}, &out), 2) << out;
+  const std::string why = dir +
+                          "/big.yaml:9: routes[0].max_result: route 'big' stores responses of up to "
+                          "1073741824 bytes, and the sqlite store holds results of 500000000 bytes";
+  EXPECT_NE(out.find(why), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "check", "--store", store, dir + "/fits.yaml"}, &out), 0) << out;
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "serve", "--config", dir + "/big.yaml"}, &out), 2) << out;
+  EXPECT_NE(out.find(why), std::string::npos) << out;
+}
+
 // `idem version` and `idem --version` (README.md) print the same line.
 TEST(GatewayProcess, VersionTwoWays) {
   std::string a, b;

@@ -462,6 +462,54 @@ TEST(ConfigRules, KeySpaces) {
             "idem.yaml:4: routes[0].key_space: " + why);
   EXPECT_EQ(error(head + "    key_space: " + std::string(64, 'k') + "\n"), "no error");
   EXPECT_EQ(error(head + "    key_space: [a]\n").substr(0, 30), "idem.yaml:4: routes[0].key_spa");
+  // A route's name is its key space unless it has one: a longer name would store keys longer
+  // than every store holds (idem/limits.h).
+  const auto named = [](const std::string& name) {
+    return "routes:\n  - name: " + name + "\n    match: {method: POST, path: /o}\n";
+  };
+  EXPECT_EQ(error(named(std::string(64, 'n'))), "no error");
+  EXPECT_EQ(error(named(std::string(65, 'n'))),
+            "idem.yaml:2: routes[0].name: a route's records are kept under its name, and a key space is at "
+            "most 64 characters: give this route a shorter name or a key_space");
+  EXPECT_EQ(error(named(std::string(65, 'n')) + "    key_space: short\n"), "no error");
+}
+
+// require_store_holds_results's error for a store holding `store_max` bytes, or "no error".
+std::string store_error(const Config& c, std::uint64_t store_max) {
+  try {
+    require_store_holds_results(c, store_max, "mysql");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// The store opened for a config must hold each route's max_result and the response's headers
+// (kStoredHeadersMargin); the error names the line that set max_result, or the route.
+TEST(ConfigRules, EveryRoutesMaxResultFitsInTheStore) {
+  const Config c = load_config_text(R"(defaults:
+  max_result: 2MiB
+routes:
+  - name: a
+    match: {method: POST, path: /a}
+  - name: b
+    match: {method: POST, path: /b}
+    max_result: 3MiB
+)",
+                                    "idem.yaml");
+  EXPECT_EQ(store_error(c, (3 << 20) + kStoredHeadersMargin), "no error");
+  EXPECT_EQ(
+      store_error(c, (3 << 20) + kStoredHeadersMargin - 1),
+      "idem.yaml:8: routes[1].max_result: route 'b' stores responses of up to 3145728 bytes, and the mysql "
+      "store holds results of 3211263 bytes: a response body of at most 3145727 bytes with its headers "
+      "(docs/stores.md, \"Sizes\"); lower max_result");
+  EXPECT_EQ(store_error(c, 2 << 20).substr(0, 47), "idem.yaml:2: defaults.max_result: route 'a' sto");
+  EXPECT_EQ(store_error(c, 0).substr(0, 33), "idem.yaml:2: defaults.max_result:");
+  // A max_result nobody set (1MiB) has no line: the route names it.
+  const Config plain =
+      load_config_text("routes:\n  - name: c\n    match: {method: POST, path: /c}\n", "idem.yaml");
+  EXPECT_EQ(store_error(plain, 1 << 20).substr(0, 52),
+            "routes[0].max_result: route 'c' stores responses of ");
 }
 
 TEST(ConfigRules, DefaultTemplatesAreCheckedAgainstEveryRoute) {

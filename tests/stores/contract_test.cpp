@@ -418,6 +418,72 @@ TEST_P(StoreContract, InvalidArgumentsAreRejected) {
 
 TEST_P(StoreContract, PingAnswers) { EXPECT_TRUE(store().ping().is_ok()); }
 
+// ---- sizes (idem/limits.h, Store::max_result_bytes) -------------------------------------------
+
+// `n` visible ASCII characters, varied so that no store could keep a prefix only.
+std::string visible(std::size_t n, char first) {
+  std::string s(n, first);
+  for (std::size_t i = 1; i < n; ++i) s[i] = static_cast<char>(0x21 + (i * 7 + first) % 94);
+  return s;
+}
+
+// The gateway stores a 255-character Idempotency-Key as "<key_space>:<key>" with a key space
+// of up to 64 characters, under a scope of up to kMaxScopeBytes.
+TEST_P(StoreContract, TheLongestKeyAndScopeAreHeld) {
+  const std::string key = visible(64, 'k') + ":" + visible(255, 'c');
+  ASSERT_EQ(key.size(), kMaxStoredKeyBytes);
+  for (const std::string& scope : {std::string("s"), visible(kMaxScopeBytes, 'S')}) {
+    const Fence f = must_acquire(begin_args(key, "fp", kLong, kLong, scope));
+    ASSERT_EQ(must_commit(key, f, "longest", kLong, scope), CommitOutcome::committed);
+    auto rec = store().get({scope, key});
+    ASSERT_TRUE(rec.is_ok()) << rec.status().to_string();
+    ASSERT_TRUE(rec->has_value());
+    EXPECT_EQ((*rec)->key, key);
+    EXPECT_EQ((*rec)->scope, scope);
+    auto o = must_begin(begin_args(key, "fp", kLong, kLong, scope));
+    EXPECT_EQ(o.kind, Kind::replay);
+    EXPECT_EQ(o.result, "longest");
+    // A key one character shorter is another record.
+    EXPECT_EQ(must_begin(begin_args(key.substr(0, key.size() - 1), "fp", kLong, kLong, scope)).kind,
+              Kind::acquired);
+  }
+}
+
+// The gateway's lock names are "<scope>\n<stored key>".
+TEST_P(StoreContract, ALockNameOfTheLongestLengthIsHeld) {
+  const std::string name = visible(kMaxScopeBytes, 'S') + "\n" + visible(kMaxStoredKeyBytes, 'k');
+  ASSERT_EQ(name.size(), kMaxLockNameBytes);
+  auto a = store().lock({name, "a", kLong});
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  ASSERT_EQ(a->kind, LockOutcome::Kind::locked);
+  EXPECT_EQ(store().lock({name, "b", kLong}).value().kind, LockOutcome::Kind::busy);
+  EXPECT_EQ(store().lock({name.substr(0, name.size() - 1), "b", kLong}).value().kind,
+            LockOutcome::Kind::locked);
+  EXPECT_EQ(store().extend_lock({name, "a", kLong}).value(), LockExtendOutcome::extended);
+  EXPECT_EQ(store().unlock({name, "a"}).value(), UnlockOutcome::released);
+  auto b = store().lock({name, "b", kLong}).value();
+  EXPECT_EQ(b.kind, LockOutcome::Kind::locked);
+  EXPECT_GT(b.fence, a->fence);
+}
+
+// A result one byte over the store's limit is refused at once, naming both sizes, and the
+// claim stays as it was (the caller may commit a smaller result, or release).
+TEST_P(StoreContract, AResultOverTheStoresLimitIsInvalidArgument) {
+  const std::uint64_t limit = store().max_result_bytes();
+  EXPECT_GE(limit, 4u << 20);                     // every store holds a few MiB
+  ASSERT_LE(limit, (1ull << 30) + (1ull << 20));  // and this test can afford one byte more
+  const Fence f = must_acquire(begin_args("k"));
+  auto over = store().commit({"s", "k", f, std::string(limit + 1, 'r'), kLong});
+  ASSERT_EQ(over.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(over.status().message().find(std::to_string(limit + 1)), std::string::npos)
+      << over.status().message();
+  EXPECT_NE(over.status().message().find(std::to_string(limit)), std::string::npos);
+  auto rec = store().get({"s", "k"});
+  ASSERT_TRUE(rec.is_ok() && rec->has_value());
+  EXPECT_EQ((*rec)->state, RecordState::pending);
+  EXPECT_EQ(must_commit("k", f, "small"), CommitOutcome::committed);
+}
+
 // ---- listing --------------------------------------------------------------------------------
 
 // Every page of a listing from the start, checking each page's size.

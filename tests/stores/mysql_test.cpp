@@ -288,6 +288,88 @@ TEST_F(MysqlTest, AResultBeyondMaxAllowedPacketIsRefusedAlone) {
   EXPECT_EQ(s->get({"s", "big"}).value()->result, large);
 }
 
+// The store holds a result up to what max_allowed_packet takes hex-encoded, with room for the
+// statement's other values (the longest key and scope of limits.h among them).
+TEST_F(MysqlTest, TheLargestResultFollowsMaxAllowedPacket) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  Sql sql(url_);
+  const std::uint64_t max_packet = std::stoull(sql.run("SELECT @@max_allowed_packet"));
+  const std::uint64_t limit = s->max_result_bytes();
+  EXPECT_EQ(limit, (max_packet - (16 << 10)) / 2);
+  const std::string scope(kMaxScopeBytes, 'S'), key(kMaxStoredKeyBytes, 'K');
+  const Fence f = s->begin({scope, key, "", 60s, 60s}).value().fence;
+  auto over = s->commit({scope, key, f, std::string(limit + 1, 'x'), 60s});
+  EXPECT_EQ(over.status().code(), StatusCode::invalid_argument) << over.status().to_string();
+  std::string largest(limit, '\0');
+  for (std::size_t i = 0; i < largest.size(); ++i) largest[i] = static_cast<char>(i * 31 % 256);
+  auto at = s->commit({scope, key, f, largest, 60s});
+  ASSERT_TRUE(at.is_ok()) << at.status().to_string();
+  EXPECT_EQ(*at, CommitOutcome::committed);
+  auto replay = s->begin({scope, key, "", 60s, 60s});
+  ASSERT_TRUE(replay.is_ok()) << replay.status().to_string();
+  EXPECT_EQ(replay->kind, BeginOutcome::Kind::replay);
+  EXPECT_TRUE(replay->result == largest);
+}
+
+// Tables created before keys grew to limits.h's lengths (keys were VARBINARY(255), lock names
+// VARBINARY(2048)) are widened in place when a store opens, their rows kept; opening again
+// changes nothing.
+TEST_F(MysqlTest, TablesOfTheOldSchemaAreWidenedWhenTheStoreOpens) {
+  Sql sql(url_);
+  ASSERT_TRUE(sql.ok());
+  const std::string p = prefix_;
+  ASSERT_EQ(sql.run("CREATE TABLE " + p + R"sql(records (
+  scope VARBINARY(2048) NOT NULL, `key` VARBINARY(255) NOT NULL,
+  state VARCHAR(7) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, fence BIGINT NOT NULL,
+  fingerprint BLOB NOT NULL, lease_until BIGINT NULL, expires_at BIGINT NOT NULL, result LONGBLOB NOT NULL,
+  recovered BOOLEAN NOT NULL, owner BLOB NOT NULL, PRIMARY KEY (scope, `key`), KEY )sql" +
+                    p + "records_expires_at (expires_at)) ENGINE = InnoDB"),
+            "");
+  ASSERT_EQ(
+      sql.run("CREATE TABLE " + p +
+              "tokens (scope VARBINARY(2048) NOT NULL, token VARBINARY(255) NOT NULL, " +
+              "consumed BOOLEAN NOT NULL, ttl_us BIGINT NOT NULL, expires_at BIGINT NOT NULL, " +
+              "PRIMARY KEY (scope, token), KEY " + p + "tokens_expires_at (expires_at)) ENGINE = InnoDB"),
+      "");
+  ASSERT_EQ(sql.run("CREATE TABLE " + p +
+                    "locks (name VARBINARY(2048) NOT NULL PRIMARY KEY, owner BLOB NOT NULL, " +
+                    "fence BIGINT NOT NULL, expires_at BIGINT NOT NULL, unlocked BOOLEAN NOT NULL, KEY " + p +
+                    "locks_expires_at (expires_at)) ENGINE = InnoDB"),
+            "");
+  ASSERT_EQ(sql.run("INSERT INTO " + p +
+                    "records VALUES ('s', 'old', 'done', 7, '', NULL, 9000000000000000, 'kept', 0, '')"),
+            "");
+  const auto width = [&](const std::string& table, const std::string& column) {
+    return sql.run(
+        "SELECT CHARACTER_MAXIMUM_LENGTH FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+        "DATABASE() AND TABLE_NAME = '" +
+        p + table + "' AND COLUMN_NAME = '" + column + "'");
+  };
+  ASSERT_EQ(width("records", "key"), "255");
+
+  for (int round = 0; round < 2; ++round) {
+    auto s = open();
+    ASSERT_TRUE(s);
+    EXPECT_EQ(width("records", "key"), std::to_string(kMaxStoredKeyBytes));
+    EXPECT_EQ(width("locks", "name"), std::to_string(kMaxLockNameBytes));
+    auto old = s->get({"s", "old"});
+    ASSERT_TRUE(old.is_ok() && old->has_value()) << old.status().to_string();
+    EXPECT_EQ((*old)->result, "kept");
+    EXPECT_EQ((*old)->fence, 7u);
+
+    const std::string key = "k" + std::to_string(round) + std::string(kMaxStoredKeyBytes - 2, 'x');
+    auto b = s->begin({"s", key, "", 60s, 60s});
+    ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+    ASSERT_EQ(s->commit({"s", key, b->fence, "longest", 60s}).value(), CommitOutcome::committed);
+    EXPECT_EQ(s->begin({"s", key, "", 60s, 60s}).value().result, "longest");
+    const std::string name(kMaxLockNameBytes - 1, 'n');
+    auto l = s->lock({name + std::to_string(round), "o", 60s});
+    ASSERT_TRUE(l.is_ok()) << l.status().to_string();
+    EXPECT_EQ(l->kind, LockOutcome::Kind::locked);
+  }
+}
+
 // A 2,500-row table of rows `expr(n)` for n in 0..2499, portable to MySQL and MariaDB.
 std::string numbers(const std::string& select) {
   return select +

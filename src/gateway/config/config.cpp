@@ -95,6 +95,27 @@ void apply_overrides(Config& config, const CliOverrides& flags) {
   }
 }
 
+void require_store_holds_results(const Config& config, std::uint64_t store_max_result,
+                                 std::string_view store_name) {
+  for (std::size_t i = 0; i < config.routes.size(); ++i) {
+    const Route& r = config.routes[i];
+    const Policy& p = r.policy;
+    if (store_max_result >= kStoredHeadersMargin && p.max_result <= store_max_result - kStoredHeadersMargin) {
+      continue;
+    }
+    const std::string key =
+        p.max_result_key.empty() ? "routes[" + std::to_string(i) + "].max_result" : p.max_result_key;
+    const std::string holds = store_max_result > kStoredHeadersMargin
+                                  ? std::to_string(store_max_result - kStoredHeadersMargin)
+                                  : "0";
+    throw ConfigError(p.max_result_line > 0 ? config.source : "", p.max_result_line, key,
+                      "route '" + r.name + "' stores responses of up to " + std::to_string(p.max_result) +
+                          " bytes, and the " + std::string(store_name) + " store holds results of " +
+                          std::to_string(store_max_result) + " bytes: a response body of at most " + holds +
+                          " bytes with its headers (docs/stores.md, \"Sizes\"); lower max_result");
+  }
+}
+
 void require_upstream(const Config& config) {
   if (!config.upstream) {
     throw ConfigError("", 0, "upstream",

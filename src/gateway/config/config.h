@@ -7,6 +7,7 @@
 // threads.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -80,6 +81,7 @@ struct ReplayCacheConfig {
 };
 
 struct Config {
+  std::string source;  // the file it was read from, for errors found later ("" without one)
   ListenAddress listen{"127.0.0.1", 8080};
   std::optional<UpstreamUrl> upstream;  // required to serve: from the file or --upstream
   // `upstream_idle_timeout`: how long an idle upstream connection is kept for reuse (0:
@@ -128,6 +130,17 @@ struct CliOverrides {
 // Applies the flags that are set, validated as the config keys are; ConfigError names the
 // flag ("--upstream: https is not supported ...").
 void apply_overrides(Config& config, const CliOverrides& flags);
+
+// What a stored response adds to its body: its status and headers, which the upstream client
+// reads up to 64 KiB of (a longer response head is refused).
+inline constexpr std::uint64_t kStoredHeadersMargin = 64 * 1024;
+
+// ConfigError unless the store holds every route's largest stored response: a route's
+// max_result plus kStoredHeadersMargin must be at most `store_max_result`
+// (Store::max_result_bytes() of the store it will run on, `store_name` its traits' name).
+// The error names the route and the line that set max_result (docs/configuration.md).
+void require_store_holds_results(const Config& config, std::uint64_t store_max_result,
+                                 std::string_view store_name);
 
 // ConfigError unless the config can be served: an upstream is required (from the file or
 // --upstream). `idem check` does not require one, since --upstream may supply it.

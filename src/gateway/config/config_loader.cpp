@@ -143,8 +143,11 @@ void ConfigReader::read_policy(const std::vector<Entry>& es, Policy& p, PolicyOr
       p.cache_5xx = boolean(e);
     else if (k == "max_body")
       p.max_body = size(e);
-    else if (k == "max_result")
+    else if (k == "max_result") {
       p.max_result = size(e);
+      p.max_result_line = where(e).line;
+      p.max_result_key = e.path;
+    }
   }
 }
 
@@ -262,6 +265,10 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
   if (const Entry* e = find(es, "key_space")) {
     r.key_space = scalar(*e, "a key space name");
     if (!is_key_space(r.key_space)) fail(*e, "a key space is 1-64 letters, digits, '-', '_' and '.'");
+  } else if (!is_key_space(r.key_space)) {
+    fail(name,
+         "a route's records are kept under its name, and a key space is at most 64 characters: give "
+         "this route a shorter name or a key_space");
   }
 
   const Entry& match = require(es, "match", at);
@@ -364,7 +371,9 @@ Config load_config_text(std::string_view yaml, std::string_view name, const Conf
   ConfigReader reader{std::string(name), env};
   YAML::Node root = reader.parse_document(yaml);
   try {
-    return reader.read(root);
+    Config c = reader.read(root);
+    c.source = std::string(name);
+    return c;
   } catch (const YAML::Exception& e) {
     // Reading a parsed document should not throw; if yaml-cpp does, it is still a config error.
     reader.fail({e.mark.is_null() ? 0 : e.mark.line + 1, ""}, "invalid YAML: " + e.msg);

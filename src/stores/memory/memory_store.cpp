@@ -143,6 +143,9 @@ class MemoryStore final : public Store {
   }
   // Nothing but this object can reach its records.
   std::optional<std::uint64_t> foreign_writes() const noexcept override { return 0; }
+  // No server to bound it: 1 GiB, the largest max_result a gateway config allows, and 1 MiB
+  // for the response's headers.
+  std::uint64_t max_result_bytes() const noexcept override { return (1ull << 30) + (1ull << 20); }
 
  private:
   static constexpr std::size_t kShards = 64;

@@ -2,6 +2,7 @@
 
 #include <initializer_list>
 
+#include "idem/limits.h"
 #include "stores/batching/sql_template.h"
 #include "stores/batching/table_prefix.h"
 
@@ -135,11 +136,12 @@ constexpr std::string_view kSweepLocks =
 static_assert(kSweepBatch == 1000, "the sweep statements say LIMIT 1000");
 
 // Bytes as VARBINARY (PRIMARY KEY parts) compare bytewise, with no padding and no case folding:
-// "a", "a " and "A" are three keys. A scope or lock name beyond 2,048 bytes is refused by the
-// server (strict mode): invalid_argument.
+// "a", "a " and "A" are three keys. The widths are limits.h's ($1 scopes, $2 keys, $3 lock
+// names): a longer one is refused by the server (strict mode): invalid_argument. InnoDB keys
+// hold 3,072 bytes at most: scope and key together take 2,368.
 constexpr std::string_view kSchema = R"sql(CREATE TABLE IF NOT EXISTS {p}records (
-  scope       VARBINARY(2048) NOT NULL,
-  `key`       VARBINARY(255) NOT NULL,
+  scope       VARBINARY($1) NOT NULL,
+  `key`       VARBINARY($2) NOT NULL,
   state       VARCHAR(7) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,  -- pending, done, free (a tombstone)
   fence       BIGINT NOT NULL,
   fingerprint BLOB NOT NULL,
@@ -152,7 +154,7 @@ constexpr std::string_view kSchema = R"sql(CREATE TABLE IF NOT EXISTS {p}records
   KEY {p}records_expires_at (expires_at)
 ) ENGINE = InnoDB;
 CREATE TABLE IF NOT EXISTS {p}tokens (
-  scope      VARBINARY(2048) NOT NULL,
+  scope      VARBINARY($1) NOT NULL,
   token      VARBINARY(255) NOT NULL,
   consumed   BOOLEAN NOT NULL,
   ttl_us     BIGINT NOT NULL,       -- as issued
@@ -161,7 +163,7 @@ CREATE TABLE IF NOT EXISTS {p}tokens (
   KEY {p}tokens_expires_at (expires_at)
 ) ENGINE = InnoDB;
 CREATE TABLE IF NOT EXISTS {p}locks (
-  name       VARBINARY(2048) NOT NULL PRIMARY KEY,
+  name       VARBINARY($3) NOT NULL PRIMARY KEY,
   owner      BLOB NOT NULL,
   fence      BIGINT NOT NULL,
   expires_at BIGINT NOT NULL,       -- unlocked: the instant of the unlock
@@ -267,7 +269,23 @@ Sql Statements::sweep(SweepStep step) const {
   return one(expand(kSweepLocks, p_, {}));
 }
 
-std::string schema_sql(const std::string& prefix) { return expand(kSchema, prefix, {}); }
+std::string schema_sql(const std::string& prefix) {
+  return expand(kSchema, prefix, {num(kMaxScopeBytes), num(kMaxStoredKeyBytes), num(kMaxLockNameBytes)});
+}
+
+std::vector<Widening> widenings(const std::string& prefix) {
+  const auto width = [&](std::string_view table, std::string_view column) {
+    return "SELECT CHARACTER_MAXIMUM_LENGTH FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+           "AND TABLE_NAME = '" +
+           prefix + std::string(table) + "' AND COLUMN_NAME = '" + std::string(column) + "'";
+  };
+  return {
+      {width("records", "key"), kMaxStoredKeyBytes,
+       expand("ALTER TABLE {p}records MODIFY `key` VARBINARY($1) NOT NULL", prefix,
+              {num(kMaxStoredKeyBytes)})},
+      {width("locks", "name"), kMaxLockNameBytes,
+       expand("ALTER TABLE {p}locks MODIFY name VARBINARY($1) NOT NULL", prefix, {num(kMaxLockNameBytes)})}};
+}
 std::string schema_lock(const std::string& prefix) { return "idem_schema_" + prefix; }
 
 std::string session_sql(std::int64_t lock_wait_seconds) {

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/listing.h"
 #include "idem/listing.h"
@@ -83,6 +84,15 @@ class Statements {
 // by itself). Run while holding the named lock schema_lock(prefix), so that several processes
 // opening the store at once do not collide.
 std::string schema_sql(const std::string& prefix);
+// A column that tables created by an earlier version hold narrower (the keys were 255 bytes,
+// lock names 2,048): `width_sql` answers its width in bytes; when that is less than `width`,
+// `alter_sql` widens it (rebuilding the table). Run under the schema lock, after schema_sql.
+struct Widening {
+  std::string width_sql;
+  std::size_t width = 0;
+  std::string alter_sql;
+};
+std::vector<Widening> widenings(const std::string& prefix);
 // The GET_LOCK name: idem_schema_PREFIX (at most 64 characters, as MySQL requires).
 std::string schema_lock(const std::string& prefix);
 

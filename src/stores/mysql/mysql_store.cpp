@@ -98,8 +98,9 @@ using OnResult = std::function<void(std::size_t index, const Reply& reply)>;
 
 class MysqlStore final : public batching::BatchingStore<Op> {
  public:
-  MysqlStore(Target target, const StoreOptions& options)
+  MysqlStore(Target target, const StoreOptions& options, std::uint64_t max_result_bytes)
       : BatchingStore(options, unavailable("mysql: not connected yet")),
+        max_result_bytes_(max_result_bytes),
         target_(std::move(target)),
         sql_(target_.prefix) {
     for (std::size_t i = 0; i < kConnections; ++i) conns_.push_back(std::make_unique<Connection>(io_));
@@ -114,6 +115,8 @@ class MysqlStore final : public batching::BatchingStore<Op> {
                                          /*controllable_clock=*/false, /*ordered_list=*/true};
     return kTraits;
   }
+  // From the server's max_allowed_packet when the store opened (max_result_for_packet).
+  std::uint64_t max_result_bytes() const noexcept override { return max_result_bytes_; }
 
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
@@ -667,6 +670,7 @@ class MysqlStore final : public batching::BatchingStore<Op> {
     return std::make_unique<SweepOp>(sql_, std::move(cb));
   }
 
+  const std::uint64_t max_result_bytes_;
   const Target target_;
   const Statements sql_;
   std::vector<std::unique_ptr<Connection>> conns_;
@@ -691,6 +695,26 @@ Status run_blocking(const Target& t, MYSQL* m, const std::string& sql, std::stri
     if (next < 0) return Status::ok();
     if (next > 0) return t.statement_error(m, what);
   }
+}
+
+// Tables created by an earlier version get the wider columns of limits.h in place.
+Status widen_columns(const Target& t, MYSQL* m) {
+  for (const Widening& w : widenings(t.prefix)) {
+    std::string width;
+    if (Status s = run_blocking(t, m, w.width_sql, "cannot read the tables' columns", &width); !s) return s;
+    if (width.empty() || std::stoull(width) >= w.width) continue;
+    if (Status s = run_blocking(t, m, w.alter_sql, "cannot widen a column"); !s) return s;
+  }
+  return Status::ok();
+}
+
+// A result goes into the commit statement hex-encoded (two bytes each); the rest of the
+// statement (the scope, key and fence, hex-encoded too, and its text) takes less than
+// kStatementMargin, and the whole statement must fit in max_allowed_packet.
+constexpr std::uint64_t kStatementMargin = 16 << 10;
+std::uint64_t max_result_for_packet(const std::string& packet) {
+  const std::uint64_t bytes = packet.empty() ? 0 : std::stoull(packet);
+  return bytes > kStatementMargin ? (bytes - kStatementMargin) / 2 : 0;
 }
 
 }  // namespace
@@ -731,13 +755,21 @@ Result<std::unique_ptr<Store>> open(std::string_view uri, const StoreOptions& op
                                        "another process held the schema lock " + lock + " for op_timeout"));
   }
   Status created = run_blocking(*target, conn.get(), schema_sql(target->prefix), "cannot create the tables");
+  if (created) created = widen_columns(*target, conn.get());
   // Closing the connection releases the lock too; releasing it at once lets the next opener in.
   Status released =
       run_blocking(*target, conn.get(), "SELECT RELEASE_LOCK(" + lock + ")", "cannot unlock the schema");
   if (!created) return created;
   if (!released) return released;
+  std::string packet;
+  if (Status s = run_blocking(*target, conn.get(), "SELECT @@max_allowed_packet",
+                              "cannot read max_allowed_packet", &packet);
+      !s) {
+    return s;
+  }
   conn.reset();
-  return std::unique_ptr<Store>(std::make_unique<MysqlStore>(std::move(*target), options));
+  return std::unique_ptr<Store>(
+      std::make_unique<MysqlStore>(std::move(*target), options, max_result_for_packet(packet)));
 }
 
 }  // namespace idem::mysql

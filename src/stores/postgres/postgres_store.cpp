@@ -88,6 +88,10 @@ class PostgresStore final : public batching::BatchingStore<Op> {
                                          /*controllable_clock=*/false, /*ordered_list=*/true};
     return kTraits;
   }
+  // A bytea and a protocol message each hold at most 1 GiB - 1 (the server's MaxAllocSize);
+  // the result travels in binary, with the row's or the message's other values, which take
+  // less than 64 KiB.
+  std::uint64_t max_result_bytes() const noexcept override { return ((1ull << 30) - 1) - (64ull << 10); }
 
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {

@@ -128,6 +128,20 @@ std::string maxmemory_policy(const redisReply& info) {
   return std::string(text.substr(from, text.find_first_of("\r\n", from) - from));
 }
 
+// CONFIG GET's value as a number (the reply is [name, value]); nullopt for
+// an error (CONFIG forbidden) or anything else.
+std::optional<std::uint64_t> config_value(const Result<Reply>& r) {
+  if (!r) return std::nullopt;
+  const redisReply& reply = **r;
+  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 2) return std::nullopt;
+  const redisReply* value = reply.element[1];
+  if (value->type != REDIS_REPLY_STRING) return std::nullopt;
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(value->str, value->str + value->len, n);
+  if (ec != std::errc() || end != value->str + value->len || n == 0) return std::nullopt;
+  return n;
+}
+
 // ---- listing -----------------------------------------------------------------------------
 
 // Keys one SCAN step looks at (COUNT), and the steps one list call takes at most: a call's
@@ -267,35 +281,26 @@ class RedisStore final : public Store {
   // evicted record is a duplicate execution. Every master of a cluster is asked. INFO, not
   // CONFIG GET: managed Redis services allow the first where they disable the second.
   Status refuse_eviction() {
-    struct Gather {
-      std::vector<std::string> names;
-      std::vector<Result<Reply>> replies;
-      std::size_t left = 0;
-      std::promise<Status> done;
-    };
-    auto g = std::make_shared<Gather>();
-    auto answer = g->done.get_future();
-    asio::post(io_, [this, g] {
-      const auto masters = client_.masters();
-      g->left = masters.size();
-      if (masters.empty()) return g->done.set_value(unavailable(client_.describe() + ": no master is known"));
-      for (Connection* m : masters) {
-        g->names.push_back(m->name());
-        g->replies.emplace_back(unavailable("no answer"));
-      }
-      for (std::size_t i = 0; i < masters.size(); ++i) {
-        auto call = std::make_shared<Call>();
-        call->wire = format_command({"INFO", "memory"});
-        call->deadline = SteadyClock::now() + op_timeout_;
-        call->complete = [this, g, i](Result<Reply> r) {
-          g->replies[i] = std::move(r);
-          if (--g->left == 0) g->done.set_value(judge_eviction(g->names, g->replies));
-        };
-        client_.start_pinned(*masters[i], std::move(call));
-      }
-    });
-    return answer.get();
+    Result<MasterReplies> info = ask_masters({"INFO", "memory"});
+    if (!info) return info.status();
+    return judge_eviction(info->names, info->replies);
   }
+
+  // Reads the largest bulk string the servers take (proto-max-bulk-len; a cluster's
+  // smallest), which bounds a commit's result: a larger argument is refused with an error.
+  // A server that does not answer CONFIG GET (managed services often forbid it) is taken to
+  // have Redis's default, 512 MB.
+  void read_max_bulk() {
+    Result<MasterReplies> config = ask_masters({"CONFIG", "GET", "proto-max-bulk-len"});
+    if (!config) return;
+    std::uint64_t least = kDefaultMaxBulk;
+    for (const Result<Reply>& r : config->replies) {
+      if (auto bytes = config_value(r)) least = std::min(least, *bytes);
+    }
+    max_result_bytes_ = least;
+  }
+
+  std::uint64_t max_result_bytes() const noexcept override { return max_result_bytes_; }
 
  protected:
   void do_begin(BeginArgs a, Callback<BeginOutcome> cb) override {
@@ -596,6 +601,44 @@ class RedisStore final : public Store {
     draining_.clear();
   }
 
+  static constexpr std::uint64_t kDefaultMaxBulk = 512ull << 20;
+
+  struct MasterReplies {
+    std::vector<std::string> names;
+    std::vector<Result<Reply>> replies;
+  };
+
+  // Sends `command` to every master (the one server of redis://) and waits for every answer.
+  Result<MasterReplies> ask_masters(std::initializer_list<std::string_view> command) {
+    struct Gather {
+      MasterReplies out;
+      std::size_t left = 0;
+      std::promise<Result<MasterReplies>> done;
+    };
+    auto g = std::make_shared<Gather>();
+    auto answer = g->done.get_future();
+    asio::post(io_, [this, g, wire = format_command(command)] {
+      const auto masters = client_.masters();
+      g->left = masters.size();
+      if (masters.empty()) return g->done.set_value(unavailable(client_.describe() + ": no master is known"));
+      for (Connection* m : masters) {
+        g->out.names.push_back(m->name());
+        g->out.replies.emplace_back(unavailable("no answer"));
+      }
+      for (std::size_t i = 0; i < masters.size(); ++i) {
+        auto call = std::make_shared<Call>();
+        call->wire = wire;
+        call->deadline = SteadyClock::now() + op_timeout_;
+        call->complete = [g, i](Result<Reply> r) {
+          g->out.replies[i] = std::move(r);
+          if (--g->left == 0) g->done.set_value(std::move(g->out));
+        };
+        client_.start_pinned(*masters[i], std::move(call));
+      }
+    });
+    return answer.get();
+  }
+
   Status judge_eviction(const std::vector<std::string>& names,
                         const std::vector<Result<Reply>>& replies) const {
     for (std::size_t i = 0; i < replies.size(); ++i) {
@@ -622,6 +665,7 @@ class RedisStore final : public Store {
   const bool cluster_;
   const std::string prefix_;
   const int wait_replicas_;
+  std::uint64_t max_result_bytes_ = kDefaultMaxBulk;  // set by read_max_bulk before the store is shared
   const Duration op_timeout_;
   asio::io_context io_{1};  // one thread: its own posts need no lock
   asio::executor_work_guard<asio::io_context::executor_type> work_;
@@ -644,6 +688,7 @@ Result<std::unique_ptr<Store>> open(std::string_view uri, const StoreOptions& op
   if (!allow_eviction) {
     if (auto s = store->refuse_eviction(); !s) return s;
   }
+  store->read_max_bulk();
   return std::unique_ptr<Store>(std::move(store));
 }
 
