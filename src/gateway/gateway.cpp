@@ -432,7 +432,7 @@ awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity&
     if (u && *u == UnlockOutcome::not_owner) metrics_.count_store_conflict();
   }
   // Otherwise (a timeout, a broken connection) the service may still be working: the lock
-  // runs out on its lease, never earlier (docs/gateway.md, "Locks").
+  // runs out on its lease, never earlier (docs/http.md, "409 locked").
   if (up.kind == UpstreamResult::Kind::refused)
     co_return problem(req, Problem::upstream_unavailable, "the upstream is unavailable: " + up.error);
   if (up.kind != UpstreamResult::Kind::response)
