@@ -42,13 +42,19 @@ struct BeginOutcome {
   // answered (> 0). A caller that keeps the result counts it from a moment before it sent
   // the begin, so it never keeps it past the record's expiry, whatever the clocks' skew.
   Duration expires_in{};
+  // acquired with recovered: the fence of the claim taken over, the one its silent holder's
+  // work carried (an uncertain record names it, so that an operator asks the service about
+  // the right attempt); 0 otherwise.
+  Fence previous_fence = 0;
 
-  static BeginOutcome acquired(Fence f, bool recovered) { return {Kind::acquired, f, recovered, {}, {}, {}}; }
-  static BeginOutcome replay(Fence f, std::string r, Duration expires_in) {
-    return {Kind::replay, f, false, std::move(r), {}, expires_in};
+  static BeginOutcome acquired(Fence f, bool recovered, Fence previous = 0) {
+    return {Kind::acquired, f, recovered, {}, {}, {}, recovered ? previous : 0};
   }
-  static BeginOutcome in_progress(Duration d) { return {Kind::in_progress, 0, false, {}, d, {}}; }
-  static BeginOutcome mismatch() { return {Kind::mismatch, 0, false, {}, {}, {}}; }
+  static BeginOutcome replay(Fence f, std::string r, Duration expires_in) {
+    return {Kind::replay, f, false, std::move(r), {}, expires_in, 0};
+  }
+  static BeginOutcome in_progress(Duration d) { return {Kind::in_progress, 0, false, {}, d, {}, 0}; }
+  static BeginOutcome mismatch() { return {Kind::mismatch, 0, false, {}, {}, {}, 0}; }
   friend bool operator==(const BeginOutcome&, const BeginOutcome&) = default;
 };
 
@@ -58,6 +64,13 @@ struct CommitArgs {
   Fence fence = 0;
   std::string result;
   Duration retention{};  // > 0; expires_at = commit time + retention
+  // Not empty: the commit also succeeds on a live done record whose result starts with
+  // these bytes, and replaces it (the record takes `result`, this fence and a new
+  // expires_at). The claim runner passes the uncertain marker that a takeover of this very
+  // claim would have written, so a late commit of a known result recovers the answer
+  // (docs/gateway.md, "When the store fails"). Empty: only the pending record with this
+  // fence (and a retry of a commit that landed).
+  std::string over_uncertain{};
 };
 enum class CommitOutcome { committed, fenced };
 
