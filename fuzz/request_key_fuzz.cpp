@@ -25,6 +25,7 @@
 #include "core/key.h"
 #include "fuzz/fuzz_check.h"
 #include "gateway/config/config.h"
+#include "gateway/request_fingerprint.h"
 #include "gateway/request_identity.h"
 #include "gateway/route.h"
 
@@ -264,9 +265,11 @@ void check_decision(const Decision& d, const Route& route, const RequestView& re
             id.scope);
       break;
   }
-  const bool fingerprinted =
-      route.mode == Mode::replay && route.policy.fingerprint.kind != FingerprintRule::Kind::none;
-  check(id.fingerprint.size() == (fingerprinted ? 16u : 0u), "fingerprint size", route.name);
+  // Every replay route fingerprints, `none` included (a fingerprint that names the rule, so
+  // that a record of another rule is refused); a lock has nothing to protect.
+  check(id.fingerprint.size() == (route.mode == Mode::replay ? 16u : 0u), "fingerprint size", route.name);
+  if (route.mode == Mode::replay && route.policy.fingerprint.kind == FingerprintRule::Kind::none)
+    check(id.fingerprint == none_fingerprint(), "a none fingerprint that is not the rule's", route.name);
 }
 
 // Whether the route reads the body other than as JSON: then re-serializing it changes
