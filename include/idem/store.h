@@ -66,12 +66,15 @@ class Store {
   virtual std::uint64_t max_result_bytes() const noexcept = 0;
 
   // ---- records ---------------------------------------------------------------------
-  // begin: no live record → acquire; pending with an expired lease → take over (recovered);
-  // a differing non-empty fingerprint → mismatch (checked first); done → replay;
-  // pending with a live lease → in_progress.
+  // begin: no live record → acquire; pending with an expired lease → take over (recovered,
+  // naming the fence taken over: previous_fence); a differing non-empty fingerprint →
+  // mismatch (checked first); done → replay; pending with a live lease → in_progress.
   void begin(BeginArgs a, Callback<BeginOutcome> cb);
-  // commit: pending with this fence → done, expires_at = now + retention; else fenced.
-  // invalid_argument: a result larger than max_result_bytes().
+  // commit: pending with this fence → done, expires_at = now + retention; done with this
+  // fence → committed, unchanged (a retry); with a non-empty over_uncertain, also a live done
+  // record whose result starts with those bytes → replaced (result, this fence, expires_at);
+  // else fenced. invalid_argument: a result larger than max_result_bytes(), an
+  // over_uncertain with a fence no store hands out (0, above kMaxFence).
   void commit(CommitArgs a, Callback<CommitOutcome> cb);
   // release: pending with this fence → removed; a retry acquires with a greater fence.
   void release(ReleaseArgs a, Callback<ReleaseOutcome> cb);

@@ -38,7 +38,10 @@ Status validate(const BeginArgs& a) {
 }
 Status validate(const CommitArgs& a) {
   if (auto s = need_key(a.key); !s) return s;
-  return need(a.retention.count() > 0, "retention must be greater than 0");
+  if (auto s = need(a.retention.count() > 0, "retention must be greater than 0"); !s) return s;
+  // The record takes the fence: it must be one a store hands out.
+  return need(a.over_uncertain.empty() || (a.fence > 0 && a.fence <= kMaxFence),
+              "a commit over_uncertain needs a fence between 1 and 2^53 - 1");
 }
 Status validate(const ReleaseArgs& a) {
   if (auto s = need_key(a.key); !s) return s;
@@ -80,12 +83,13 @@ BeginDecision apply_begin(std::optional<Record>& slot, const BeginArgs& args, Ti
     if (r.state == RecordState::done) return {BeginOutcome::replay(r.fence, r.result, r.expires_at - now)};
     if (r.lease_until && now < *r.lease_until) return {BeginOutcome::in_progress(*r.lease_until - now)};
     // Pending with an expired lease: the holder's outcome is unknown; take over.
+    const Fence previous = r.fence;
     r.fence = fences.next(r.fence, now);
     r.owner = args.owner;
     if (!args.fingerprint.empty()) r.fingerprint = args.fingerprint;
     r.lease_until = now + args.lease;
     r.expires_at = *r.lease_until + args.retention;
-    return {BeginOutcome::acquired(r.fence, /*recovered=*/true), Effect::write};
+    return {BeginOutcome::acquired(r.fence, /*recovered=*/true, previous), Effect::write};
   }
   // Absent or expired (I6): a fresh acquisition. An expired entry still lends its fence,
   // so the new one is greater.
@@ -105,17 +109,22 @@ BeginDecision apply_begin(std::optional<Record>& slot, const BeginArgs& args, Ti
 }
 
 Effect apply_commit(std::optional<Record>& slot, CommitArgs&& args, TimePoint now, CommitOutcome& out) {
-  if (slot && !expired(*slot, now) && slot->state == RecordState::done && slot->fence == args.fence) {
+  const bool live_done = slot && !expired(*slot, now) && slot->state == RecordState::done;
+  if (live_done && slot->fence == args.fence) {
     // A retried commit (its first answer was lost): it took effect; the first result stays.
     out = CommitOutcome::committed;
     return Effect::none;
   }
-  if (!live_pending_with(slot, args.fence, now)) {
+  // Over an uncertain marker: a done record whose result begins with the given bytes.
+  const bool over_uncertain =
+      live_done && !args.over_uncertain.empty() && slot->result.starts_with(args.over_uncertain);
+  if (!over_uncertain && !live_pending_with(slot, args.fence, now)) {
     out = CommitOutcome::fenced;
     return Effect::none;
   }
   Record& r = *slot;
   r.state = RecordState::done;
+  r.fence = args.fence;
   r.lease_until.reset();
   r.expires_at = now + args.retention;
   r.result = std::move(args.result);

@@ -60,7 +60,9 @@ struct BeginDecision {
 BeginDecision apply_begin(std::optional<Record>& slot, const BeginArgs& args, TimePoint now,
                           FenceSource& fences);
 
-// Moves args.result into the record on success.
+// Moves args.result into the record on success: a live pending record with args.fence, or a
+// live done record whose result starts with a non-empty args.over_uncertain (it takes
+// args.fence). A live done record with args.fence is a retried commit: committed, unchanged.
 Effect apply_commit(std::optional<Record>& slot, CommitArgs&& args, TimePoint now, CommitOutcome& out);
 Effect apply_release(std::optional<Record>& slot, const ReleaseArgs& args, TimePoint now,
                      ReleaseOutcome& out);

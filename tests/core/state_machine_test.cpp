@@ -80,6 +80,22 @@ TEST(ApplyBegin, TakeoverKeepsTheFingerprintWhenTheNewOneIsEmpty) {
   EXPECT_EQ(slot->lease_until, t0 + 21s);
 }
 
+TEST(ApplyBegin, OnlyATakeoverNamesThePreviousFence) {
+  std::optional<Record> slot;
+  FenceSource f;
+  auto first = apply_begin(slot, args("fp"), t0, f).outcome;
+  EXPECT_EQ(first.previous_fence, 0u);
+  EXPECT_EQ(apply_begin(slot, args("fp"), t0 + 1s, f).outcome.previous_fence, 0u);  // in_progress
+  auto taken = apply_begin(slot, args("fp"), t0 + 11s, f).outcome;
+  EXPECT_TRUE(taken.recovered);
+  EXPECT_EQ(taken.previous_fence, first.fence);
+  EXPECT_EQ(slot->fence, taken.fence);
+  // Expired: a fresh acquisition, although the old fence is lent to it.
+  auto fresh = apply_begin(slot, args("fp"), t0 + 200s, f).outcome;
+  EXPECT_FALSE(fresh.recovered);
+  EXPECT_EQ(fresh.previous_fence, 0u);
+}
+
 TEST(ApplyBegin, AnExpiredRecordLendsItsFenceToTheNextAcquisition) {
   std::optional<Record> slot = Record{"s", "k", RecordState::done, kMaxFence - 10, "", std::nullopt, t0, "r"};
   FenceSource f;
@@ -129,6 +145,47 @@ TEST(ApplyCommit, TheLongestLeaseAndRetentionDoNotOverflow) {
   EXPECT_FALSE(expired(*slot, t0 + kMaxDuration));
   EXPECT_EQ(apply_begin(slot, args(), t0 + kMaxDuration, f).outcome.kind, Kind::replay);
   EXPECT_TRUE(expired(*slot, t0 + 1s + kMaxDuration));
+}
+
+// over_uncertain, row by row: which stored records a late commit replaces.
+TEST(ApplyCommit, OverUncertainReplacesOnlyALiveDoneRecordStartingWithIt) {
+  const std::string marker("u\0\x01 details", 11);
+  const Record done{"s", "k", RecordState::done, 7, "fp", std::nullopt, t0 + 10s, marker};
+  const Record pending{"s", "k", RecordState::pending, 7, "fp", t0 + 5s, t0 + 10s, ""};
+  const Record mine{"s", "k", RecordState::done, 3, "fp", std::nullopt, t0 + 10s, marker};
+  struct Row {
+    const char* what;
+    std::optional<Record> stored;
+    std::string over_uncertain;
+    TimePoint now;
+    CommitOutcome out;
+  };
+  const Row rows[] = {
+      {"a prefix with a NUL", done, std::string("u\0\x01", 3), t0, CommitOutcome::committed},
+      {"the whole result", done, marker, t0, CommitOutcome::committed},
+      {"longer than the result", done, marker + "x", t0, CommitOutcome::fenced},
+      {"different after the NUL", done, std::string("u\0\x02", 3), t0, CommitOutcome::fenced},
+      {"empty: as without", done, "", t0, CommitOutcome::fenced},
+      {"expired", done, "u", t0 + 10s, CommitOutcome::fenced},
+      {"pending of another fence", pending, "", t0, CommitOutcome::fenced},
+      {"pending of another fence, a prefix", pending, "u", t0, CommitOutcome::fenced},
+      {"absent", std::nullopt, "u", t0, CommitOutcome::fenced},
+      {"done with this fence: a retry", mine, "u", t0, CommitOutcome::committed},
+  };
+  for (const Row& row : rows) {
+    std::optional<Record> slot = row.stored;
+    CommitOutcome out{};
+    const Effect e = apply_commit(slot, {"s", "k", 3, "late", 60s, row.over_uncertain}, row.now, out);
+    EXPECT_EQ(out, row.out) << row.what;
+    const bool replaced = row.out == CommitOutcome::committed && row.stored != mine;
+    EXPECT_EQ(e, replaced ? Effect::write : Effect::none) << row.what;
+    if (!replaced) {
+      EXPECT_EQ(slot, row.stored) << row.what;
+      continue;
+    }
+    const Record want{"s", "k", RecordState::done, 3, "fp", std::nullopt, row.now + 60s, "late"};
+    EXPECT_EQ(slot, want) << row.what;
+  }
 }
 
 TEST(ApplyRemove, ErasesExpiredLeftoversButReportsOnlyLiveOnes) {

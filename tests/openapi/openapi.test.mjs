@@ -158,6 +158,12 @@ try {
   const r1 = await call('begin', { body: { scope, key: 'job-2' } });
   expect((await call('release', { body: { scope, key: 'job-2', fence: r1.body.fence } })).body.outcome === 'released', 'release');
   expect((await call('release', { body: { scope, key: 'job-2', fence: r1.body.fence } })).status === 409, 'release fenced');
+  // a takeover names the fence of the claim it took over
+  const t1 = await call('begin', { body: { scope, key: 'job-4', lease_ms: 1 } });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const t2 = await call('begin', { body: { scope, key: 'job-4' } });
+  expect(t2.body.outcome === 'acquired' && t2.body.recovered === true && t2.body.previous_fence === t1.body.fence,
+         'begin recovered names previous_fence');
   const a1 = await call('begin', { body: { scope, key: 'job-3', owner: 'worker-1' } });
   expect(a1.body.outcome === 'acquired', 'begin with an owner');
   expect((await call('abandon', { body: { scope, key: 'job-3', owner: 'worker-2' } })).status === 409, 'abandon fenced');

@@ -65,9 +65,50 @@ class StoreContract : public ::testing::TestWithParam<Backend> {
 
   CommitOutcome must_commit(std::string key, Fence fence, std::string result, Duration retention = kLong,
                             std::string scope = "s") {
-    auto r = store().commit({std::move(scope), std::move(key), fence, std::move(result), retention});
+    return must_commit({std::move(scope), std::move(key), fence, std::move(result), retention});
+  }
+
+  // A commit that may also replace a done record whose result starts with `over_uncertain`.
+  CommitOutcome must_commit_over(std::string key, Fence fence, std::string result, std::string over_uncertain,
+                                 Duration retention = kLong) {
+    return must_commit({"s", std::move(key), fence, std::move(result), retention, std::move(over_uncertain)});
+  }
+
+  CommitOutcome must_commit(CommitArgs a) {
+    auto r = store().commit(std::move(a));
     EXPECT_TRUE(r.is_ok()) << r.status().to_string();
     return r.is_ok() ? *r : CommitOutcome::fenced;
+  }
+
+  // Lets a claim's kShort lease run out, then begins: a takeover, whose answer it returns.
+  BeginOutcome take_over(BeginArgs a) {
+    advance(2 * kShort);
+    auto o = must_begin(std::move(a));
+    EXPECT_EQ(o.kind, BeginOutcome::Kind::acquired);
+    EXPECT_TRUE(o.recovered);
+    return o;
+  }
+
+  // What a late holder knows of the uncertain marker a takeover of its claim writes: the
+  // first bytes, a NUL among them (results are bytes).
+  static std::string uncertain_prefix(Fence late) {
+    return std::string("uncertain\0", 10) + std::to_string(late) + "\n";
+  }
+
+  struct Uncertain {
+    Fence late = 0;   // the claim whose lease ran out
+    Fence taker = 0;  // the takeover that completed the record as uncertain
+    std::string marker;
+  };
+  // `key`'s claim `late` ran out, and its takeover committed uncertain_prefix(late) + tail.
+  Uncertain complete_as_uncertain(const std::string& key, Duration retention = kLong,
+                                  const std::string& tail = "the attempt's details") {
+    Uncertain u;
+    u.late = must_acquire(begin_args(key, "fp", kShort));
+    u.taker = take_over(begin_args(key, "fp")).fence;
+    u.marker = uncertain_prefix(u.late) + tail;
+    EXPECT_EQ(must_commit(key, u.taker, u.marker, retention), CommitOutcome::committed);
+    return u;
   }
 
   std::shared_ptr<ManualClock> clock_;

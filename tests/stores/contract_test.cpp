@@ -136,10 +136,7 @@ TEST_P(StoreContract, ScopesIsolateKeys) {
 
 TEST_P(StoreContract, ExpiredLeaseIsTakenOverWithAGreaterFence) {
   const Fence old = must_acquire(begin_args("k", "fp", kShort));
-  advance(2 * kShort);
-  auto o = must_begin(begin_args("k", "fp", kLong));
-  ASSERT_EQ(o.kind, Kind::acquired);
-  EXPECT_TRUE(o.recovered);
+  auto o = take_over(begin_args("k", "fp", kLong));
   EXPECT_GT(o.fence, old);
 
   // I2: the previous holder's fence changes nothing any more.
@@ -417,6 +414,152 @@ TEST_P(StoreContract, InvalidArgumentsAreRejected) {
 }
 
 TEST_P(StoreContract, PingAnswers) { EXPECT_TRUE(store().ping().is_ok()); }
+
+// ---- takeovers: the previous fence, and a late commit over the uncertain marker ---------------
+
+TEST_P(StoreContract, ATakeoverNamesTheFenceOfTheClaimItTookOver) {
+  const Fence first = must_acquire(begin_args("k", "fp", kShort));
+  auto second = take_over(begin_args("k", "fp", kShort));
+  EXPECT_EQ(second.previous_fence, first);
+  // The silent holder is the one just before, not the first.
+  auto third = take_over(begin_args("k", "fp"));
+  EXPECT_EQ(third.previous_fence, second.fence);
+  // Answers other than a takeover name none.
+  auto busy = must_begin(begin_args("k", "fp"));
+  EXPECT_EQ(busy.kind, Kind::in_progress);
+  EXPECT_EQ(busy.previous_fence, 0u);
+  ASSERT_EQ(must_commit("k", third.fence, "r"), CommitOutcome::committed);
+  auto replay = must_begin(begin_args("k", "fp"));
+  EXPECT_EQ(replay.kind, Kind::replay);
+  EXPECT_EQ(replay.previous_fence, 0u);
+}
+
+// A released, abandoned, removed or expired record lends its fence to the next acquisition,
+// but that acquisition took nothing over.
+TEST_P(StoreContract, AFreshAcquisitionNamesNoPreviousFence) {
+  auto fresh = [&](BeginArgs a) {
+    auto o = must_begin(std::move(a));
+    EXPECT_EQ(o.kind, Kind::acquired);
+    EXPECT_FALSE(o.recovered);
+    EXPECT_EQ(o.previous_fence, 0u);
+    return o.fence;
+  };
+  Fence f = fresh(owned(begin_args("k"), "gw-1"));
+  ASSERT_EQ(store().release({"s", "k", f}).value(), ReleaseOutcome::released);
+  fresh(owned(begin_args("k"), "gw-1"));
+  ASSERT_TRUE(store().remove({"s", "k"}).value());
+  fresh(owned(begin_args("k", "", kShort), "gw-1"));
+  advance(2 * kShort);  // the lease ran out: abandon still gives the claim back
+  ASSERT_EQ(store().abandon({"s", "k", "gw-1"}).value(), ReleaseOutcome::released);
+  fresh(begin_args("k", "", kShort, kShort));
+  advance(3 * kShort);  // past the lease and the retention: expired, absent
+  f = fresh(begin_args("k", "", kShort));
+  // Only now a takeover, which names the claim it took over.
+  EXPECT_EQ(take_over(begin_args("k")).previous_fence, f);
+}
+
+TEST_P(StoreContract, ALateCommitReplacesTheUncertainMarkerOfItsClaim) {
+  const auto u = complete_as_uncertain("k");
+  const auto before = store().get({"s", "k"}).value();
+  ASSERT_TRUE(before);
+  ASSERT_EQ(must_commit_over("k", u.late, "the real result", uncertain_prefix(u.late), 2 * kLong),
+            CommitOutcome::committed);
+  const auto after = store().get({"s", "k"}).value();
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->state, RecordState::done);
+  EXPECT_EQ(after->fence, u.late);
+  EXPECT_EQ(after->result, "the real result");
+  EXPECT_FALSE(after->lease_until);
+  EXPECT_GT(after->expires_at, before->expires_at);  // now + 2 × kLong
+  EXPECT_EQ(after->fingerprint, before->fingerprint);
+  auto o = must_begin(begin_args("k", "fp"));
+  ASSERT_EQ(o.kind, Kind::replay);
+  EXPECT_EQ(o.result, "the real result");
+  EXPECT_EQ(o.fence, u.late);
+
+  // Retried (its answer was lost), or with another result: committed, and nothing changes.
+  EXPECT_EQ(must_commit_over("k", u.late, "the real result", uncertain_prefix(u.late), 3 * kLong),
+            CommitOutcome::committed);
+  EXPECT_EQ(must_commit_over("k", u.late, "another result", uncertain_prefix(u.late)),
+            CommitOutcome::committed);
+  EXPECT_EQ(store().get({"s", "k"}).value(), after);
+  // The takeover's fence is no longer the record's.
+  EXPECT_EQ(must_commit("k", u.taker, "x"), CommitOutcome::fenced);
+  EXPECT_EQ(store().get({"s", "k"}).value(), after);
+  // Fences still never repeat: the next acquisition's exceeds the takeover's.
+  ASSERT_TRUE(store().remove({"s", "k"}).value());
+  EXPECT_GT(must_acquire(begin_args("k")), u.taker);
+}
+
+TEST_P(StoreContract, OverUncertainComparesBytesAndAnotherPrefixIsFenced) {
+  const auto u = complete_as_uncertain("k");
+  const auto before = store().get({"s", "k"}).value();
+  const std::string prefix = uncertain_prefix(u.late);
+  // Another claim's, one that differs only after the NUL, one longer than the marker,
+  // another first byte, none.
+  for (const std::string& other : {uncertain_prefix(u.late + 1), std::string("uncertain\0x", 11),
+                                   u.marker + "!", "U" + prefix, std::string()}) {
+    EXPECT_EQ(must_commit_over("k", u.late, "late", other), CommitOutcome::fenced) << other;
+    EXPECT_EQ(store().get({"s", "k"}).value(), before);
+  }
+  EXPECT_EQ(must_commit_over("k", u.late, "late", prefix), CommitOutcome::committed);
+  EXPECT_EQ(must_begin(begin_args("k")).result, "late");
+}
+
+TEST_P(StoreContract, APrefixAsLongAsTheStoredResultMatches) {
+  const auto u = complete_as_uncertain("k", kLong, "");
+  ASSERT_EQ(u.marker, uncertain_prefix(u.late));
+  EXPECT_EQ(must_commit_over("k", u.late, std::string("r\0s", 3), u.marker), CommitOutcome::committed);
+  EXPECT_EQ(must_begin(begin_args("k")).result, std::string("r\0s", 3));
+}
+
+// A pending record has no marker: its holder is alive, or a repeat will take it over.
+TEST_P(StoreContract, OverUncertainLeavesAPendingClaimAlone) {
+  const Fence late = must_acquire(begin_args("k", "fp", kShort));
+  auto taker = take_over(begin_args("k", "fp"));
+  const auto before = store().get({"s", "k"}).value();
+  EXPECT_EQ(must_commit_over("k", late, "late", uncertain_prefix(late)), CommitOutcome::fenced);
+  EXPECT_EQ(must_commit("k", late, "late"), CommitOutcome::fenced);
+  EXPECT_EQ(store().get({"s", "k"}).value(), before);
+  // Once the takeover completed the record as uncertain, the late commit replaces it.
+  ASSERT_EQ(must_commit("k", taker.fence, uncertain_prefix(late) + "details"), CommitOutcome::committed);
+  EXPECT_EQ(must_commit_over("k", late, "late", uncertain_prefix(late)), CommitOutcome::committed);
+  EXPECT_EQ(must_begin(begin_args("k", "fp")).result, "late");
+}
+
+TEST_P(StoreContract, OverUncertainNeverRevivesAnExpiredRecord) {
+  const auto gone = complete_as_uncertain("gone", kShort);
+  const auto live = complete_as_uncertain("live", kLong);
+  advance(2 * kShort);
+  EXPECT_EQ(must_commit_over("gone", gone.late, "late", uncertain_prefix(gone.late)), CommitOutcome::fenced);
+  EXPECT_FALSE(store().get({"s", "gone"}).value().has_value());
+  auto o = must_begin(begin_args("gone", "fp"));
+  EXPECT_EQ(o.kind, Kind::acquired);
+  EXPECT_FALSE(o.recovered);
+  EXPECT_EQ(must_commit_over("live", live.late, "late", uncertain_prefix(live.late)),
+            CommitOutcome::committed);
+}
+
+// The record takes the commit's fence: it must be one a store hands out.
+TEST_P(StoreContract, OverUncertainNeedsAFenceAStoreHandsOut) {
+  const auto u = complete_as_uncertain("k");
+  const auto before = store().get({"s", "k"}).value();
+  for (const Fence f : {Fence{0}, kMaxFence + 1}) {
+    auto r = store().commit({"s", "k", f, "late", kLong, uncertain_prefix(u.late)});
+    EXPECT_EQ(r.status().code(), StatusCode::invalid_argument) << f;
+  }
+  EXPECT_EQ(store().get({"s", "k"}).value(), before);
+}
+
+// Without over_uncertain a done record of another fence stays fenced, as always.
+TEST_P(StoreContract, WithoutOverUncertainTheMarkerStays) {
+  const auto u = complete_as_uncertain("k");
+  const auto before = store().get({"s", "k"}).value();
+  EXPECT_EQ(must_commit("k", u.late, "late"), CommitOutcome::fenced);
+  EXPECT_EQ(must_commit_over("k", u.late, "late", ""), CommitOutcome::fenced);
+  EXPECT_EQ(store().get({"s", "k"}).value(), before);
+  EXPECT_EQ(must_commit_over("k", u.late, "late", uncertain_prefix(u.late)), CommitOutcome::committed);
+}
 
 // ---- sizes (idem/limits.h, Store::max_result_bytes) -------------------------------------------
 

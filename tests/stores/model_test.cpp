@@ -165,6 +165,7 @@ class Client {
       }
     } else if (expect(Kind::acquired)) {
       if (r->recovered != (rec != nullptr)) fail("recovered of " + k);
+      if (r->previous_fence != (rec ? rec->fence : 0)) fail("previous_fence of " + k);
       if (r->fence <= m_.highest[k] || r->fence > kMaxFence) fail("fence did not grow for " + k);
       m_.highest[k] = r->fence;
       Model::Rec next;
@@ -183,17 +184,29 @@ class Client {
     std::string result(std::uniform_int_distribution<int>(0, 40)(rng_), '\0');
     for (auto& c : result) c = static_cast<char>(rng_());
     const Duration ret = retention();
-    auto r = store_.commit({scope_, k, f, result, ret});
-    if (!ok(r, "commit")) return;
     Model::Rec* rec = m_.live(k, now);
+    // A third of them may replace an uncertain marker: over a prefix of the stored result
+    // (sometimes all of it), or over bytes it most likely does not start with.
+    std::string over;
+    if (f > 0 && pick({false, false, true})) {
+      const bool prefix = rec && rec->done && !rec->result.empty() && pick({false, true});
+      over = prefix ? rec->result.substr(
+                          0, std::uniform_int_distribution<std::size_t>(1, rec->result.size())(rng_))
+                    : std::string("\xff\0", 2);
+    }
+    auto r = store_.commit({scope_, k, f, result, ret, over});
+    if (!ok(r, "commit")) return;
     // Done with this fence: a retried commit, committed without a change.
     const bool can = rec && !rec->done && rec->fence == f;
     const bool again = rec && rec->done && rec->fence == f;
-    if ((*r == CommitOutcome::committed) != (can || again)) {
+    const bool replaces =
+        rec && rec->done && rec->fence != f && !over.empty() && rec->result.starts_with(over);
+    if ((*r == CommitOutcome::committed) != (can || again || replaces)) {
       return fail("commit " + k + ": got " + to_string(*r));
     }
-    if (can) {
+    if (can || replaces) {
       rec->done = true;
+      rec->fence = f;
       rec->result = result;
       rec->expires_at = now + ret;
       rec->lease_until = {};

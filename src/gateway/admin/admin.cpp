@@ -315,6 +315,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     if (r->kind == BeginOutcome::Kind::acquired) {
       o["fence"] = r->fence;
       o["recovered"] = r->recovered;
+      if (r->recovered) o["previous_fence"] = r->previous_fence;
     } else if (r->kind == BeginOutcome::Kind::in_progress) {
       o["retry_after_ms"] = ceil_ms(r->retry_after);
     } else if (r->kind == BeginOutcome::Kind::replay) {

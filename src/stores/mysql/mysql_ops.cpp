@@ -101,7 +101,7 @@ bool read_begin(const Reply& r, BeginOutcome& out) {
   switch (char_at(row, 0)) {
     case 'a':
     case 'r':
-      out = BeginOutcome::acquired(fence, char_at(row, 0) == 'r');
+      out = BeginOutcome::acquired(fence, char_at(row, 0) == 'r', static_cast<Fence>(int_at(row, 4)));
       return true;
     case 'm':
       out = BeginOutcome::mismatch();

@@ -21,20 +21,22 @@ std::int64_t us(Duration d) { return d.count(); }
 
 // begin: takes the row when there is none, it is a tombstone, it expired, or its lease expired
 // with a matching fingerprint. @idem_take says whether it did: the VALUES row, built for every
-// call, sets it to 1 (its `recovered` is (@idem_take := 1) - 1, that is 0), and on a conflict the
-// first assignment sets it from the old row. NOW is the statement's, the same in every part. The
-// SELECT then reads the row the upsert left, locked by it: 'a' acquired, 'r' recovered (fence),
-// 'm' mismatch, 'd' replay (fence, result, expires_in µs), 'i' in_progress (retry_after µs); 'x' (the lease
-// ran out between the two statements): run again.
+// call, sets it to 1 (its `recovered` is (@idem_take := 1) - 1, that is 0) and @idem_previous to
+// 0, and on a conflict the first assignment sets @idem_take from the old row, the fence's keeps
+// the old fence in @idem_previous. NOW is the statement's, the same in every part. The SELECT then
+// reads the row the upsert left, locked by it: 'a' acquired, 'r' recovered (fence, and the fence
+// taken over last), 'm' mismatch, 'd' replay (fence, result, expires_in µs), 'i' in_progress
+// (retry_after µs); 'x' (the lease ran out between the two statements): run again.
 constexpr std::string_view kBegin = R"sql(INSERT INTO {p}records
   (scope, `key`, state, fence, fingerprint, lease_until, expires_at, result, recovered, owner)
-VALUES ($1, $2, 'pending', {now}, $3, {now} + $4, {now} + $4 + $5, X'', (@idem_take := 1) - 1, $6)
+VALUES ($1, $2, 'pending', {now}, $3, {now} + $4, {now} + $4 + $5, X'', (@idem_take := 1) - 1 + (@idem_previous := 0),
+        $6)
 ON DUPLICATE KEY UPDATE
   recovered = IF(@idem_take := (state = 'free' OR expires_at <= {now}
                                 OR (state = 'pending' AND lease_until <= {now}
                                     AND (fingerprint = X'' OR $3 = X'' OR fingerprint = $3))),
                  state <> 'free' AND expires_at > {now}, recovered),
-  fence = IF(@idem_take, GREATEST(fence + 1, {now}), fence),
+  fence = IF(@idem_take, GREATEST((@idem_previous := fence) + 1, {now}), fence),
   fingerprint = IF(@idem_take AND NOT (state <> 'free' AND expires_at > {now} AND $3 = X''), $3, fingerprint),
   lease_until = IF(@idem_take, {now} + $4, lease_until),
   expires_at = IF(@idem_take, {now} + $4 + $5, expires_at),
@@ -46,17 +48,22 @@ SELECT CASE WHEN @idem_take THEN IF(recovered, 'r', 'a')
             WHEN state = 'done' THEN 'd'
             WHEN lease_until > {now} THEN 'i'
             ELSE 'x' END,
-       fence, IF(state = 'done', result, NULL), IF(state = 'done', expires_at, lease_until) - {now}
+       fence, IF(state = 'done', result, NULL), IF(state = 'done', expires_at, lease_until) - {now},
+       IF(@idem_take AND recovered, @idem_previous, 0)
 FROM {p}records WHERE scope = $1 AND `key` = $2;)sql";
 
 // A live pending record with this fence, judged at NOW.
 #define IDEM_HELD(NOW) "scope = $1 AND `key` = $2 AND fence = $3 AND state = 'pending' AND expires_at > " NOW
 
 // commit: 'c' when the UPDATE found the row (ROW_COUNT(): rows found), or when the row is done
-// with this fence and live (a retried commit changes nothing); else 'f' (no row: fenced too).
+// with this fence and live (a retried commit changes nothing); else 'f' (no row: fenced too). The
+// UPDATE takes a live pending row of this fence or, when $7 (the length of over_uncertain, $6) is
+// not 0, a live done row of another fence whose result starts with $6, which takes this fence.
 constexpr std::string_view kCommit = R"sql(UPDATE {p}records
-SET state = 'done', lease_until = NULL, expires_at = {now} + $4, result = $5, recovered = 0
-WHERE )sql" IDEM_HELD("{now}") R"sql(;
+SET state = 'done', lease_until = NULL, expires_at = {now} + $4, result = $5, recovered = 0, fence = $3
+WHERE scope = $1 AND `key` = $2 AND expires_at > {now}
+  AND ((state = 'pending' AND fence = $3)
+       OR ($7 > 0 AND state = 'done' AND fence <> $3 AND LEFT(result, $7) = $6));
 SELECT IF(ROW_COUNT() > 0, 'c',
           (SELECT IF(state = 'done' AND fence = $3 AND expires_at > {now}, 'c', 'f') FROM {p}records
            WHERE scope = $1 AND `key` = $2));)sql";
@@ -195,8 +202,10 @@ Sql Statements::begin(const BeginArgs& a) const {
           2, 1};
 }
 Sql Statements::commit(const CommitArgs& a, std::int64_t fence) const {
-  return {expand(kCommit, p_, {hex(a.scope), hex(a.key), num(fence), num(us(a.retention)), hex(a.result)}), 2,
-          1};
+  return {expand(kCommit, p_,
+                 {hex(a.scope), hex(a.key), num(fence), num(us(a.retention)), hex(a.result),
+                  hex(a.over_uncertain), num(static_cast<std::int64_t>(a.over_uncertain.size()))}),
+          2, 1};
 }
 Sql Statements::release(const ReleaseArgs& a, std::int64_t fence) const {
   if (!a.restore_token) return one(expand(kRelease, p_, {hex(a.scope), hex(a.key), num(fence)}));

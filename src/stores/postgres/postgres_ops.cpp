@@ -83,7 +83,7 @@ bool read_begin(const PGresult* r, BeginOutcome& out) {
   switch (char_at(r, 0, 0)) {
     case 'a':
     case 'r':
-      out = BeginOutcome::acquired(fence, char_at(r, 0, 0) == 'r');
+      out = BeginOutcome::acquired(fence, char_at(r, 0, 0) == 'r', static_cast<Fence>(int8_at(r, 0, 4)));
       return true;
     case 'm':
       out = BeginOutcome::mismatch();

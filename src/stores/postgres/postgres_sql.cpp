@@ -18,7 +18,8 @@ std::string expand(std::string_view sql, const std::string& prefix) {
 }
 
 // begin: one upsert that acquires (fresh, or taking over an expired lease) and returns
-// kind 'a' or 'r' (recovered) with the fence; otherwise it changes nothing but locks the
+// kind 'a' or 'r' (recovered) with the fence and, for 'r', the fence it took over (the SET
+// reads the old row: previous_fence); otherwise it changes nothing but locks the
 // row, and the second branch reports what the statement's snapshot shows: 'm' mismatch,
 // 'd' replay (fence, result, expires_in µs), 'i' in_progress (retry_after µs). 'x' or no row at all: the
 // row the upsert met was written after the snapshot was taken; the caller runs the
@@ -26,11 +27,12 @@ std::string expand(std::string_view sql, const std::string& prefix) {
 constexpr std::string_view kBegin = R"sql(
 WITH up AS (
   INSERT INTO {p}records AS r (scope, key, state, fence, fingerprint, lease_until, expires_at, result, recovered,
-                               owner)
-  VALUES ($1, $2, 'pending', {now}, $3, {now} + $4, {now} + $4 + $5, '', false, $6)
+                               owner, previous_fence)
+  VALUES ($1, $2, 'pending', {now}, $3, {now} + $4, {now} + $4 + $5, '', false, $6, 0)
   ON CONFLICT (scope, key) DO UPDATE SET
     fence = greatest(r.fence + 1, EXCLUDED.fence),
     recovered = r.state <> 'free' AND r.expires_at > EXCLUDED.fence,
+    previous_fence = CASE WHEN r.state <> 'free' AND r.expires_at > EXCLUDED.fence THEN r.fence ELSE 0 END,
     fingerprint = CASE WHEN r.state <> 'free' AND r.expires_at > EXCLUDED.fence AND $3 = '' THEN r.fingerprint
                        ELSE $3 END,
     state = 'pending', lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at, result = '',
@@ -38,8 +40,8 @@ WITH up AS (
   WHERE r.state = 'free' OR r.expires_at <= EXCLUDED.fence
      OR (r.state = 'pending' AND r.lease_until <= EXCLUDED.fence
          AND (r.fingerprint = '' OR $3 = '' OR r.fingerprint = $3))
-  RETURNING fence, recovered)
-SELECT CASE WHEN recovered THEN 'r' ELSE 'a' END, fence, NULL::bytea, NULL::int8 FROM up
+  RETURNING fence, recovered, previous_fence)
+SELECT CASE WHEN recovered THEN 'r' ELSE 'a' END, fence, NULL::bytea, NULL::int8, previous_fence FROM up
 UNION ALL
 SELECT CASE WHEN s.state = 'free' OR s.expires_at <= n.us THEN 'x'
             WHEN s.fingerprint <> '' AND $3 <> '' AND s.fingerprint <> $3 THEN 'm'
@@ -47,27 +49,34 @@ SELECT CASE WHEN s.state = 'free' OR s.expires_at <= n.us THEN 'x'
             WHEN s.lease_until > n.us THEN 'i'
             ELSE 'x' END,
        s.fence, CASE WHEN s.state = 'done' THEN s.result END,
-       CASE WHEN s.state = 'done' THEN s.expires_at ELSE s.lease_until END - n.us
+       CASE WHEN s.state = 'done' THEN s.expires_at ELSE s.lease_until END - n.us, NULL::int8
 FROM {p}records s, (SELECT {now} AS us) n
 WHERE s.scope = $1 AND s.key = $2 AND NOT EXISTS (SELECT FROM up))sql";
 
 // A live pending record with this fence.
 #define IDEM_HELD "scope = $1 AND key = $2 AND fence = $3 AND state = 'pending' AND expires_at > {now}"
+// A live done record of another fence whose result starts with $6, when $6 is not empty: the
+// uncertain marker a takeover left for the claim of fence $3 (CommitArgs::over_uncertain).
+#define IDEM_UNCERTAIN(R) \
+  "$6 <> '' AND " R "state = 'done' AND " R "fence <> $3 AND substr(" R "result, 1, length($6)) = $6"
 
 // commit: 'c' committed (now, or before with this fence: a retried commit changes nothing),
 // 'f' or no row fenced, 'x' the update met a row newer than the snapshot: run again.
 constexpr std::string_view kCommit = R"sql(
 WITH up AS (
   UPDATE {p}records SET state = 'done', lease_until = NULL, expires_at = {now} + $4, result = $5,
-         recovered = false
-  WHERE )sql" IDEM_HELD R"sql( RETURNING 1)
+         recovered = false, fence = $3
+  WHERE scope = $1 AND key = $2 AND expires_at > {now}
+    AND ((fence = $3 AND state = 'pending') OR ()sql" IDEM_UNCERTAIN("") R"sql()) RETURNING 1)
 SELECT 'c' FROM up
 UNION ALL
-SELECT CASE WHEN s.fence <> $3 OR s.expires_at <= {now} THEN 'f'
-            WHEN s.state = 'done' THEN 'c'
-            WHEN s.state = 'pending' THEN 'x'
+SELECT CASE WHEN s.state = 'free' OR s.expires_at <= {now} THEN 'f'
+            WHEN s.fence = $3 AND s.state = 'done' THEN 'c'
+            WHEN s.fence = $3 THEN 'x'
+            WHEN )sql" IDEM_UNCERTAIN("s.") R"sql( THEN 'x'
             ELSE 'f' END
 FROM {p}records s WHERE s.scope = $1 AND s.key = $2 AND NOT EXISTS (SELECT FROM up))sql";
+#undef IDEM_UNCERTAIN
 constexpr std::string_view kRelease =
     "UPDATE {p}records SET state = 'free', lease_until = NULL, expires_at = {now}, fingerprint = '', "
     "result = '', owner = '' WHERE " IDEM_HELD " RETURNING 1";
@@ -192,10 +201,12 @@ CREATE TABLE IF NOT EXISTS {p}records (
   result      bytea NOT NULL,    -- done records only
   recovered   boolean NOT NULL,  -- the holder took over an expired lease
   owner       bytea NOT NULL DEFAULT '',  -- who claimed it (BeginArgs::owner)
+  previous_fence int8 NOT NULL DEFAULT 0,  -- recovered: the fence of the claim taken over
   PRIMARY KEY (scope, key)
 );
--- Tables created before records had an owner get the column in place.
-ALTER TABLE {p}records ADD COLUMN IF NOT EXISTS owner bytea NOT NULL DEFAULT '';
+-- Tables created before records had an owner or a previous fence get the columns in place.
+ALTER TABLE {p}records ADD COLUMN IF NOT EXISTS owner bytea NOT NULL DEFAULT '',
+                       ADD COLUMN IF NOT EXISTS previous_fence int8 NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS {p}records_expires_at ON {p}records (expires_at);
 CREATE TABLE IF NOT EXISTS {p}tokens (
   scope      bytea NOT NULL,
@@ -227,7 +238,7 @@ std::array<Statement, kStatementCount> statements(const std::string& prefix) {
   };
   return {
       make("begin", kBegin, {kBytea, kBytea, kBytea, kInt8, kInt8, kBytea}),
-      make("commit", kCommit, {kBytea, kBytea, kInt8, kInt8, kBytea}),
+      make("commit", kCommit, {kBytea, kBytea, kInt8, kInt8, kBytea, kBytea}),
       make("release", kRelease, fenced),
       make("release_restore", kReleaseRestore, {kBytea, kBytea, kInt8, kBytea, kInt8}),
       make("abandon", kAbandon, {kBytea, kBytea, kBytea}),

@@ -105,7 +105,7 @@ class PostgresStore final : public batching::BatchingStore<Op> {
     auto order = lock_order('r', a.scope, a.key);
     submit<CommitOutcome>(Stmt::commit,
                           {std::move(a.scope), std::move(a.key), fence_param(a.fence),
-                           int8_param(micros(a.retention)), std::move(a.result)},
+                           int8_param(micros(a.retention)), std::move(a.result), std::move(a.over_uncertain)},
                           std::move(order), &read_commit, std::move(cb));
   }
   void do_release(ReleaseArgs a, Callback<ReleaseOutcome> cb) override {

@@ -28,18 +28,18 @@ end
 )lua";
 
 // KEYS record, fence. ARGV fingerprint, lease µs, retention µs, owner.
-// {0, fence, recovered} acquired · {1, fence, result, expires_in µs} replay · {2, retry µs} in_progress ·
-// {3} mismatch
+// {0, fence, recovered, previous fence or 0} acquired · {1, fence, result, expires_in µs} replay ·
+// {2, retry µs} in_progress · {3} mismatch
 constexpr const char* kBegin = R"lua(
 local r = redis.call('HMGET', KEYS[1], 'st', 'f', 'fp', 'lu', 'ea')
 local fp = ARGV[1]
-local recovered = 0
+local recovered, previous = 0, 0
 if r[1] and tonumber(r[5]) > now then
   if r[3] ~= '' and fp ~= '' and r[3] ~= fp then return {3} end
   if r[1] == 'd' then return {1, tonumber(r[2]), redis.call('HGET', KEYS[1], 'res'), tonumber(r[5]) - now} end
   local lu = tonumber(r[4])
   if now < lu then return {2, lu - now} end
-  recovered = 1
+  recovered, previous = 1, tonumber(r[2])
   if fp == '' then fp = r[3] end
 end
 local fence = next_fence(KEYS[2], r[2])
@@ -50,17 +50,24 @@ redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'st', 'p', 'f', s(fence), 'fp', fp, 'lu', s(lu), 'ea', s(ea), 'o', ARGV[4])
 redis.call('PEXPIREAT', KEYS[1], ms(ea))
 redis.call('SET', KEYS[2], s(fence), 'PXAT', fence_ttl(ea))
-return {0, fence, recovered}
+return {0, fence, recovered, previous}
 )lua";
 
-// KEYS record, fence. ARGV fence, result, retention µs. 1 committed · 0 fenced. Done with
-// this fence: a retried commit, committed without a change.
+// KEYS record, fence. ARGV fence, result, retention µs, over_uncertain. 1 committed · 0 fenced.
+// Done with this fence: a retried commit, committed without a change. Done with another fence
+// and a result that starts with a non-empty over_uncertain: replaced, this fence and all.
 constexpr const char* kCommit = R"lua(
 local r = redis.call('HMGET', KEYS[1], 'st', 'f', 'ea')
-if r[1] == 'd' and r[2] == ARGV[1] and tonumber(r[3]) > now then return 1 end
-if r[1] ~= 'p' or r[2] ~= ARGV[1] or tonumber(r[3]) <= now then return 0 end
+if not r[1] or tonumber(r[3]) <= now then return 0 end
+if r[1] == 'd' then
+  if r[2] == ARGV[1] then return 1 end
+  local over = ARGV[4]
+  if over == '' or string.sub(redis.call('HGET', KEYS[1], 'res'), 1, #over) ~= over then return 0 end
+elseif r[2] ~= ARGV[1] then
+  return 0
+end
 local ea = now + tonumber(ARGV[3])
-redis.call('HSET', KEYS[1], 'st', 'd', 'res', ARGV[2], 'ea', s(ea))
+redis.call('HSET', KEYS[1], 'st', 'd', 'f', ARGV[1], 'res', ARGV[2], 'ea', s(ea))
 redis.call('HDEL', KEYS[1], 'lu')
 redis.call('PEXPIREAT', KEYS[1], ms(ea))
 redis.call('PEXPIREAT', KEYS[2], fence_ttl(ea))

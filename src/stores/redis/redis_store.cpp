@@ -50,8 +50,9 @@ Result<BeginOutcome> parse_begin(const redisReply& r) {
   if (!is_int(kind)) return unexpected("begin");
   switch (kind->integer) {
     case 0:
-      if (is_int(a) && is_int(b))
-        return BeginOutcome::acquired(static_cast<Fence>(a->integer), b->integer != 0);
+      if (const redisReply* c = at(r, 3); is_int(a) && is_int(b) && is_int(c))
+        return BeginOutcome::acquired(static_cast<Fence>(a->integer), b->integer != 0,
+                                      static_cast<Fence>(c->integer));
       break;
     case 1:
       if (const redisReply* c = at(r, 3); is_int(a) && is_string(b) && is_int(c))
@@ -313,7 +314,7 @@ class RedisStore final : public Store {
   void do_commit(CommitArgs a, Callback<CommitOutcome> cb) override {
     const auto k = record_keys(prefix_, a.scope, a.key);
     const std::string fence = std::to_string(a.fence), retention = micros(a.retention);
-    eval(scripts().commit, {k.main, k.fence}, {fence, a.result, retention}, std::move(cb),
+    eval(scripts().commit, {k.main, k.fence}, {fence, a.result, retention, a.over_uncertain}, std::move(cb),
          flag(CommitOutcome::committed, CommitOutcome::fenced, "commit"), &committed);
   }
 
