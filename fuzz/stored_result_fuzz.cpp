@@ -8,6 +8,7 @@
 // On a value built from the input (each kind with the fields that kind keeps):
 //   - encode() gives bytes that decode back to an equal value
 // And is_unstorable_header does not depend on the case of the name.
+#include <algorithm>
 #include <cctype>
 #include <cstddef>
 #include <cstdint>
@@ -68,6 +69,13 @@ StoredResult value_from(FuzzedDataProvider& in) {
     }
     case 1:
       r.kind = StoredResult::Kind::uncertain;
+      // A mark names a fence; a record of an earlier release holds none.
+      r.mark.fence = in.ConsumeIntegral<std::uint64_t>();
+      if (r.mark.fence != 0) {
+        r.mark.instance = in.ConsumeRandomLengthString(64);
+        r.mark.instance.erase(std::min(r.mark.instance.find(';'), r.mark.instance.size()));
+        r.mark.at_ms = in.ConsumeIntegral<std::int64_t>();
+      }
       break;
     case 2:
       r.kind = StoredResult::Kind::not_stored;

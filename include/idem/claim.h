@@ -52,6 +52,7 @@
 #include "idem/record.h"
 #include "idem/status.h"
 #include "idem/store.h"
+#include "idem/uncertain_mark.h"
 
 namespace idem {
 
@@ -83,7 +84,7 @@ enum class BeginStep {
                    // given back by owner; answer the failure
 };
 
-// `uncertain_marker` is the result an uncertain record holds (ClaimPolicy).
+// `uncertain_marker` is what an uncertain record's result starts with (ClaimPolicy).
 BeginStep after_begin(const Result<BeginOutcome>& begun, OnUncertain on_uncertain,
                       std::string_view uncertain_marker) noexcept;
 
@@ -116,8 +117,9 @@ struct ClaimPolicy {
   Duration retention = std::chrono::hours(24);  // > 0
   bool renew = true;                            // extend the lease every lease/3 while working
   OnUncertain on_uncertain = OnUncertain::hold;
-  // The result an uncertain record holds. Each face stores results in a form in which this
-  // cannot be a real result (the gateway's stored responses; the Guard escapes results).
+  // What an uncertain record's result starts with; the runner appends the mark
+  // (idem/uncertain_mark.h). Each face stores results in a form in which no real result
+  // starts with it (the gateway's stored responses; the Guard escapes results).
   // A view: the storage outlives every use of the policy (each face keeps it static).
   std::string_view uncertain_marker;
 };
@@ -157,6 +159,8 @@ class Claim {
   const std::string& owner() const noexcept { return owner_; }
   Fence fence() const noexcept { return fence_; }
   bool recovered() const noexcept { return recovered_; }  // taken over from an expired holder
+  // recovered: the fence of the claim taken over (its silent holder's work carried it).
+  Fence previous_fence() const noexcept { return previous_fence_; }
   // A renewal answered fenced: the claim was taken over or removed while the work ran.
   bool lost() const noexcept { return lost_->load(); }
   bool settled() const noexcept { return runner_ == nullptr; }
@@ -171,6 +175,7 @@ class Claim {
   std::string scope_, key_, owner_;
   Fence fence_;
   bool recovered_;
+  Fence previous_fence_;
   bool started_ = false;
   Duration lease_, retention_;
   std::shared_ptr<std::atomic<bool>> lost_ = std::make_shared<std::atomic<bool>>(false);
@@ -236,7 +241,11 @@ class ClaimRunner {
   // release re-arms `restore` in the same store step. Answers ok; failed_precondition
   // when the store answered fenced (the claim was lost: nothing stored, the newer holder
   // left alone); or the store's error, after which the settle is retried in the background.
-  // mark_uncertain commits policy.uncertain_marker.
+  // mark_uncertain commits policy.uncertain_marker with a mark naming the fence the service
+  // may have received: this claim's once started(), else (a takeover that runs nothing) the
+  // fence of the claim taken over. A commit also replaces the mark a takeover of this claim
+  // wrote elsewhere meanwhile (CommitArgs::over_uncertain): under hold the answer is
+  // recovered.
   boost::asio::awaitable<Status> settle(Claim& claim, const ClaimPolicy& policy, Settlement how,
                                         std::string result = {},
                                         std::optional<TokenRestore> restore = std::nullopt);
@@ -274,6 +283,8 @@ class ClaimRunner {
   // acquire() for a key with a pending settle: the answer it holds, or nullopt when a begin
   // should follow (a pending release went through).
   boost::asio::awaitable<std::optional<Result<BeginOutcome>>> answer_from(std::shared_ptr<Pending> p);
+  // The uncertain record naming `service_fence`, marked by this runner now.
+  std::string mark(std::string_view marker, Fence service_fence) const;
   // A pending settle's settlement and, for a commit, its result: a copy taken under the lock.
   std::pair<Settlement, std::string> held(const Pending& p);
   std::shared_ptr<Pending> pending_for(const std::string& scope, const std::string& key);
@@ -285,7 +296,8 @@ class ClaimRunner {
 
   Store& store_;
   ClaimHooks hooks_;
-  std::string instance_;  // random: names owners
+  std::string instance_;       // random: names owners
+  std::string mark_instance_;  // the host and instance_: who marks records uncertain
   std::atomic<std::uint64_t> calls_{0};
   ClaimRunnerLimits limits_;
   std::atomic<std::int64_t> background_{0};

@@ -268,21 +268,20 @@ awaitable<Gateway::Reply> Gateway::claim_and_run(const Route& route, const Ident
         auto stored = std::make_shared<const std::string>(std::move(a.begun->result));
         // The next repeat is answered from memory too (a record committed by another
         // instance, or one that left the cache). Kept for what the record still lives,
-        // counted from before the begin went out: never past its expiry.
-        cache_.put(ticket, id.scope, id.record_key, id.fingerprint, stored, a.begun->expires_in);
+        // counted from before the begin went out: never past its expiry. Not an uncertain
+        // record: a late commit of its claim's answer may still replace it.
+        if (a.step == BeginStep::replay)
+          cache_.put(ticket, id.scope, id.record_key, id.fingerprint, stored, a.begun->expires_in);
         lead.publish(stored);
         co_return answer_replay(route, req, *stored, waited);
       }
       case BeginStep::hold_uncertain: {
         // The previous holder died mid-request: its outcome is unknown, so nothing runs again.
-        const ReplayCache::Ticket settle_ticket = cache_.ticket();
+        // Duplicates waiting here are told the same; nothing is kept in memory, since the
+        // holder's late commit may still replace the mark with the answer.
         Status settled = co_await runner_.settle(*a.claim, policy, Settlement::mark_uncertain);
         log_unsettled(route, settled);
-        if (settled.is_ok()) {
-          auto marker = std::make_shared<const std::string>(uncertain_marker());
-          cache_.put(settle_ticket, id.scope, id.record_key, id.fingerprint, marker, route.policy.retention);
-          lead.publish(std::move(marker));
-        }
+        if (settled.is_ok()) lead.publish(std::make_shared<const std::string>(uncertain_marker()));
         co_return problem(req, Problem::outcome_uncertain,
                           "the first request with this key did not finish; its outcome is unknown");
       }

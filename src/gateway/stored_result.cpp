@@ -8,7 +8,11 @@ namespace {
 
 // Layout: kind byte, then for a response: u16 status, u32 header count, each header as
 // u32-length-prefixed name and value, then the u32-length-prefixed body; for not_stored:
-// u16 status; for json: the u32-length-prefixed text; for uncertain: nothing. Little-endian.
+// u16 status; for json: the u32-length-prefixed text; for uncertain: the mark's text
+// (idem/uncertain_mark.h, "fence=…;instance=…;at=…"), empty in records of earlier
+// releases and in the marker the claim runner is given. Little-endian.
+
+constexpr char kUncertain[] = {static_cast<char>(StoredResult::Kind::uncertain), '\0'};
 
 void put_u16(std::string& out, unsigned v) {
   out.push_back(static_cast<char>(v & 0xff));
@@ -81,6 +85,7 @@ std::string encode(const StoredResult& r) {
       put_bytes(out, r.json);
       break;
     case StoredResult::Kind::uncertain:
+      if (r.mark.fence != 0) out = uncertain_result(kUncertain, r.mark);
       break;
   }
   return out;
@@ -136,7 +141,13 @@ Result<StoredResult> decode_stored_result(std::string_view bytes) {
       if (!in.bytes(r.json)) return bad("truncated json");
       break;
     case StoredResult::Kind::uncertain:
-      break;
+      // The rest is the mark, in its one form (so that whatever decodes re-encodes alike).
+      if (bytes.size() > 1) {
+        r.mark = read_uncertain(bytes, kUncertain).value_or(UncertainMark{});
+        if (r.mark.fence == 0 || uncertain_result(kUncertain, r.mark) != bytes)
+          return bad("malformed uncertain mark");
+      }
+      return r;
     default:
       return bad("unknown kind");
   }

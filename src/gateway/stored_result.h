@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "idem/status.h"
+#include "idem/uncertain_mark.h"
 
 namespace idem::gateway {
 
@@ -34,6 +35,9 @@ struct StoredResult {
   Kind kind = Kind::response;
   StoredResponse response;  // response; for not_stored only `status` is set
   std::string json;         // json
+  // uncertain: the attempt the service may have received, who marked it and when
+  // (idem/uncertain_mark.h); fence 0 for a record of an earlier release.
+  UncertainMark mark;
 
   friend bool operator==(const StoredResult&, const StoredResult&) = default;
 };

@@ -10,6 +10,8 @@
 #include <thread>
 #include <utility>
 
+#include <unistd.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -43,8 +45,8 @@ BeginStep after_begin(const Result<BeginOutcome>& begun, OnUncertain on_uncertai
       return begun->recovered && on_uncertain == OnUncertain::hold ? BeginStep::hold_uncertain
                                                                    : BeginStep::run;
     case BeginOutcome::Kind::replay:
-      return !uncertain_marker.empty() && begun->result == uncertain_marker ? BeginStep::uncertain
-                                                                            : BeginStep::replay;
+      return !uncertain_marker.empty() && begun->result.starts_with(uncertain_marker) ? BeginStep::uncertain
+                                                                                      : BeginStep::replay;
     case BeginOutcome::Kind::mismatch:
       return BeginStep::mismatch;
     case BeginOutcome::Kind::in_progress:
@@ -115,6 +117,7 @@ Claim::Claim(ClaimRunner& runner, const BeginArgs& args, const BeginOutcome& b)
       owner_(args.owner),
       fence_(b.fence),
       recovered_(b.recovered),
+      previous_fence_(b.previous_fence),
       lease_(args.lease),
       retention_(args.retention) {}
 
@@ -125,6 +128,7 @@ Claim::Claim(Claim&& o) noexcept
       owner_(std::move(o.owner_)),
       fence_(o.fence_),
       recovered_(o.recovered_),
+      previous_fence_(o.previous_fence_),
       started_(o.started_),
       lease_(o.lease_),
       retention_(o.retention_),
@@ -188,6 +192,9 @@ ClaimRunner::ClaimRunner(Store& store, ClaimHooks hooks, ClaimRunnerLimits limit
   char buf[17];
   std::snprintf(buf, sizeof buf, "%08x%08x", rd(), rd());
   instance_ = buf;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  mark_instance_ = std::string(host) + "/" + instance_;
 }
 
 ClaimRunner::~ClaimRunner() = default;
@@ -383,7 +390,17 @@ std::string pending_id(const std::string& scope, const std::string& key) {
 
 bool commits(Settlement how) { return how == Settlement::commit || how == Settlement::mark_uncertain; }
 
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
+
+std::string ClaimRunner::mark(std::string_view marker, Fence service_fence) const {
+  return uncertain_result(marker, UncertainMark{service_fence, mark_instance_, now_ms()});
+}
 
 std::shared_ptr<ClaimRunner::Pending> ClaimRunner::pending_for(const std::string& scope,
                                                                const std::string& key) {
@@ -456,8 +473,13 @@ awaitable<Status> ClaimRunner::settle(Claim& claim, const ClaimPolicy& policy, S
       co_return fenced_status();
     case Settlement::commit:
     case Settlement::mark_uncertain: {
-      if (how == Settlement::mark_uncertain) result = std::string(policy.uncertain_marker);
+      // The fence the service may have received: this claim's once its work started; a
+      // takeover that runs nothing names the claim it took over.
+      const Fence service_fence = claim.started_ || !claim.recovered_ ? claim.fence_ : claim.previous_fence_;
+      if (how == Settlement::mark_uncertain) result = mark(policy.uncertain_marker, service_fence);
       CommitArgs args{claim.scope(), claim.key(), claim.fence(), result, claim.retention_};
+      if (how == Settlement::commit)
+        args.over_uncertain = uncertain_prefix(policy.uncertain_marker, claim.fence());
       auto call = async_commit(store_, std::move(args), use_awaitable);
       Result<CommitOutcome> r = co_await observe("commit", std::move(call));
       if (!r && r.status().code() == StatusCode::invalid_argument && how == Settlement::commit) {
@@ -466,8 +488,8 @@ awaitable<Status> ClaimRunner::settle(Claim& claim, const ClaimPolicy& policy, S
         out = r.status();
         const Settlement instead = settle_for(WorkEnd::unknown, policy.on_uncertain, false);
         if (instead == Settlement::mark_uncertain) {
-          CommitArgs marker{claim.scope(), claim.key(), claim.fence(), std::string(policy.uncertain_marker),
-                            claim.retention_};
+          CommitArgs marker{claim.scope(), claim.key(), claim.fence(),
+                            mark(policy.uncertain_marker, claim.fence()), claim.retention_};
           auto mcall = async_commit(store_, std::move(marker), use_awaitable);
           Result<CommitOutcome> m = co_await observe("commit", std::move(mcall));
           if (!m) {
@@ -548,7 +570,7 @@ void ClaimRunner::settle_later(std::string scope, std::string key, std::string o
     if (p->how != Settlement::mark_uncertain) return;  // retry: left to expire
     result.clear();
   }
-  if (p->how == Settlement::mark_uncertain) result = p->uncertain_marker;
+  if (p->how == Settlement::mark_uncertain && result.empty()) result = mark(p->uncertain_marker, p->fence);
   p->result = std::move(result);
   p->held_bytes = p->result.size();
   ++background_;
@@ -574,6 +596,7 @@ awaitable<void> ClaimRunner::retry_pending(std::shared_ptr<Pending> p) {
     auto [how, result] = held(*p);
     if (commits(how)) {
       CommitArgs args{p->scope, p->key, p->fence, std::move(result), p->retention};
+      if (how == Settlement::commit) args.over_uncertain = uncertain_prefix(p->uncertain_marker, p->fence);
       auto call = async_commit(store_, std::move(args), use_awaitable);
       Result<CommitOutcome> r = co_await observe("commit", std::move(call), false);
       if (r) {
@@ -588,7 +611,7 @@ awaitable<void> ClaimRunner::retry_pending(std::shared_ptr<Pending> p) {
           std::lock_guard lock(pending_mu_);
           p->how = instead;
           background_bytes_ -= p->held_bytes;
-          p->result = p->uncertain_marker;
+          p->result = mark(p->uncertain_marker, p->fence);
           p->held_bytes = p->result.size();
           background_bytes_ += p->held_bytes;
         }

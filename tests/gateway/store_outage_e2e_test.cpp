@@ -96,6 +96,12 @@ class Gateway {
   }
   unsigned short port() const { return port_; }
 
+  // The record of `key` on route orders as the admin API shows it (null when absent).
+  json::value record(const std::string& key) const {
+    Response r = request(admin_, verb::get, "/v1/records/_/" + key + "?key_space=orders");
+    return r.result_int() == 200 ? body_json(r) : json::value(nullptr);
+  }
+
   // "absent", "pending", "done", or "error <status>" when the admin API could not tell.
   std::string record_state(const std::string& key) const {
     Response r = request(admin_, verb::get, "/v1/records/_/" + key + "?key_space=orders");
@@ -475,6 +481,65 @@ TEST_P(ReadOnlyRedis, AReleaseRetriedAfterAnOutageReArmsTheToken) {
 
 INSTANTIATE_TEST_SUITE_P(OnUncertain, ReadOnlyRedis, ::testing::Values("hold", "retry"),
                          [](const auto& p) { return p.param; });
+
+// Two gateways on one Redis; gateway A reaches it through a proxy that the test cuts. A's
+// upstream answers 201 but A's commit (and every renewal) cannot land for longer than the
+// lease, so the client's retry at gateway B takes the claim over: under hold B answers 409
+// outcome-uncertain and marks the record with the fence A's request carried (not its own).
+// When A reaches the store again, its commit replaces that mark: the repeats at B are
+// replayed A's answer, and nothing ran twice.
+TEST(TwoGateways, ATakeoverMarksTheFenceTheServiceSawAndTheLateCommitRecoversTheAnswer) {
+  testutil::RedisServer redis;
+  if (!redis.started()) GTEST_SKIP() << "redis-server is not installed or did not start";
+  FaultProxy proxy("127.0.0.1", redis.port());
+  const std::string dir_a = temp_dir(), dir_b = temp_dir();
+  {
+    const std::string config =
+        "defaults:\n  lease: 1s\n  wait: 0s\n  upstream_timeout: 5s\nroutes:\n  - name: orders\n"
+        "    match: { method: POST, path: /orders }\n";
+    Gateway a(dir_a, "redis://" + proxy.address(), config);
+    Gateway b(dir_b, "redis://" + redis.address(), config);
+    ASSERT_TRUE(a.started() && b.started()) << "see " << dir_a << " and " << dir_b;
+    ASSERT_EQ(a.post(unique_key("warm")).result_int(), 201u);
+    const std::string key = unique_key("takeover");
+    auto first = std::async(std::launch::async, [&] { return a.post(key, {{"X-Test-Delay-Ms", "500"}}); });
+    ASSERT_TRUE(eventually([&] { return a.executions()[key] == 1; }, 10s));
+    proxy.refuse();
+    proxy.cut_all();
+    Response ran = first.get();
+    ASSERT_EQ(ran.result_int(), 201u) << ran.body();
+    const auto service_fence = std::stoull(std::string(body_json(ran).at("fence").as_string()));
+    std::this_thread::sleep_for(2500ms);  // past A's lease, which it cannot renew: the subject
+
+    Response uncertain = b.post(key);
+    EXPECT_EQ(uncertain.result_int(), 409u) << uncertain.body();
+    EXPECT_EQ(problem_type(uncertain), "urn:idem:problem:outcome-uncertain");
+    const json::value rec = b.record(key);
+    ASSERT_TRUE(rec.is_object()) << "no record";
+    ASSERT_TRUE(rec.as_object().contains("uncertain")) << json::serialize(rec);
+    const auto& mark = rec.at("uncertain").as_object();
+    EXPECT_EQ(mark.at("fence").to_number<std::uint64_t>(), service_fence)
+        << "the mark names the fence the service received: " << json::serialize(rec);
+    EXPECT_NE(rec.at("fence").to_number<std::uint64_t>(), service_fence)
+        << "the record's own is the takeover's";
+    EXPECT_FALSE(std::string(mark.at("instance").as_string()).empty());
+
+    proxy.forward();  // A's pending commit lands and replaces the mark
+    Response recovered;
+    EXPECT_TRUE(eventually(
+        [&] {
+          recovered = b.post(key);
+          return recovered.result_int() == 201u;
+        },
+        20s))
+        << recovered.body();
+    EXPECT_TRUE(replayed(recovered));
+    EXPECT_EQ(recovered.body(), ran.body());
+    EXPECT_EQ(a.executions()[key] + b.executions()[key], 1) << "the request ran twice";
+  }
+  remove_dir(dir_a);
+  remove_dir(dir_b);
+}
 
 // `mode: lock` with a service slower than upstream_timeout: the first request is answered
 // 504, but the service still works on it, so the lock runs out on its lease; a second

@@ -54,6 +54,15 @@ boost::json::object record_object(const Record& record, std::optional<std::strin
           break;
         case StoredResult::Kind::uncertain:
           o["result"] = "uncertain";
+          // The attempt the service may have received: what an operator asks it about
+          // (docs/operations.md, "Uncertain records"). Absent in records of earlier releases.
+          if (r->mark.fence != 0) {
+            boost::json::object m;
+            m["fence"] = r->mark.fence;
+            m["instance"] = r->mark.instance;
+            m["at"] = rfc3339(TimePoint(std::chrono::milliseconds(r->mark.at_ms)));
+            o["uncertain"] = std::move(m);
+          }
           break;
         case StoredResult::Kind::not_stored:
           o["result"] = "not_stored";

@@ -236,6 +236,13 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
   expect(await page.locator('#uncertain b, #uncertain i').count() === 0, 'no markup of the key or scope ran');
   expect(await row.locator('td.num').textContent() === String(recordJson.fence), 'the fence shows');
   expect(await row.locator('td').nth(3).textContent() === recordJson.expires_at, 'expires_at shows');
+  // The attempt the service may have received: the request's own fence here (its connection
+  // broke after it was sent), the gateway that marked it and when.
+  expect(recordJson.uncertain && recordJson.uncertain.fence === recordJson.fence,
+         `the record names the fence the service received (${JSON.stringify(recordJson.uncertain)})`);
+  const attempt = await row.locator('td.attempt').textContent();
+  expect(attempt.startsWith(`fence ${recordJson.uncertain.fence}, marked by ${recordJson.uncertain.instance} at `),
+         `the attempt shows (${attempt})`);
   await page.locator('#store.ready').waitFor({ timeout: 15000 });
   expect(/^\d+$/.test(await page.locator('#inflight').textContent()), 'requests in flight show as a number');
   const outcomes = await page.locator('#outcomes tbody tr').allInnerTexts();

@@ -110,8 +110,10 @@ function segment(text, isScope) {
 
 async function resolveRecord(rec, button) {
   const scopeText = rec.scope === '' ? '(empty scope)' : `scope ${rec.scope}`;
+  const asked = rec.uncertain ? ` Ask the service first whether it acted on this key (the attempt with ` +
+                                `Idempotency-Fence ${rec.uncertain.fence}).` : '';
   if (!window.confirm(`Resolve the uncertain record ${rec.key} (${scopeText})?\n\n` +
-                      'The record is removed: the next request with this key runs again upstream.'))
+                      'The record is removed: the next request with this key runs again upstream.' + asked))
     return;
   button.disabled = true;
   try {
@@ -170,7 +172,11 @@ async function refreshUncertain() {
     button.addEventListener('click', () => resolveRecord(rec, button));
     const action = document.createElement('td');
     action.append(button);
-    tr.append(scope, cell(rec.key, 'key'), cell(String(rec.fence), 'num'), cell(rec.expires_at ?? ''), action);
+    // The attempt the service may have received (records of earlier releases do not say).
+    const attempt = rec.uncertain
+      ? `fence ${rec.uncertain.fence}, marked by ${rec.uncertain.instance} at ${rec.uncertain.at}` : '';
+    tr.append(scope, cell(rec.key, 'key'), cell(String(rec.fence), 'num'), cell(rec.expires_at ?? ''),
+              cell(attempt, 'attempt'), action);
     return tr;
   }));
   $('uncertain-empty').hidden = records.length > 0;
