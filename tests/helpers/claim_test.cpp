@@ -432,11 +432,11 @@ TEST(PendingSettle, APendingReleaseGoesBeforeTheRepeatsBegin) {
   ClaimRunner runner(store, settled.hooks());
   const ClaimPolicy p{300ms, 24h, false, OnUncertain::hold, kMarker};
   Acquired a = run(runner.acquire("s", "k", "", p));
-  store.refuse_release = 1;
-  EXPECT_FALSE(run(runner.settle(*a.claim, p, Settlement::release)).is_ok());
-  // Before the background retry, past the lease: a begin would take the claim over as if
-  // its outcome were unknown, and under hold answer "uncertain" for work that failed.
+  // The store refuses the release, and its retries: past the lease, a begin would take the
+  // claim over as if its outcome were unknown, and under hold answer "uncertain" for work
+  // that failed.
   store.refuse_release = 1'000'000;
+  EXPECT_FALSE(run(runner.settle(*a.claim, p, Settlement::release)).is_ok());
   std::this_thread::sleep_for(400ms);  // the lease running out is the subject here
   Acquired refused = run(runner.acquire("s", "k", "", p));
   EXPECT_EQ(refused.step, BeginStep::not_applied) << "the release could not go first: nothing else does";
