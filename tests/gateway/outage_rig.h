@@ -267,9 +267,11 @@ class MariadbServer {
       why_ = "mariadbd did not start; see " + dir_ + "/server.log";
       return;
     }
+    // Double quotes: run() quotes each argument in single ones for the shell.
+    out.clear();
     if (run({"/usr/bin/mariadb", "--socket=" + socket(), "-u", "root", "-e",
-             "CREATE USER 'idem'@'127.0.0.1' IDENTIFIED BY 'idem'; CREATE DATABASE idem; "
-             "GRANT ALL PRIVILEGES ON idem.* TO 'idem'@'127.0.0.1';"},
+             "CREATE USER \"idem\"@\"127.0.0.1\" IDENTIFIED BY \"idem\"; CREATE DATABASE idem; "
+             "GRANT ALL PRIVILEGES ON idem.* TO \"idem\"@\"127.0.0.1\";"},
             &out) != 0) {
       why_ = "creating the user idem failed: " + out;
       return;
