@@ -155,41 +155,71 @@ Response failed(std::string why) {
   return r;
 }
 
-void set_timeouts(tcp::socket& s) {
-  timeval tv{10, 0};
-  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+// Runs one asynchronous operation of `stream` to its end: the stream's expiry bounds it
+// (blocking socket calls would wait for ever: Asio polls again after SO_RCVTIMEO).
+template <typename Start>
+beast::error_code run_one(asio::io_context& ioc, beast::tcp_stream& stream, std::chrono::milliseconds timeout,
+                          Start start) {
+  beast::error_code result;
+  stream.expires_after(timeout);
+  start([&](beast::error_code ec, std::size_t) { result = ec; });
+  ioc.restart();
+  ioc.run();
+  return result;
 }
 
 }  // namespace
 
 Response request(unsigned short port, http::verb method, const std::string& target, const Headers& headers,
-                 const std::string& body) {
+                 const std::string& body, std::chrono::milliseconds timeout) {
   asio::io_context ioc;
-  tcp::socket socket(ioc);
+  beast::tcp_stream stream(ioc);
   beast::error_code ec;
-  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+  stream.socket().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
   if (ec) return failed("connect: " + ec.message());
-  set_timeouts(socket);
   http::request<http::string_body> req{method, target, 11};
   for (const auto& [k, v] : headers) req.insert(k, v);
   if (req.count(http::field::host) == 0) req.set(http::field::host, "127.0.0.1");
   req.body() = body;
   req.keep_alive(false);
   req.prepare_payload();
-  http::write(socket, req, ec);  // on failure the server may still have answered (413)
-  const beast::error_code wrote = ec;
+  // On a failed write the server may still have answered (413).
+  const beast::error_code wrote =
+      run_one(ioc, stream, timeout, [&](auto handler) { http::async_write(stream, req, handler); });
   beast::flat_buffer buffer;
   for (;;) {  // interim (1xx) answers such as 100 Continue come before the final one
     http::response_parser<http::string_body> parser;
     parser.body_limit(64 * 1024 * 1024);
     if (method == http::verb::head) parser.skip(true);
-    http::read(socket, buffer, parser, ec);
+    ec = run_one(ioc, stream, timeout,
+                 [&](auto handler) { http::async_read(stream, buffer, parser, handler); });
     if (ec)
       return failed("read: " + ec.message() + " (write: " + (wrote ? wrote.message() : "ok") + ", " +
                     std::to_string(buffer.size()) + " bytes unparsed)");
     if (parser.get().result_int() >= 200) return parser.release();
   }
+}
+
+std::vector<std::string> under_libfaketime(std::vector<std::string> argv, const std::string& offset,
+                                           const std::string& timestamp_file) {
+  // libfaketime is preloaded ahead of the sanitizer runtimes in ASan builds: allow it.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string options =
+      std::string(asan ? asan : "") + (asan && *asan ? ":" : "") + "verify_asan_link_order=0";
+  // env execs the program itself (the faketime command would fork it, and killing the
+  // wrapper would leave the program running).
+  std::vector<std::string> env{"/usr/bin/env", "ASAN_OPTIONS=" + options,
+                               "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"};
+  if (!offset.empty()) {
+    env.push_back("FAKETIME=" + offset);
+  } else {
+    // Read on every call (no cache), and only the wall clock moves: steady_clock is the
+    // process's own.
+    env.insert(env.end(), {"FAKETIME_TIMESTAMP_FILE=" + timestamp_file, "FAKETIME_NO_CACHE=1",
+                           "FAKETIME_DONT_FAKE_MONOTONIC=1"});
+  }
+  argv.insert(argv.begin(), env.begin(), env.end());
+  return argv;
 }
 
 std::string raw_exchange(unsigned short port, const std::string& bytes) {

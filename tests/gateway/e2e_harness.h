@@ -2,6 +2,7 @@
 // on free ports, and a small blocking HTTP client.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <utility>
@@ -64,10 +65,19 @@ class Process {
 // Runs a command to completion; its exit code (stdout+stderr into `output`).
 int run(const std::vector<std::string>& argv, std::string* output = nullptr);
 
-// One request on a fresh connection (Connection: close); status 0 when the exchange failed.
-// Sends `Host: 127.0.0.1` unless `headers` name a Host of their own.
+// One request on a fresh connection (Connection: close); status 0 when the exchange failed
+// or the server sent nothing for `timeout` (the body says which). Sends `Host: 127.0.0.1` unless
+// `headers` name a Host of their own.
 Response request(unsigned short port, http::verb method, const std::string& target,
-                 const Headers& headers = {}, const std::string& body = "");
+                 const Headers& headers = {}, const std::string& body = "",
+                 std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+// `argv` run under libfaketime (preloaded; env execs the program itself, so one process,
+// whose pid is the program's): with `offset` ("-30s") a fixed offset, otherwise the wall
+// clock read from `timestamp_file` on every call ("+0", "-3600"), which a test rewrites
+// while the program runs. steady_clock is left alone either way.
+std::vector<std::string> under_libfaketime(std::vector<std::string> argv, const std::string& offset,
+                                           const std::string& timestamp_file = "");
 
 // Sends raw bytes on one connection and reads until the server closes it (or 5 s pass).
 std::string raw_exchange(unsigned short port, const std::string& bytes);

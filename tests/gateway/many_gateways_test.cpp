@@ -79,24 +79,8 @@ struct Gateway {
       : config(dir + "/idem-" + std::to_string(index) + ".yaml") {
     write_file(config, config_head(port, upstream, admin, store) + launch.config);
     std::vector<std::string> argv{IDEM_BIN, "serve", "--config", config};
-    if (!launch.clock_offset.empty() || !launch.clock_file.empty()) {
-      // libfaketime is preloaded ahead of the sanitizer runtimes in ASan builds: allow it.
-      const char* asan = std::getenv("ASAN_OPTIONS");
-      const std::string options =
-          std::string(asan ? asan : "") + (asan && *asan ? ":" : "") + "verify_asan_link_order=0";
-      // env execs the gateway itself (the faketime command would fork it, and killing the
-      // wrapper would leave the gateway running): one process, libfaketime preloaded.
-      argv.insert(argv.begin(), {"/usr/bin/env", "ASAN_OPTIONS=" + options,
-                                 "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"});
-      if (!launch.clock_offset.empty()) {
-        argv.insert(argv.begin() + 3, "FAKETIME=" + launch.clock_offset);
-      } else {
-        // Read on every call (no cache), and only the wall clock moves: steady_clock is
-        // the process's own.
-        argv.insert(argv.begin() + 3, {"FAKETIME_TIMESTAMP_FILE=" + launch.clock_file, "FAKETIME_NO_CACHE=1",
-                                       "FAKETIME_DONT_FAKE_MONOTONIC=1"});
-      }
-    }
+    if (!launch.clock_offset.empty() || !launch.clock_file.empty())
+      argv = under_libfaketime(std::move(argv), launch.clock_offset, launch.clock_file);
     process = std::make_unique<Process>(argv, dir + "/idem-" + std::to_string(index) + ".log");
   }
 };

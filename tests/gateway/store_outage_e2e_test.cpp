@@ -15,7 +15,6 @@
 //
 // The route's lease is 60 s, longer than the test, so a claim left behind shows as a key
 // that stays pending; every wait for the gateway's background work polls the record.
-#include <pwd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,7 +33,7 @@
 #include <sstream>
 #include <thread>
 
-#include "gateway/e2e_fixture.h"
+#include "gateway/outage_rig.h"
 #include "idem/open.h"
 #include "testutil/eventually.h"
 #include "testutil/fault_proxy.h"
@@ -43,187 +42,10 @@
 namespace idem::e2e {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = OutageClock;
 using namespace std::chrono_literals;
 using testutil::eventually;
 using testutil::FaultProxy;
-
-const char* const kPgBin = "/usr/lib/postgresql/15/bin";
-
-std::string unique_key(const char* what) {
-  static std::atomic<int> n{0};
-  return std::string(what) + "-" + std::to_string(::getpid()) + "-" + std::to_string(++n);
-}
-
-long long millis(Clock::duration d) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-}
-
-// ---- the gateway and the upstream ---------------------------------------------------------
-
-// The upstream and one `idem serve` with one protected route, `orders`: a 60 s lease (a claim
-// left behind outlives the test), duplicates wait up to 2 s for the first.
-constexpr const char* kOrdersConfig = R"(defaults:
-  lease: 60s
-  wait: 2s
-  upstream_timeout: 5s
-routes:
-  - name: orders
-    match: { method: POST, path: /orders }
-)";
-
-class Gateway {
- public:
-  // `config`: the defaults and routes after the listeners and the store.
-  Gateway(const std::string& dir, const std::string& store, const std::string& config = kOrdersConfig)
-      : upstream_({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true) {
-    write_file(dir + "/idem.yaml", config_head(port_, upstream_.port(), admin_, store) + config);
-    idem_ = std::make_unique<Process>(
-        std::vector<std::string>{IDEM_BIN, "serve", "--config", dir + "/idem.yaml"}, dir + "/idem.log");
-    started_ = wait_healthy(admin_, 10000);
-  }
-
-  bool started() const { return started_; }
-
-  Response post(const std::string& key, Headers extra = {}) const {
-    extra.emplace_back("Idempotency-Key", key);
-    return post_to("/orders", key, std::move(extra));
-  }
-  // A POST to `path` whose body names `key` (the test upstream echoes it).
-  Response post_to(const std::string& path, const std::string& key, Headers extra = {}) const {
-    extra.emplace_back("Content-Type", "application/json");
-    return request(port_, verb::post, path, extra, R"({"key":")" + key + "\"}");
-  }
-  unsigned short port() const { return port_; }
-
-  // The record of `key` on route orders as the admin API shows it (null when absent).
-  json::value record(const std::string& key) const {
-    Response r = request(admin_, verb::get, "/v1/records/_/" + key + "?key_space=orders");
-    return r.result_int() == 200 ? body_json(r) : json::value(nullptr);
-  }
-
-  // "absent", "pending", "done", or "error <status>" when the admin API could not tell.
-  std::string record_state(const std::string& key) const {
-    Response r = request(admin_, verb::get, "/v1/records/_/" + key + "?key_space=orders");
-    if (r.result_int() == 404) return "absent";
-    const auto record = body_json(r);
-    if (r.result_int() != 200 || !record.contains("state")) return "error " + std::to_string(r.result_int());
-    return std::string(record.at("state").as_string());
-  }
-
-  std::uint64_t store_errors() const {
-    const std::string metrics = request(admin_, verb::get, "/metrics").body();
-    const std::string name = "\nidem_store_errors_total ";
-    const auto at = metrics.find(name);
-    return at == std::string::npos ? 0 : std::stoull(metrics.substr(at + name.size()));
-  }
-
-  // How many times the upstream ran each key, from its log of requests.
-  std::map<std::string, int> executions() const {
-    std::map<std::string, int> runs;
-    const auto seen = json::parse(request(upstream_.port(), verb::get, "/_seen?from=0").body()).as_array();
-    for (const auto& r : seen)
-      for (const auto& f : r.as_object().at("fields").as_array())
-        if (f.as_array()[0].as_string() == "Idempotency-Key")
-          ++runs[std::string(f.as_array()[1].as_string())];
-    return runs;
-  }
-  // How many requests the upstream saw in all.
-  std::size_t upstream_requests() const {
-    return json::parse(request(upstream_.port(), verb::get, "/_seen?from=0").body()).as_array().size();
-  }
-
- private:
-  Process upstream_;
-  unsigned short port_ = free_port();
-  unsigned short admin_ = free_port();
-  std::unique_ptr<Process> idem_;
-  bool started_ = false;
-};
-
-bool replayed(const Response& r) { return header(r, "Idempotent-Replayed") == "true"; }
-
-int execution_of(const Response& r) {
-  const auto o = body_json(r);
-  return o.contains("execution") ? static_cast<int>(o.at("execution").as_int64()) : 0;
-}
-
-// ---- servers of the test's own -------------------------------------------------------------
-
-// Runs a command as the `postgres` user when the test is root (initdb refuses root).
-int as_postgres(std::vector<std::string> argv, std::string* out = nullptr) {
-  if (::geteuid() == 0) argv.insert(argv.begin(), {"runuser", "-u", "postgres", "--"});
-  return run(argv, out);
-}
-
-// A throwaway PostgreSQL 15 cluster in a temporary directory, on a free loopback port, with
-// trust authentication (only this test can reach it). Stopped with the object.
-class PostgresServer {
- public:
-  PostgresServer() {
-    if (::access((std::string(kPgBin) + "/initdb").c_str(), X_OK) != 0) {
-      why_ = "PostgreSQL 15 is not installed";
-      return;
-    }
-    if (::geteuid() == 0) {
-      const passwd* pw = ::getpwnam("postgres");
-      if (!pw || ::chown(dir_.c_str(), pw->pw_uid, pw->pw_gid) != 0) {
-        why_ = "no postgres user to run the server as";
-        return;
-      }
-    }
-    std::string out;
-    if (as_postgres({std::string(kPgBin) + "/initdb", "-D", data(), "-U", "postgres", "--auth=trust", "-E",
-                     "UTF8", "--locale=C", "-N"},
-                    &out) != 0) {
-      why_ = "initdb failed: " + out;
-      return;
-    }
-    // fsync off: every stop here is clean (fast or immediate at the end), and the machine
-    // is shared; what is tested is the connections going away.
-    std::FILE* conf = std::fopen((data() + "/postgresql.conf").c_str(), "a");
-    std::fprintf(conf,
-                 "listen_addresses = '127.0.0.1'\nport = %u\nunix_socket_directories = '%s'\n"
-                 "fsync = off\nmax_connections = 50\n",
-                 port_, dir_.c_str());
-    std::fclose(conf);
-    if (pg_ctl({"start"}) != 0) {
-      why_ = "pg_ctl start failed; see " + dir_ + "/server.log";
-      return;
-    }
-    started_ = true;
-  }
-  ~PostgresServer() {
-    if (started_) pg_ctl({"-m", "immediate", "stop"});
-    remove_dir(dir_);
-  }
-  PostgresServer(const PostgresServer&) = delete;
-  PostgresServer& operator=(const PostgresServer&) = delete;
-
-  bool started() const { return started_; }
-  const std::string& why_not() const { return why_; }
-  unsigned short port() const { return port_; }
-  std::string uri() const { return "postgres://postgres@127.0.0.1:" + std::to_string(port_) + "/postgres"; }
-
-  // Stops the server (terminating every session) and starts it again; returns when it
-  // accepts connections.
-  bool restart() { return pg_ctl({"-m", "fast", "restart"}) == 0; }
-
- private:
-  std::string data() const { return dir_ + "/data"; }
-  int pg_ctl(std::vector<std::string> args) {
-    std::vector<std::string> argv{
-        std::string(kPgBin) + "/pg_ctl", "-D", data(), "-l", dir_ + "/server.log", "-w", "-t", "60"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::string out;
-    return as_postgres(argv, &out);
-  }
-
-  std::string dir_ = temp_dir();
-  unsigned short port_ = free_port();
-  std::string why_;
-  bool started_ = false;
-};
 
 // ---- case 1: a begin whose reply is lost ---------------------------------------------------
 
@@ -380,20 +202,6 @@ INSTANTIATE_TEST_SUITE_P(Stores, LostCommit,
                          ::testing::Values(GhostCase{"redis", false, Loss::cut},
                                            GhostCase{"postgres", true, Loss::cut}),
                          [](const auto& p) { return p.param.name; });
-
-const char* const kRedisServer = "/usr/bin/redis-server";
-const char* const kRedisCli = "/usr/bin/redis-cli";
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::string redis_cli(unsigned short port, std::vector<std::string> args) {
-  args.insert(args.begin(), {kRedisCli, "-p", std::to_string(port)});
-  std::string out;
-  run(args, &out);
-  return out;
-}
 
 // ---- a known answer is never lost (docs/gateway.md, "When the store fails") ----------------
 

@@ -15,7 +15,8 @@
 //                          first its bytes before offset N of its body, MS ms apart
 // GET /_count?key=K answers the number of executions of key K.
 // GET /_seen?from=N answers, as a JSON array, every other request received from the N-th
-// on (0-based): its method, target, fields ([name, value] in order) and body size.
+// on (0-based): its method, target, fields ([name, value] in order), body size, and when it
+// arrived (at_us: microseconds of the system clock, comparable across upstream processes).
 // The JSON echo names the key, the execution number, the Idempotency-Fence received (or
 // "") and the request body.
 // Usage: test_upstream [PORT] [--idle-close-ms MS [--announce]]; prints the bound port on
@@ -58,7 +59,10 @@ void record(const http::request<http::string_body>& req) {
   boost::json::object o{{"method", req.method_string()},
                         {"target", req.target()},
                         {"fields", std::move(fields)},
-                        {"body_size", req.body().size()}};
+                        {"body_size", req.body().size()},
+                        {"at_us", std::chrono::duration_cast<std::chrono::microseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count()}};
   std::lock_guard lock(mu);
   seen.push_back(std::move(o));
 }
