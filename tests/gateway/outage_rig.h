@@ -166,7 +166,19 @@ inline const char* const kPgBin = "/usr/lib/postgresql/15/bin";
 // trust authentication (only this test can reach it). Stopped with the object.
 class PostgresServer {
  public:
-  PostgresServer() {
+  // A primary; `conf` is appended to its postgresql.conf (synchronous_standby_names, say).
+  explicit PostgresServer(const std::string& conf = "") : PostgresServer(nullptr, conf) {}
+  // A hot standby streaming from `primary` (asynchronous unless the primary names it in
+  // synchronous_standby_names), made with pg_basebackup; promote() makes it a primary.
+  static std::unique_ptr<PostgresServer> standby_of(const PostgresServer& primary) {
+    // Its walreceiver names itself by cluster_name; promoted, it waits for no standby of its
+    // own (pg_basebackup copied the primary's settings).
+    return std::unique_ptr<PostgresServer>(
+        new PostgresServer(&primary, "cluster_name = 'standby'\nsynchronous_standby_names = ''"));
+  }
+
+ private:
+  PostgresServer(const PostgresServer* primary, const std::string& extra) {
     if (::access((std::string(kPgBin) + "/initdb").c_str(), X_OK) != 0) {
       why_ = "PostgreSQL 15 is not installed";
       return;
@@ -176,11 +188,32 @@ class PostgresServer {
       return;
     }
     std::string out;
-    if (as_user("postgres",
-                {std::string(kPgBin) + "/initdb", "-D", data(), "-U", "postgres", "--auth=trust", "-E",
-                 "UTF8", "--locale=C", "-N"},
-                &out) != 0) {
-      why_ = "initdb failed: " + out;
+    // initdb's pg_hba.conf trusts replication connections from 127.0.0.1 too.
+    const std::vector<std::string> make =
+        primary ? std::vector<std::string>{std::string(kPgBin) + "/pg_basebackup",
+                                           "-h",
+                                           "127.0.0.1",
+                                           "-p",
+                                           std::to_string(primary->port()),
+                                           "-U",
+                                           "postgres",
+                                           "-D",
+                                           data(),
+                                           "-R",
+                                           "-X",
+                                           "stream"}
+                : std::vector<std::string>{std::string(kPgBin) + "/initdb",
+                                           "-D",
+                                           data(),
+                                           "-U",
+                                           "postgres",
+                                           "--auth=trust",
+                                           "-E",
+                                           "UTF8",
+                                           "--locale=C",
+                                           "-N"};
+    if (as_user("postgres", make, &out) != 0) {
+      why_ = (primary ? "pg_basebackup failed: " : "initdb failed: ") + out;
       return;
     }
     // fsync off: every stop here is clean (fast or immediate at the end), and the machine
@@ -188,8 +221,8 @@ class PostgresServer {
     std::FILE* conf = std::fopen((data() + "/postgresql.conf").c_str(), "a");
     std::fprintf(conf,
                  "listen_addresses = '127.0.0.1'\nport = %u\nunix_socket_directories = '%s'\n"
-                 "fsync = off\nmax_connections = 50\n",
-                 port_, dir_.c_str());
+                 "fsync = off\nmax_connections = 50\n%s\n",
+                 port_, dir_.c_str(), extra.c_str());
     std::fclose(conf);
     if (!start()) {
       why_ = "pg_ctl start failed; see " + dir_ + "/server.log";
@@ -197,6 +230,8 @@ class PostgresServer {
     }
     started_ = true;
   }
+
+ public:
   ~PostgresServer() {
     if (started_) pg_ctl({"-m", "immediate", "stop"});
     remove_dir(dir_);
@@ -216,6 +251,22 @@ class PostgresServer {
   // start (returns when it accepts connections).
   bool stop() { return pg_ctl({"-m", "fast", "stop"}) == 0; }
   bool start() { return pg_ctl({"start"}) == 0; }
+  // As a crash: no checkpoint, no goodbye to the standbys.
+  bool crash() { return pg_ctl({"-m", "immediate", "stop"}) == 0; }
+  // A standby becomes a primary (returns once it accepts writes).
+  bool promote() { return pg_ctl({"promote"}) == 0; }
+  // One value of a query, run with psql; "(psql failed: ...)" when it failed. Write string
+  // literals $$dollar-quoted$$: arguments reach psql single-quoted.
+  std::string query(const std::string& sql) const {
+    std::string out;
+    if (as_user("postgres",
+                {std::string(kPgBin) + "/psql", "-h", "127.0.0.1", "-p", std::to_string(port_), "-U",
+                 "postgres", "-d", "postgres", "-AtXc", sql},
+                &out) != 0)
+      return "(psql failed: " + out + ")";
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    return out;
+  }
 
  private:
   std::string data() const { return dir_ + "/data"; }

@@ -349,6 +349,58 @@ TEST(TwoGateways, ATakeoverMarksTheFenceTheServiceSawAndTheLateCommitRecoversThe
   remove_dir(dir_b);
 }
 
+// ---- a failover to a standby (docs/stores.md, "PostgreSQL and MySQL behind a failover") -----
+
+// The primary acknowledges a claim its asynchronous standby never received; the primary
+// fails and the standby is promoted: the claim is gone, and the retry acquires the key as if
+// nothing had run (the work would run twice), as a Redis failover without ?wait loses it.
+// With the standby named in synchronous_standby_names, the same claim is never acknowledged
+// while the standby cannot take it: its begin ends outcome unknown, and nothing runs.
+TEST(StandbyFailover, AnAsynchronousStandbyLosesAnAcknowledgedClaimASynchronousOneNeverAcknowledgesIt) {
+  for (const bool synchronous : {false, true}) {
+    SCOPED_TRACE(synchronous ? "synchronous standby" : "asynchronous standby");
+    PostgresServer primary(synchronous ? "synchronous_standby_names = 'standby'\nsynchronous_commit = on"
+                                       : "");
+    if (!primary.started()) GTEST_SKIP() << primary.why_not();
+    auto standby = PostgresServer::standby_of(primary);
+    ASSERT_TRUE(standby->started()) << standby->why_not();
+    {
+      auto store = open_store(primary.uri());  // its tables reach the standby too
+      ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+      ASSERT_TRUE((*store)->begin(BeginArgs{"", "warm", "", 60s, 1h, "o"}).is_ok());
+      const std::string lsn = primary.query("SELECT pg_current_wal_lsn()");
+      ASSERT_FALSE(lsn.empty());
+      ASSERT_TRUE(eventually(
+          [&] { return standby->query("SELECT pg_last_wal_replay_lsn() >= $$" + lsn + "$$::pg_lsn") == "t"; },
+          30s))
+          << "the standby did not catch up to " << lsn << ": "
+          << standby->query(
+                 "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn(), pg_last_wal_receive_lsn()");
+      ASSERT_TRUE(standby->stop());  // from here on it receives nothing
+      auto claim = (*store)->begin(BeginArgs{"", "k", "", 60s, 1h, "first"});
+      if (synchronous) {
+        ASSERT_FALSE(claim.is_ok()) << "acknowledged without the synchronous standby";
+        EXPECT_EQ(claim.status().code(), StatusCode::deadline_exceeded) << claim.status().to_string();
+      } else {
+        ASSERT_TRUE(claim.is_ok()) << claim.status().to_string();
+        ASSERT_EQ(claim->kind, BeginOutcome::Kind::acquired)
+            << "the claim is acknowledged: the work would run";
+      }
+    }
+    ASSERT_TRUE(primary.crash());
+    ASSERT_TRUE(standby->start());
+    ASSERT_TRUE(standby->promote());
+    auto promoted = open_store(standby->uri());
+    ASSERT_TRUE(promoted.is_ok()) << promoted.status().to_string();
+    auto retry = (*promoted)->begin(BeginArgs{"", "k", "", 60s, 1h, "second"});
+    ASSERT_TRUE(retry.is_ok()) << retry.status().to_string();
+    // Either way the new primary has no claim: after the asynchronous failover that is a lost
+    // acknowledged claim (a second execution); after the synchronous one nothing ever ran.
+    EXPECT_EQ(retry->kind, BeginOutcome::Kind::acquired);
+    EXPECT_FALSE(retry->recovered);
+  }
+}
+
 // `mode: lock` with a service slower than upstream_timeout: the first request is answered
 // 504, but the service still works on it, so the lock runs out on its lease; a second
 // request meanwhile is refused 409 locked instead of running alongside (docs/gateway.md).
