@@ -172,7 +172,7 @@ class Claim {
   Claim(ClaimRunner& runner, const BeginArgs& args, const BeginOutcome& b);
 
   ClaimRunner* runner_;  // null once settled
-  std::string scope_, key_, owner_;
+  std::string scope_, key_, owner_, fingerprint_;
   Fence fence_;
   bool recovered_;
   Fence previous_fence_;
@@ -208,8 +208,9 @@ class ClaimRunner {
   // One begin under `policy` (its lease and retention), by `owner` (a fresh one when
   // empty), and what it means. While a settle of this runner for the key is pending, the
   // answer comes from it (see the top of this file): a pending commit answers `replay` (or
-  // `uncertain`) with its result and expires_in = kHeldAnswerTtl, without a store call; a
-  // pending release is sent first, and its failure answers `not_applied`.
+  // `uncertain`) with its result and expires_in = kHeldAnswerTtl, without a store call (a
+  // request of another fingerprint: `mismatch`, as the store would answer); a pending
+  // release is sent first, and its failure answers `not_applied`.
   boost::asio::awaitable<Acquired> acquire(std::string scope, std::string key, std::string fingerprint,
                                            const ClaimPolicy& policy, std::string owner = {});
 
@@ -278,11 +279,14 @@ class ClaimRunner {
   // the store answers or the claim would have expired anyway.
   void settle_later(std::string scope, std::string key, std::string owner, Fence fence, Settlement how,
                     std::string result, Duration lease, Duration retention, OnUncertain on_uncertain,
-                    std::string_view uncertain_marker, std::optional<TokenRestore> restore = std::nullopt);
+                    std::string_view uncertain_marker, std::optional<TokenRestore> restore = std::nullopt,
+                    std::string fingerprint = {});
   boost::asio::awaitable<void> retry_pending(std::shared_ptr<Pending> p);
   // acquire() for a key with a pending settle: the answer it holds, or nullopt when a begin
   // should follow (a pending release went through).
-  boost::asio::awaitable<std::optional<Result<BeginOutcome>>> answer_from(std::shared_ptr<Pending> p);
+  // A pending commit answers only a request of its fingerprint (another is a mismatch).
+  boost::asio::awaitable<std::optional<Result<BeginOutcome>>> answer_from(std::shared_ptr<Pending> p,
+                                                                          std::string_view fingerprint);
   // The uncertain record naming `service_fence`, marked by this runner now.
   std::string mark(std::string_view marker, Fence service_fence) const;
   // A pending settle's settlement and, for a commit, its result: a copy taken under the lock.

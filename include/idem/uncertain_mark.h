@@ -26,7 +26,8 @@ struct UncertainMark {
   friend bool operator==(const UncertainMark&, const UncertainMark&) = default;
 };
 
-// `marker` followed by the mark. `instance` must not contain ';' (it is cut there).
+// `marker` followed by the mark; the marker alone when mark.fence is 0 (not known), as
+// records of earlier releases hold it. `instance` must not contain ';' (it is cut there).
 std::string uncertain_result(std::string_view marker, const UncertainMark& mark);
 
 // The mark a stored result holds: nullopt when the result does not start with `marker`

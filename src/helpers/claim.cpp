@@ -115,6 +115,7 @@ Claim::Claim(ClaimRunner& runner, const BeginArgs& args, const BeginOutcome& b)
       scope_(args.scope),
       key_(args.key),
       owner_(args.owner),
+      fingerprint_(args.fingerprint),
       fence_(b.fence),
       recovered_(b.recovered),
       previous_fence_(b.previous_fence),
@@ -126,6 +127,7 @@ Claim::Claim(Claim&& o) noexcept
       scope_(std::move(o.scope_)),
       key_(std::move(o.key_)),
       owner_(std::move(o.owner_)),
+      fingerprint_(std::move(o.fingerprint_)),
       fence_(o.fence_),
       recovered_(o.recovered_),
       previous_fence_(o.previous_fence_),
@@ -237,7 +239,7 @@ awaitable<Acquired> ClaimRunner::acquire(std::string scope, std::string key, std
   Acquired a;
   if (std::shared_ptr<Pending> p = pending_for(scope, key)) {
     // This runner knows the outcome of the key's last claim better than the store does.
-    std::optional<Result<BeginOutcome>> held = co_await answer_from(p);
+    std::optional<Result<BeginOutcome>> held = co_await answer_from(p, fingerprint);
     if (held) {
       a.begun = std::move(*held);
       a.step = after_begin(a.begun, policy.on_uncertain, policy.uncertain_marker);
@@ -368,6 +370,7 @@ struct ClaimRunner::Pending {
   OnUncertain on_uncertain = OnUncertain::hold;
   std::string uncertain_marker;
   std::optional<TokenRestore> restore;
+  std::string fingerprint;  // the claim's: a repeat of another is answered mismatch
   Steady::time_point give_up;
   // Changed under ClaimRunner::pending_mu_ (a result the store refused becomes the marker).
   Settlement how = Settlement::release;
@@ -425,9 +428,13 @@ std::pair<Settlement, std::string> ClaimRunner::held(const Pending& p) {
   return {p.how, commits(p.how) ? p.result : std::string()};
 }
 
-awaitable<std::optional<Result<BeginOutcome>>> ClaimRunner::answer_from(std::shared_ptr<Pending> p) {
+awaitable<std::optional<Result<BeginOutcome>>> ClaimRunner::answer_from(std::shared_ptr<Pending> p,
+                                                                        std::string_view fingerprint) {
   auto [how, result] = held(*p);
   if (commits(how)) {
+    // As the store would answer (docs/design.md): an empty fingerprint matches any.
+    if (!p->fingerprint.empty() && !fingerprint.empty() && p->fingerprint != fingerprint)
+      co_return Result<BeginOutcome>(BeginOutcome::mismatch());
     // The work's answer is known here: the repeat gets it, with no store call, and the
     // commit is retried at once. A short expires_in: a cache in front asks again soon.
     store_answered();
@@ -495,7 +502,8 @@ awaitable<Status> ClaimRunner::settle(Claim& claim, const ClaimPolicy& policy, S
           if (!m) {
             answered = false;
             settle_later(claim.scope(), claim.key(), claim.owner(), claim.fence(), instead, {}, claim.lease_,
-                         claim.retention_, policy.on_uncertain, policy.uncertain_marker);
+                         claim.retention_, policy.on_uncertain, policy.uncertain_marker, std::nullopt,
+                         claim.fingerprint_);
           }
         }
       } else if (!r) {
@@ -503,7 +511,8 @@ awaitable<Status> ClaimRunner::settle(Claim& claim, const ClaimPolicy& policy, S
         answered = false;
         // Commit is idempotent: retried with the same fence until the store answers.
         settle_later(claim.scope(), claim.key(), claim.owner(), claim.fence(), how, std::move(result),
-                     claim.lease_, claim.retention_, policy.on_uncertain, policy.uncertain_marker);
+                     claim.lease_, claim.retention_, policy.on_uncertain, policy.uncertain_marker,
+                     std::nullopt, claim.fingerprint_);
       } else if (*r == CommitOutcome::fenced) {
         out = fenced_status();
         if (hooks_.conflict) hooks_.conflict();
@@ -537,7 +546,7 @@ awaitable<Status> ClaimRunner::settle(Claim& claim, const ClaimPolicy& policy, S
 void ClaimRunner::settle_later(std::string scope, std::string key, std::string owner, Fence fence,
                                Settlement how, std::string result, Duration lease, Duration retention,
                                OnUncertain on_uncertain, std::string_view uncertain_marker,
-                               std::optional<TokenRestore> restore) {
+                               std::optional<TokenRestore> restore, std::string fingerprint) {
   if (background_.load() >= limits_.max_settles) {
     std::fprintf(stderr,
                  "idem: %lld claims are being settled in the background already; leaving one to expire\n",
@@ -555,13 +564,15 @@ void ClaimRunner::settle_later(std::string scope, std::string key, std::string o
   p->on_uncertain = on_uncertain;
   p->uncertain_marker = std::string(uncertain_marker);
   p->restore = std::move(restore);
+  p->fingerprint = std::move(fingerprint);
   // Worth trying for as long as the claim can live: past lease + retention it is gone by
   // itself (a pending commit keeps extending its lease meanwhile).
   p->give_up = Steady::now() + lease + retention;
   p->how = how;
   if (how == Settlement::commit &&
       result.size() > limits_.max_bytes - std::min(limits_.max_bytes, background_bytes_.load())) {
-    // Past the budget for held results: settled as an unknown outcome (docs/operations.md).
+    // Past the budget for held results: settled as an unknown outcome (docs/gateway.md,
+    // "When the store fails").
     std::fprintf(stderr,
                  "idem: pending results would exceed %zu bytes; settling one of %zu bytes as an unknown "
                  "outcome\n",

@@ -41,6 +41,7 @@ std::string uncertain_prefix(std::string_view marker, Fence fence) {
 }
 
 std::string uncertain_result(std::string_view marker, const UncertainMark& mark) {
+  if (mark.fence == 0) return std::string(marker);  // nothing known: the marker alone
   std::string out = uncertain_prefix(marker, mark.fence);
   out += "instance=";
   out += std::string_view(mark.instance).substr(0, mark.instance.find(';'));

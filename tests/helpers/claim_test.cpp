@@ -117,6 +117,7 @@ TEST(UncertainMark, RoundTripsAndNamesItsFenceInItsPrefix) {
   EXPECT_FALSE(r.starts_with(uncertain_prefix(kMarker, 123))) << "fence 123 is not a prefix of 1234";
   EXPECT_EQ(read_uncertain(r, kMarker), m);
   EXPECT_EQ(read_uncertain(kMarker, kMarker), UncertainMark{}) << "an earlier release's marker alone";
+  EXPECT_EQ(uncertain_result(kMarker, {0, "h/1", 5}), kMarker) << "no fence known: the marker alone";
   EXPECT_FALSE(read_uncertain("first", kMarker).has_value());
   EXPECT_FALSE(read_uncertain(r, "").has_value());
   EXPECT_EQ(read_uncertain(uncertain_result(kMarker, {5, "a;b", 1}), kMarker)->instance, "a");
@@ -362,6 +363,23 @@ TEST(PendingSettle, ARepeatOfAKeyWhoseCommitIsPendingIsAnsweredFromItWithoutTheS
     EXPECT_EQ(record(store, "k")->result, "first");
     EXPECT_FALSE(runner.settling());
   }
+}
+
+// A repeat with the key but another request (another fingerprint: a hostile client, or a
+// client that reused its key) is told so, as the store would tell it: it never gets the held
+// answer to someone else's request.
+TEST(PendingSettle, APendingCommitAnswersOnlyItsOwnFingerprint) {
+  FlakyStore store;
+  Settled settled;
+  ClaimRunner runner(store, settled.hooks());
+  Acquired a = run(runner.acquire("s", "k", "fp-first", policy()));
+  store_down_for_commits(store);
+  EXPECT_FALSE(run(runner.settle(*a.claim, policy(), Settlement::commit, "first")).is_ok());
+  EXPECT_EQ(run(runner.acquire("s", "k", "fp-other", policy())).step, BeginStep::mismatch);
+  EXPECT_EQ(run(runner.acquire("s", "k", "fp-first", policy())).begun->result, "first");
+  EXPECT_EQ(run(runner.acquire("s", "k", "", policy())).begun->result, "first") << "an empty one matches any";
+  recover(store);
+  ASSERT_TRUE(settled.wait_for(1));
 }
 
 TEST(PendingSettle, AnOutageLongerThanTheLeaseNeitherRunsTheKeyAgainNorMakesItUncertain) {
