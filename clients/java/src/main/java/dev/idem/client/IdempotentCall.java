@@ -79,8 +79,17 @@ public final class IdempotentCall<T> implements AutoCloseable {
   private final boolean renew;
   private final OnUncertain onUncertain;
   private final ScheduledThreadPoolExecutor scheduler;
-  // Commits retried in the background, by scope and key: what repeats are answered from.
-  private final ConcurrentHashMap<String, JsonValue> pendingCommits = new ConcurrentHashMap<>();
+  // Commits retried in the background, by scope and key: what repeats of the same
+  // fingerprint are answered from.
+  private final ConcurrentHashMap<String, Held> pendingCommits = new ConcurrentHashMap<>();
+
+  private record Held(String fingerprint, JsonValue result) {
+    // As the gateway would answer: an empty or null fingerprint matches any.
+    boolean answers(String other) {
+      return fingerprint == null || fingerprint.isEmpty() || other == null || other.isEmpty()
+          || fingerprint.equals(other);
+    }
+  }
   // Every settle retried in the background, so that an answer from the gateway wakes them.
   private final Set<Retry> retries = ConcurrentHashMap.newKeySet();
 
@@ -201,11 +210,12 @@ public final class IdempotentCall<T> implements AutoCloseable {
     final long deadline = System.nanoTime() + wait.toNanos();
     Duration backoff = FIRST_BACKOFF;
     for (;;) {
-      JsonValue held = pendingCommits.get(pendingId(scope, key));
+      Held held = pendingCommits.get(pendingId(scope, key));
       if (held != null) {
-        // This object knows the first result; its commit is still on its way.
+        // This object knows the first result; its commit is still on its way. A request of
+        // another fingerprint never gets it.
         wakeRetries();
-        return replayed(held);
+        return held.answers(fingerprint) ? replayed(held.result()) : new CallOutcome.KeyReused<>();
       }
       final String owner = java.util.UUID.randomUUID().toString();
       BeginOutcome begun;
@@ -228,7 +238,7 @@ public final class IdempotentCall<T> implements AutoCloseable {
           settle(() -> idem.commit(scope, key, a.fence(), UNCERTAIN, retention));
           return new CallOutcome.Uncertain<>();
         }
-        return runUnder(new Attempt(scope, key, a.fence(), a.recovered()), work);
+        return runUnder(new Attempt(scope, key, a.fence(), a.recovered()), fingerprint, work);
       }
       if (begun instanceof BeginOutcome.Replay r) return replayed(r.result());
       if (begun instanceof BeginOutcome.Mismatch) return new CallOutcome.KeyReused<>();
@@ -322,7 +332,7 @@ public final class IdempotentCall<T> implements AutoCloseable {
     }
   }
 
-  private CallOutcome<T> runUnder(Attempt attempt, Function<Attempt, T> work) {
+  private CallOutcome<T> runUnder(Attempt attempt, String fingerprint, Function<Attempt, T> work) {
     final String scope = attempt.scope(), key = attempt.key();
     final long fence = attempt.fence();
     Claim claim = new Claim(attempt);
@@ -350,7 +360,8 @@ public final class IdempotentCall<T> implements AutoCloseable {
       return new CallOutcome.Executed<>(value, fence, attempt.recovered(), true, false, Optional.empty());
     } catch (NotAppliedException | OutcomeUnknownException e) {
       final String id = pendingId(scope, key);
-      pendingCommits.put(id, encoded);
+      final Held held = new Held(fingerprint, encoded);
+      pendingCommits.put(id, held);
       settleLater(() -> {
         try {
           return idem.commit(scope, key, fence, encoded, retention);
@@ -364,7 +375,7 @@ public final class IdempotentCall<T> implements AutoCloseable {
           }
           throw failed;
         }
-      }, () -> pendingCommits.remove(id, encoded));
+      }, () -> pendingCommits.remove(id, held));
       return new CallOutcome.Executed<>(value, fence, attempt.recovered(), false, false, Optional.of(e));
     }
   }

@@ -74,6 +74,8 @@ class IdempotentCallTest extends GatewayTest {
         sleep(1000);  // three leases without a commit: the outage outlasting the lease is the subject
         assertInstanceOf(CallOutcome.InProgress.class, other.execute("orders", key, "fp", a -> (long) runs.incrementAndGet()),
             "another caller did not take the key over");
+        assertInstanceOf(CallOutcome.KeyReused.class, call.execute("orders", key, "another", a -> (long) runs.incrementAndGet()),
+            "another request with the key never gets the held result");
         CallOutcome<Long> repeat = call.execute("orders", key, "fp", a -> (long) runs.incrementAndGet());
         assertEquals(42L, assertInstanceOf(CallOutcome.Replayed.class, repeat).value(), "replayed from memory");
         proxy.refuseCommits(false);
