@@ -352,6 +352,40 @@ TEST_F(EdgeTest, EverySpellingOfAProtectedPathIsProtected) {
         << path;
 }
 
+// Absolute-form ("http://host/orders") is read as its path; a target that merely holds
+// "://" after something that is no scheme is not, or "?next=http://h/orders" would reach
+// the service as a POST to /orders while every other server reads a query on "/".
+TEST_F(EdgeTest, OnlyASchemeMakesATargetAbsoluteForm) {
+  const std::string key = unique("abs");
+  std::size_t before = seen_count();
+  Response absolute =
+      request(port_, verb::post, "http://shop.example/orders?x=1", {{"Idempotency-Key", key}}, "{}");
+  EXPECT_EQ(absolute.result_int(), 201u) << absolute.body();
+  json::array seen = seen_from(before);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].at("target").as_string(), "/orders?x=1");
+  EXPECT_EQ(field_values(seen[0], "Idempotency-Fence").size(), 1u) << "an absolute-form /orders is protected";
+
+  for (const char* target : {"?next=http://shop.example/orders", "?a=b://c/orders"}) {
+    before = seen_count();
+    const std::string out =
+        raw_exchange(port_, std::string("POST ") + target +
+                                " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}");
+    seen = seen_from(before);
+    ASSERT_EQ(seen.size(), 1u) << target << ": " << out.substr(0, 200);
+    EXPECT_EQ(seen[0].at("target").as_string(), "/" + std::string(target)) << "a query on /, not /orders";
+  }
+  for (const char* target :
+       {"1http://shop.example/orders", "h?p://shop.example/orders", "%68ttp://h/orders"}) {
+    before = seen_count();
+    const std::string out = raw_exchange(
+        port_, std::string("POST ") + target + " HTTP/1.1\r\nHost: x\r\nIdempotency-Key: " + unique("s") +
+                   "\r\nContent-Length: 2\r\n\r\n{}");
+    EXPECT_TRUE(out.starts_with("HTTP/1.1 400")) << target << ": " << out.substr(0, 200);
+    EXPECT_EQ(seen_count(), before) << target;
+  }
+}
+
 TEST_F(EdgeTest, PathParametersComeFromTheNormalizedPath) {
   const std::size_t before = seen_count();
   Response r = request(port_, verb::post, "//skus/A-1;v=2/deduct/", {}, "{}");

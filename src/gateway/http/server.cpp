@@ -156,10 +156,21 @@ bool has_encoded(std::string_view text, char hi, char lo) {
 // orders", also percent-encoded). On the admin listener (`admin`), an encoded '/' or '\'
 // passes: nothing is forwarded there, and /v1/records/{scope}/{key} splits the path at its
 // literal '/' before decoding, so %2F and %5C are how a key holding '/' or '\' is named.
+// RFC 3986 §3.1: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ).
+bool is_scheme(std::string_view s) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  if (s.empty() || !alpha(s[0])) return false;
+  for (char c : s)
+    if (!alpha(c) && !(c >= '0' && c <= '9') && c != '+' && c != '-' && c != '.') return false;
+  return true;
+}
+
 std::optional<std::string> origin_form(std::string_view target, bool admin) {
   std::string_view t = target;
+  // Absolute-form only when what comes before "://" is a scheme: "?q=http://h/orders" is a
+  // query, forwarded as "/?q=http://h/orders", never as "/orders".
   const auto scheme = t.find("://");
-  if (!t.starts_with('/') && scheme != std::string_view::npos && t.find('/') > scheme) {
+  if (scheme != std::string_view::npos && is_scheme(t.substr(0, scheme))) {
     const auto slash = t.find_first_of("/?", scheme + 3);
     t = slash == std::string_view::npos ? std::string_view("/") : t.substr(slash);
   }
