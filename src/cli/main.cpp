@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <sstream>
@@ -295,12 +296,14 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   asio::signal_set stop_signals(pool.main(), SIGINT, SIGTERM);
   std::function<void(const boost::system::error_code&, int)> on_stop;
   bool stopping = false;
+  bool abandoned = false;
   on_stop = [&](const boost::system::error_code& ec, int) {
     if (ec) return;
     if (stopping) {
       // A second signal: the operator will not wait. What is in flight stays pending and
       // its records turn uncertain when their leases run out (docs/operations.md).
       std::cerr << "idem: second signal: stopping without waiting for the drain" << std::endl;
+      abandoned = true;
       pool.stop();
       return;
     }
@@ -334,6 +337,13 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   pool.run();
   gateway.flush_log();
   std::cerr << "idem: stopped" << std::endl;
+  if (abandoned) {
+    // Requests still in flight are coroutine frames queued on the pool's contexts, which
+    // outlive this function's locals (the pool was made first): destroying them would run
+    // their cleanup against a gateway already gone. Leave as a kill would, which the
+    // protocol is built for: what the store acknowledged is kept, the rest turns uncertain.
+    std::_Exit(kOk);
+  }
   return kOk;
 }
 
