@@ -728,7 +728,8 @@ void expect_nothing_ran_twice(const Gateway& g, const std::vector<Load::Answer>&
   // A key that ran but whose commit the outage lost is committed once the store answers
   // (the gateway retries it in the background: LostCommit above), so every repeat of a key
   // that ran is replayed its first response, and every key that never ran runs now.
-  for (const auto& [key, rs] : by_key) {
+  for (const auto& [k, rs] : by_key) {
+    const std::string& key = k;  // a binding: clang 14 lambdas cannot capture one
     if (claimed.count(key)) continue;
     if (never_ran.count(key)) {
       Response r = g.post(key);

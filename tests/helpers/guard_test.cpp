@@ -584,7 +584,7 @@ TEST(GuardAsync, FailureReleasesAndExceptionReleasesAndRethrows) {
   EXPECT_EQ(failed.outcome(), Outcome::failed);
   EXPECT_FALSE(store->get(RecordId{"s", "k"}).value().has_value());
 
-  EXPECT_THROW(run_async<GuardResult>([&]() -> asio::awaitable<GuardResult> {
+  EXPECT_THROW((void)run_async<GuardResult>([&]() -> asio::awaitable<GuardResult> {
                  co_return co_await guard.async_run("s", "k", "", []() -> asio::awaitable<void> {
                    throw std::runtime_error("boom");
                    co_return;

@@ -129,8 +129,8 @@ struct FaultProxy::Impl {
       if (rec) break;
       auto [wec, written] = co_await asio::async_write(s->server, asio::buffer(buffer.data(), n), kUseTuple);
       if (wec) break;
-      count([n](Counters& c) {
-        c.bytes_to_server += n;
+      count([bytes = n](Counters& c) {
+        c.bytes_to_server += bytes;
         ++c.writes_to_server;
       });
     }
@@ -142,7 +142,7 @@ struct FaultProxy::Impl {
     for (;;) {
       auto [rec, n] = co_await s->server.async_read_some(asio::buffer(buffer), kUseTuple);
       if (rec) break;
-      count([n](Counters& c) { c.bytes_from_server += n; });
+      count([bytes = n](Counters& c) { c.bytes_from_server += bytes; });
       const Mode now = mode.load();
       if (now == Mode::drop_replies || now == Mode::drop_and_cut) {
         count([](Counters& c) { ++c.replies_dropped; });
@@ -156,7 +156,7 @@ struct FaultProxy::Impl {
       }
       auto [wec, written] = co_await asio::async_write(s->client, asio::buffer(buffer.data(), n), kUseTuple);
       if (wec) break;
-      count([n](Counters& c) { c.bytes_to_client += n; });
+      count([bytes = n](Counters& c) { c.bytes_to_client += bytes; });
     }
     end(s);
   }
