@@ -14,9 +14,9 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, openSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { freePort } from '../testutil/ports.mjs';
 
 const [idemBin, upstreamBin, specFile] = process.argv.slice(2).map(p => p && resolve(p));
 if (!specFile) {
@@ -27,17 +27,6 @@ const TOKEN = 'openapi-test-token';
 
 function expect(ok, what) {
   if (!ok) throw new Error(`expectation failed: ${what}`);
-}
-
-async function freePort() {
-  for (;;) {
-    const port = 20000 + Math.floor(Math.random() * 5000);
-    const free = await new Promise(done => {
-      const s = createServer().once('error', () => done(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => done(true)));
-    });
-    if (free) return port;
-  }
 }
 
 // --- the file -------------------------------------------------------------------------

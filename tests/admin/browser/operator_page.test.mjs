@@ -13,10 +13,11 @@
 // either way.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, openSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { freePort } from '../../testutil/ports.mjs';
 
 const [idemBin, upstreamBin] = process.argv.slice(2, 4).map(p => p && resolve(p));
 const artifacts = resolve(process.env.IDEM_ARTIFACTS_DIR || process.argv[4] || 'artifacts');
@@ -42,19 +43,6 @@ async function expectEventually(check, what) {
     await new Promise(r => setTimeout(r, 50));
   }
   throw new Error(`expectation failed within 15 s: ${what}`);
-}
-
-// A port that is free now, drawn below the kernel's ephemeral range so that no outgoing
-// connection takes it before the child binds it.
-async function freePort() {
-  for (;;) {
-    const port = 20000 + Math.floor(Math.random() * 5000);
-    const free = await new Promise(done => {
-      const s = createServer().once('error', () => done(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => done(true)));
-    });
-    if (free) return port;
-  }
 }
 
 async function waitReady(url, what, child) {

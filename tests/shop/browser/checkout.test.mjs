@@ -9,9 +9,9 @@
 import { chromium } from 'playwright-core';
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, openSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { freePort } from '../../testutil/ports.mjs';
 
 const [shopBin, idemBin, config] = process.argv.slice(2).map(p => p && resolve(p));  // the children run elsewhere
 const amqp = process.argv[5] || process.env.IDEM_TEST_AMQP_URL;
@@ -22,19 +22,6 @@ if (!config) {
 
 function expect(ok, what) {
   if (!ok) throw new Error(`expectation failed: ${what}`);
-}
-
-// A port that is free now, drawn below the kernel's ephemeral range so that no outgoing
-// connection takes it before the child binds it.
-async function freePort() {
-  for (;;) {
-    const port = 20000 + Math.floor(Math.random() * 5000);
-    const free = await new Promise(resolve => {
-      const s = createServer().once('error', () => resolve(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
 }
 
 async function waitReady(url, what, child) {
