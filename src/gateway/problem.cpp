@@ -60,6 +60,12 @@ Entry entry(Problem p) noexcept {
       return {"shutting-down", "shutting_down", 503, "Gateway shutting down"};
     case Problem::version_not_supported:
       return {"version-not-supported", "version_not_supported", 505, "HTTP version not supported"};
+    case Problem::header_too_large:
+      return {"header-too-large", "header_too_large", 431, "Request header fields too large"};
+    case Problem::not_found:
+      return {"not-found", "not_found", 404, "Not found"};
+    case Problem::method_not_allowed:
+      return {"method-not-allowed", "method_not_allowed", 405, "Method not allowed"};
   }
   return {"internal", "internal", 500, "Internal error"};  // unreachable for valid enumerators
 }

@@ -36,6 +36,9 @@ enum class Problem {
   overloaded,              // 503 the request bodies held in memory reached their cap
   shutting_down,           // 503 /readyz while the gateway drains (SIGTERM)
   version_not_supported,   // 505 not HTTP/1.0 or HTTP/1.1 (an HTTP/2 preface, say)
+  header_too_large,        // 431 a request head over 16 KiB (chunk extensions and trailers included)
+  not_found,               // 404 admin listener: no such endpoint, or no such record
+  method_not_allowed,      // 405 admin listener: the endpoint takes another method
 };
 
 // "key-missing": the <name> of "urn:idem:problem:<name>".
@@ -44,8 +47,8 @@ std::string_view problem_name(Problem p) noexcept;
 // "key_missing": the outcome label of idem_requests_total (docs/admin.md: `-` written `_`).
 std::string_view problem_metric_name(Problem p) noexcept;
 
-// The HTTP status the problem is answered with (400, 401, 403, 409, 413, 415, 422, 502, 503,
-// 504).
+// The HTTP status the problem is answered with (400, 401, 403, 404, 405, 409, 413, 415, 422,
+// 431, 502, 503, 504, 505).
 int problem_status(Problem p) noexcept;
 
 // A short human title for the problem+json "title" ("Idempotency key missing").

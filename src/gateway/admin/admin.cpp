@@ -193,13 +193,13 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
   const bool control_path = path.starts_with("/v1/") && !records_path;
   const std::optional<UiAsset> asset = find_ui_asset(path);
   if (!records_path && !control_path && !asset)
-    co_return problem_response(404, "not-found", "Not found", "no such admin endpoint", v, ka);
+    co_return problem_response(Problem::not_found, "no such admin endpoint", v, ka);
   if (token.configured() && !token.accepts(find_header(fields, "Authorization").value_or("")))
     co_return unauthorized(v, ka);
   if (asset) {
     if (req.method() != http::verb::get) {
-      HttpResponse res = problem_response(405, "method-not-allowed", "Method not allowed",
-                                          "the operator's page takes GET", v, ka);
+      HttpResponse res =
+          problem_response(Problem::method_not_allowed, "the operator's page takes GET", v, ka);
       res.set(http::field::allow, "GET");
       co_return res;
     }
@@ -208,8 +208,7 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
   if (path == "/v1/records") co_return co_await list_records(req);
   if (records_path) co_return co_await records(req, path.substr(kRecords.size()));
   if (req.method() != http::verb::post)
-    co_return problem_response(405, "method-not-allowed", "Method not allowed", "the control API takes POST",
-                               v, ka);
+    co_return problem_response(Problem::method_not_allowed, "the control API takes POST", v, ka);
   if (auto refused = check_json_request(fields))
     co_return problem_response(refused->problem, refused->detail, v, ka);
   co_return co_await control(req, path.substr(3), *settings->config);
@@ -236,8 +235,7 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
     auto call = async_get(store_, std::move(id), use_awaitable);
     Result<std::optional<Record>> r = co_await std::move(call);
     if (!r) co_return store_failed(req, "GET /v1/records", r.status());
-    if (!*r)
-      co_return problem_response(404, "not-found", "Not found", "no record with this scope and key", v, ka);
+    if (!*r) co_return problem_response(Problem::not_found, "no record with this scope and key", v, ka);
     co_return json_response(http::status::ok, record_json(**r), v, ka);
   }
   if (req.method() == http::verb::delete_) {
@@ -247,14 +245,12 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
     // Also when the store failed: the removal may have been applied.
     if (cache_) cache_->erase(removed.scope, removed.key);
     if (!r) co_return store_failed(req, "DELETE /v1/records", r.status());
-    if (!*r)
-      co_return problem_response(404, "not-found", "Not found", "no record with this scope and key", v, ka);
+    if (!*r) co_return problem_response(Problem::not_found, "no record with this scope and key", v, ka);
     HttpResponse res{http::status::no_content, v};
     res.keep_alive(ka);
     co_return res;
   }
-  co_return problem_response(405, "method-not-allowed", "Method not allowed", "records take GET or DELETE", v,
-                             ka);
+  co_return problem_response(Problem::method_not_allowed, "records take GET or DELETE", v, ka);
 }
 
 // GET /v1/records?...: one answer gathered from as many store pages as it takes
@@ -263,8 +259,7 @@ awaitable<HttpResponse> Admin::list_records(const HttpRequest& req) {
   const unsigned v = req.version();
   const bool ka = req.keep_alive();
   if (req.method() != http::verb::get)
-    co_return problem_response(405, "method-not-allowed", "Method not allowed", "listing records takes GET",
-                               v, ka);
+    co_return problem_response(Problem::method_not_allowed, "listing records takes GET", v, ka);
   Result<ListRequest> parsed = parse_list_query(target_query(req.target()));
   if (!parsed) co_return problem_response(Problem::request_invalid, parsed.status().message(), v, ka);
   ListCollector list(std::move(*parsed));
@@ -433,7 +428,7 @@ awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view 
     if (*r == UnlockOutcome::not_owner) co_return conflict("not_owner");
     co_return ok(outcome("released"));
   }
-  co_return problem_response(404, "not-found", "Not found", "no such control API endpoint", v, ka);
+  co_return problem_response(Problem::not_found, "no such control API endpoint", v, ka);
 }
 
 }  // namespace idem::gateway

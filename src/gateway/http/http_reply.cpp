@@ -30,11 +30,12 @@ bool is_hop_by_hop(http::field f) noexcept {
   }
 }
 
-HttpResponse problem_response(unsigned status, std::string_view name, std::string_view title,
-                              std::string_view detail, unsigned version, bool keep_alive) {
+HttpResponse problem_response(Problem p, std::string_view detail, unsigned version, bool keep_alive,
+                              std::optional<Duration> retry_after) {
+  const auto status = static_cast<unsigned>(problem_status(p));
   boost::json::object o;
-  o["type"] = "urn:idem:problem:" + std::string(name);
-  o["title"] = title;
+  o["type"] = "urn:idem:problem:" + std::string(problem_name(p));
+  o["title"] = problem_title(p);
   o["status"] = status;
   o["detail"] = detail;
   HttpResponse res{static_cast<http::status>(status), version};
@@ -43,13 +44,6 @@ HttpResponse problem_response(unsigned status, std::string_view name, std::strin
   res.body() = boost::json::serialize(o);
   res.keep_alive(keep_alive);
   res.prepare_payload();
-  return res;
-}
-
-HttpResponse problem_response(Problem p, std::string_view detail, unsigned version, bool keep_alive,
-                              std::optional<Duration> retry_after) {
-  auto res = problem_response(static_cast<unsigned>(problem_status(p)), problem_name(p), problem_title(p),
-                              detail, version, keep_alive);
   if (retry_after) res.set(http::field::retry_after, std::to_string(retry_after_seconds(*retry_after)));
   return res;
 }

@@ -28,11 +28,6 @@ using HttpResponse = http::response<http::string_body>;
 HttpResponse problem_response(Problem p, std::string_view detail, unsigned version, bool keep_alive,
                               std::optional<Duration> retry_after = std::nullopt);
 
-// The same shape for the few HTTP-level errors that are not gateway problems of docs/http.md
-// (431 header too large, 404 unknown admin path, 405).
-HttpResponse problem_response(unsigned status, std::string_view name, std::string_view title,
-                              std::string_view detail, unsigned version, bool keep_alive);
-
 // A JSON reply (admin listener, control API, token issue).
 HttpResponse json_response(http::status status, std::string body, unsigned version, bool keep_alive);
 

@@ -66,7 +66,7 @@ void report_exception(std::exception_ptr e) {
 }
 
 HttpResponse header_too_large(unsigned version) {
-  return problem_response(431, "header-too-large", "Request header fields too large",
+  return problem_response(Problem::header_too_large,
                           "the request head (with chunk extensions and trailers) is larger than 16 KiB",
                           version, false);
 }
