@@ -24,10 +24,10 @@
 // an unknown outcome instead (`on_uncertain`): never retried, never held.
 //
 // The decisions are the pure functions after_begin() and settle_for(), tested without a
-// store. Background work runs on one thread of the runner's own, at most
-// ClaimRunnerLimits::max_settles at once holding at most max_bytes of results; past that a
-// claim is left to expire (and `on_uncertain` decides for its repeats). settling() tells a
-// shutdown drain whether any is still going.
+// store; they live in idem/on_uncertain.h, which has no Asio. Background work runs on one
+// thread of the runner's own, at most ClaimRunnerLimits::max_settles at once holding at
+// most max_bytes of results; past that a claim is left to expire (and `on_uncertain`
+// decides for its repeats). settling() tells a shutdown drain whether any is still going.
 //
 // Thread safety: a ClaimRunner is safe for concurrent use. The Store must outlive it. Its
 // destructor waits for store calls in flight and abandons background retries.
@@ -49,67 +49,13 @@
 #include <boost/asio/cancellation_signal.hpp>
 
 #include "idem/clock.h"
+#include "idem/on_uncertain.h"
 #include "idem/record.h"
 #include "idem/status.h"
 #include "idem/store.h"
 #include "idem/uncertain_mark.h"
 
 namespace idem {
-
-// What happens when the outcome of an earlier attempt is unknown: its holder's lease ran
-// out mid-run, or the work could not tell whether it took effect. The same two choices, by
-// the same name, in the gateway's `on_uncertain`, GuardOptions and DeduplicatorOptions.
-enum class OnUncertain {
-  hold,   // at most once: the record is completed as uncertain; every repeat is told so
-          // until an operator removes it or its retention passes. Nothing runs twice.
-  retry,  // at least once: the claim is left to expire; then a repeat runs again under a
-          // greater fence, which the work can check.
-};
-
-const char* to_string(OnUncertain p) noexcept;  // "hold" | "retry"
-
-// ---- the decisions ----------------------------------------------------------------------------
-
-// What one begin's answer means.
-enum class BeginStep {
-  run,             // acquired: do the work under this claim
-  hold_uncertain,  // acquired over an expired claim, under `hold`: the earlier outcome is
-                   // unknown, so complete the record as uncertain and run nothing
-  replay,          // completed: answer the stored result
-  uncertain,       // completed as uncertain: answer "outcome unknown"; nothing runs
-  mismatch,        // the key was used with another fingerprint: nothing runs
-  busy,            // another caller holds the key: wait and begin again, or answer "in progress"
-  not_applied,     // the store failed and did nothing (unavailable, ...): answer the failure
-  unknown,         // the store may have applied it (deadline_exceeded): the claim, if any, is
-                   // given back by owner; answer the failure
-};
-
-// `uncertain_marker` is what an uncertain record's result starts with (ClaimPolicy).
-BeginStep after_begin(const Result<BeginOutcome>& begun, OnUncertain on_uncertain,
-                      std::string_view uncertain_marker) noexcept;
-
-// How the work under a claim ended.
-enum class WorkEnd {
-  succeeded,  // it has a result to keep: repeats replay it
-  failed,     // it did not take effect, or may safely run again: a retry runs it again
-  unknown,    // it may or may not have taken effect
-};
-
-// What then becomes of the claim.
-enum class Settlement {
-  commit,          // complete the record with the result
-  release,         // give the claim back: a retry runs again
-  mark_uncertain,  // complete the record as uncertain (hold)
-  leave,           // keep it pending until its lease ends; then a repeat runs again (retry)
-  none,            // the claim was lost while the work ran: the newer holder is left alone
-};
-
-Settlement settle_for(WorkEnd end, OnUncertain on_uncertain, bool claim_lost) noexcept;
-
-const char* to_string(BeginStep s) noexcept;
-const char* to_string(Settlement s) noexcept;
-
-// ---- the runner -------------------------------------------------------------------------------
 
 // How one face runs its claims (the gateway: per route).
 struct ClaimPolicy {

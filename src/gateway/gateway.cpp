@@ -4,7 +4,6 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <iterator>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -15,6 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include "gateway/http/header_fields.h"
 #include "gateway/http/request.h"
 #include "gateway/request_meta.h"
 #include "gateway/stored_result.h"
@@ -77,13 +77,6 @@ ForwardRequest Gateway::forward_with_claim(const HttpRequest& req, const Request
       {{"Idempotency-Key", key},
        {kFenceHeader, std::string_view(digits, static_cast<std::size_t>(end - digits))}}};
   return forward_request(req, upstream_.url(), meta, set);
-}
-
-std::vector<HeaderField> header_fields(const http::request_header<>& req) {
-  std::vector<HeaderField> out;
-  out.reserve(static_cast<std::size_t>(std::distance(req.begin(), req.end())));  // one allocation
-  for (const auto& f : req) out.push_back({f.name_string(), f.value()});
-  return out;
 }
 
 Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,

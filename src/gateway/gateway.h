@@ -17,7 +17,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -34,10 +33,6 @@
 #include "idem/store.h"
 
 namespace idem::gateway {
-
-// The fields of a Beast request head as the core's HeaderField views (valid while `req`
-// lives).
-std::vector<HeaderField> header_fields(const http::request_header<>& req);
 
 class Gateway {
   using Steady = std::chrono::steady_clock;

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gateway/key_template.h"
-#include "idem/claim.h"
 #include "idem/clock.h"
+#include "idem/on_uncertain.h"
 
 namespace idem::gateway {
 
@@ -39,7 +39,7 @@ struct FingerprintRule {
 enum class OnStoreError { reject, pass };   // 503 store-unavailable | forward unprotected
 enum class OnDuplicate { replay, reject };  // replay the stored response | 409 duplicate
 // on_uncertain: hold (409 outcome-uncertain) | retry (run again after the lease); the same
-// policy, by the same name, as the library's (idem/claim.h).
+// policy, by the same name, as the library's (idem/on_uncertain.h).
 using idem::OnUncertain;
 
 // The shortest lease a config may give. A claim is renewed every lease / 3 while the

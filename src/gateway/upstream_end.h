@@ -1,10 +1,10 @@
 // What an upstream exchange means for the claim it ran under (docs/http.md, "Every
 // problem", and docs/gateway.md, "When the store fails"): a pure decision over what came back,
-// tested row by row without sockets; the claim runner's settle_for (idem/claim.h) then
+// tested row by row without sockets; the claim runner's settle_for (idem/on_uncertain.h) then
 // turns it into commit, release, uncertain or leave under the route's on_uncertain.
 #pragma once
 
-#include "idem/claim.h"
+#include "idem/on_uncertain.h"
 
 namespace idem::gateway {
 

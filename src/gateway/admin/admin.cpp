@@ -11,7 +11,7 @@
 #include "gateway/admin/record_json.h"
 #include "gateway/admin/record_list.h"
 #include "gateway/admin/ui_assets.h"
-#include "gateway/gateway.h"
+#include "gateway/http/header_fields.h"
 #include "gateway/http/request.h"
 #include "gateway/route.h"
 #include "gateway/stored_result.h"

@@ -15,6 +15,7 @@
 #include <boost/beast/http.hpp>
 
 #include "core/ascii.h"
+#include "gateway/http/header_fields.h"
 #include "gateway/http/relay.h"
 
 namespace idem::gateway {
