@@ -65,5 +65,33 @@ TEST(StoreValidation, InvalidArgumentsNeverReachTheBackend) {
   EXPECT_EQ(store.calls.load(), 1);
 }
 
+// A wrapper that has no target yet answers every call unavailable (the store applied
+// nothing: retry), and once given one forwards to it.
+class LateStore final : public StoreWrapper {
+ public:
+  LateStore() : StoreWrapper("not reached yet") {}
+  using StoreWrapper::retarget;
+};
+
+TEST(StoreWrapperWithoutTarget, AnswersUnavailableUntilItHasOneThenForwards) {
+  LateStore store;
+  EXPECT_FALSE(store.has_target());
+  EXPECT_STREQ(store.traits().name, "unopened");
+  EXPECT_FALSE(store.foreign_writes().has_value());
+  Result<BeginOutcome> early = store.begin({"s", "k", "", 1s, 1s});
+  EXPECT_EQ(early.status().code(), StatusCode::unavailable);
+  EXPECT_EQ(early.status().message(), "not reached yet");
+  EXPECT_EQ(store.ping().status().code(), StatusCode::unavailable);
+  EXPECT_EQ(store.sweep().status().code(), StatusCode::unavailable);
+
+  auto inner = memory_backend().open(std::make_shared<ManualClock>());
+  store.retarget(*inner);
+  EXPECT_TRUE(store.has_target());
+  EXPECT_STREQ(store.traits().name, inner->traits().name);
+  EXPECT_EQ(store.begin({"s", "k", "", 1s, 1s}).value().kind, BeginOutcome::Kind::acquired);
+  EXPECT_EQ(inner->get(RecordId{"s", "k"}).value()->state, RecordState::pending)
+      << "the call reached the target";
+}
+
 }  // namespace
 }  // namespace idem::testutil
