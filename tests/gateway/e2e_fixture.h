@@ -11,6 +11,7 @@
 #include <boost/json.hpp>
 
 #include "gateway/e2e_harness.h"
+#include "testutil/eventually.h"
 
 namespace idem::e2e {
 
@@ -137,6 +138,19 @@ class GatewayE2E : public ::testing::Test {
   }
   static int executions(const std::string& key) {
     return std::stoi(request(upstream_->port(), verb::get, "/_count?key=" + key).body());
+  }
+  // Waits until the upstream has started executing `key` (the test upstream counts a
+  // request when it begins, before any X-Test-Delay-Ms): the event a race is ordered by.
+  static bool reached_upstream(const std::string& key, int times = 1) {
+    return testutil::eventually([&] { return executions(key) >= times; });
+  }
+  // Waits until the record the route `space` keeps for `key` is done.
+  static bool record_done(const std::string& space, const std::string& key) {
+    return testutil::eventually([&] {
+      return request(admin_, verb::get, "/v1/records/_/" + key + "?key_space=" + space)
+                 .body()
+                 .find("\"state\":\"done\"") != std::string::npos;
+    });
   }
   static std::string unique(const char* name) {
     static std::atomic<int> n{0};

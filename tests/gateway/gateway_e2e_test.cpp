@@ -2,6 +2,7 @@
 // in front of the real test upstream.
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -60,9 +61,9 @@ TEST_F(GatewayE2E, SameKeyDifferentBodyIsKeyReused) {
 
 TEST_F(GatewayE2E, InFlightRepeatWithWaitZeroIsInProgress) {
   const std::string key = unique("busy");
-  std::thread first([&] { post("/nowait", key, "{}", {{"X-Test-Delay-Ms", "1000"}}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  Response r = post("/nowait", key, "{}", {{"X-Test-Delay-Ms", "1000"}});
+  std::thread first([&] { post("/nowait", key, "{}", {{"X-Test-Delay-Ms", "2000"}}); });
+  ASSERT_TRUE(reached_upstream(key));
+  Response r = post("/nowait", key, "{}", {{"X-Test-Delay-Ms", "2000"}});
   first.join();
   EXPECT_EQ(r.result_int(), 409u);
   EXPECT_EQ(problem_type(r), "urn:idem:problem:in-progress");
@@ -74,7 +75,7 @@ TEST_F(GatewayE2E, InFlightRepeatWaitsAndGetsTheFirstResponse) {
   const std::string key = unique("wait");
   Response first_answer;
   std::thread first([&] { first_answer = post("/orders", key, "{}", {{"X-Test-Delay-Ms", "800"}}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(reached_upstream(key));
   Response r = post("/orders", key, "{}", {{"X-Test-Delay-Ms", "800"}});
   first.join();
   EXPECT_EQ(r.result_int(), 201u);
@@ -280,11 +281,14 @@ TEST_F(GatewayE2E, OneTimeTokens) {
 
 TEST_F(GatewayE2E, LockModeBusyIs409LockedAtOnce) {
   const std::string sku = unique("sku");
-  std::thread first([&] { post("/skus/" + sku + "/deduct", "", "{}", {{"X-Test-Delay-Ms", "800"}}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const auto t0 = std::chrono::steady_clock::now();
+  std::atomic<bool> first_done{false};
+  std::thread first([&] {
+    post("/skus/" + sku + "/deduct", "", "{}", {{"X-Test-Delay-Ms", "2000"}});
+    first_done = true;
+  });
+  ASSERT_TRUE(reached_upstream("stock:" + sku));
   Response r = post("/skus/" + sku + "/deduct", "", "{}");
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  EXPECT_FALSE(first_done) << "the second request waited for the lock instead of answering at once";
   first.join();
   EXPECT_EQ(r.result_int(), 409u);
   EXPECT_EQ(problem_type(r), "urn:idem:problem:locked");
@@ -364,7 +368,7 @@ TEST_F(GatewayE2E, RecordRemovedMidRequestIsAConflictButTheClientGetsItsResponse
   const std::string key = unique("removed");
   Response first_answer;
   std::thread first([&] { first_answer = post("/orders", key, "{}", {{"X-Test-Delay-Ms", "600"}}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(reached_upstream(key));
   EXPECT_EQ(request(admin_, verb::delete_, "/v1/records/_/" + key + "?key_space=orders").result_int(), 204u);
   first.join();
   EXPECT_EQ(first_answer.result_int(), 201u);
@@ -388,7 +392,7 @@ TEST_F(GatewayE2E, AClientThatDisconnectsDoesNotCancelTheUpstreamExchange) {
   send_and_close(
       port_, "POST /orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: " + key +
                  "\r\nX-Test-Delay-Ms: 400\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ASSERT_TRUE(record_done("orders", key)) << "the exchange did not finish after the client left";
   Response retry = post("/orders", key);
   EXPECT_EQ(retry.result_int(), 201u);
   EXPECT_EQ(header(retry, "Idempotent-Replayed"), "true");
