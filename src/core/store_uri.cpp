@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/ascii.h"
+#include "util/ascii.h"
 
 namespace idem {
 namespace {
@@ -13,13 +13,13 @@ constexpr std::string_view kMask = "***";
 
 std::string lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), ascii_lower);
+  std::transform(out.begin(), out.end(), out.begin(), util::ascii_lower);
   return out;
 }
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
-  c = ascii_lower(c);
+  c = util::ascii_lower(c);
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   return -1;
 }

@@ -1,7 +1,7 @@
 #include "gateway/http/request.h"
 
-#include "core/ascii.h"
 #include "gateway/json_body.h"
+#include "util/ascii.h"
 
 namespace idem::gateway {
 namespace {
@@ -24,14 +24,14 @@ std::string_view target_query(std::string_view target) noexcept {
 
 std::size_t count_headers(std::span<const HeaderField> headers, std::string_view name) noexcept {
   std::size_t n = 0;
-  for (const HeaderField& h : headers) n += iequals(h.name, name) ? 1 : 0;
+  for (const HeaderField& h : headers) n += util::iequals(h.name, name) ? 1 : 0;
   return n;
 }
 
 std::optional<std::string> find_header(std::span<const HeaderField> headers, std::string_view name) {
   std::optional<std::string> value;
   for (const HeaderField& h : headers) {
-    if (!iequals(h.name, name)) continue;
+    if (!util::iequals(h.name, name)) continue;
     if (value) {
       *value += ", ";
       *value += h.value;
@@ -79,7 +79,7 @@ bool has_media_type(std::string_view content_type, std::string_view media_type) 
   std::string_view media = content_type.substr(0, content_type.find(';'));
   while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);
   while (!media.empty() && (media.front() == ' ' || media.front() == '\t')) media.remove_prefix(1);
-  return iequals(media, media_type);
+  return util::iequals(media, media_type);
 }
 
 bool is_form_content_type(std::string_view content_type) noexcept {

@@ -14,8 +14,8 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 
-#include "core/ascii.h"
 #include "gateway/http/relay.h"
+#include "util/ascii.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -137,7 +137,7 @@ bool is_standard_method_in_another_case(std::string_view method) {
   static constexpr std::array<std::string_view, 9> kMethods = {
       "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"};
   for (std::string_view m : kMethods)
-    if (m != method && iequals(m, method)) return true;
+    if (m != method && util::iequals(m, method)) return true;
   return false;
 }
 
@@ -208,7 +208,7 @@ std::optional<HttpResponse> refuse_head(http::request_header<>& head, bool admin
   // RFC 9112 §6.3: only "chunked" frames a request body here; any other coding (or a list)
   // could be read as a different body length by the upstream or a proxy in between.
   const auto [te, te_end] = head.equal_range(http::field::transfer_encoding);
-  if (te != te_end && (std::next(te) != te_end || !iequals(te->value(), "chunked")))
+  if (te != te_end && (std::next(te) != te_end || !util::iequals(te->value(), "chunked")))
     return invalid("Transfer-Encoding must be exactly \"chunked\"");
   // RFC 9112 §6.1: in an HTTP/1.0 message a Transfer-Encoding means faulty framing.
   if (te != te_end && version == 10) return invalid("Transfer-Encoding in an HTTP/1.0 request");
@@ -492,7 +492,7 @@ awaitable<Server::Body> Server::read_body(Conn& conn, beast::flat_buffer& buffer
   guard.attach(parser);
   // A client that waits for permission before sending its body (curl does, above 1 KiB).
   auto expect = parser.get().find(http::field::expect);
-  if (expect != parser.get().end() && iequals(expect->value(), "100-continue")) {
+  if (expect != parser.get().end() && util::iequals(expect->value(), "100-continue")) {
     HttpResponse go{http::status::continue_, 11};
     conn.stream.expires_after(limits_.write_timeout);
     auto [wec, wn] = co_await http::async_write(conn.stream, go, kTuple);
@@ -577,7 +577,7 @@ awaitable<std::optional<Answer>> Server::relay(Conn& conn, beast::flat_buffer& b
   ChunkGuard guard(limits_.header_limit, req.head_bytes, nullptr);
   // The body is streamed: a client waiting for 100-continue may send it at once.
   auto expect = parser.get().find(http::field::expect);
-  if (expect != parser.get().end() && iequals(expect->value(), "100-continue") && !parser.is_done()) {
+  if (expect != parser.get().end() && util::iequals(expect->value(), "100-continue") && !parser.is_done()) {
     HttpResponse go{http::status::continue_, 11};
     conn.stream.expires_after(limits_.write_timeout);
     auto [wec, wn] = co_await http::async_write(conn.stream, go, kTuple);

@@ -18,10 +18,10 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http.hpp>
 
-#include "core/ascii.h"
 #include "gateway/http/body_parse.h"
 #include "gateway/http/head_writer.h"
 #include "gateway/http/request.h"
+#include "util/ascii.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -68,7 +68,7 @@ std::optional<std::chrono::seconds> keep_alive_timeout(std::string_view value) {
     const auto comma = value.find(',');
     std::string_view part = value.substr(0, comma);
     while (!part.empty() && (part.front() == ' ' || part.front() == '\t')) part.remove_prefix(1);
-    if (part.size() > 8 && iequals(part.substr(0, 8), "timeout=")) {
+    if (part.size() > 8 && util::iequals(part.substr(0, 8), "timeout=")) {
       long n = 0;
       const auto digits = part.substr(8);
       auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
@@ -139,7 +139,8 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
   for_each_connection_name(client, [&](std::string_view name) { listed_names.push_back(name); });
   const std::span<const std::string_view> listed = listed_names.views();
   auto named_in = [](std::span<const std::string_view> names, std::string_view name) {
-    return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return iequals(n, name); });
+    return std::any_of(names.begin(), names.end(),
+                       [&](std::string_view n) { return util::iequals(n, name); });
   };
   // make_forward_request recomputes the framing of a body and of POST, PUT and PATCH:
   // prepare_payload sets Content-Length for a body and for an empty one on POST and PUT,
@@ -161,18 +162,19 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
   for (const auto& f : client) {
     const std::string_view name = f.name_string();
     if (is_hop_by_hop(f.name()) || named_in(listed, name)) continue;  // strip_hop_by_hop
-    if (f.name() == http::field::expect || iequals(name, kFenceHeader)) continue;
-    if (iequals(name, kForwardedForHeader)) {
+    if (f.name() == http::field::expect || util::iequals(name, kFenceHeader)) continue;
+    if (util::iequals(name, kForwardedForHeader)) {
       xff.push_back(f.value());
       continue;
     }
-    if (iequals(name, kForwardedProtoHeader)) continue;
-    if (iequals(name, kRequestIdHeader)) {
+    if (util::iequals(name, kForwardedProtoHeader)) continue;
+    if (util::iequals(name, kRequestIdHeader)) {
       if (meta.request_id.generated()) continue;
       request_id_kept = true;
     }
     if (reframed && f.name() == http::field::content_length) continue;
-    if (std::any_of(set.begin(), set.end(), [&](const auto& s) { return iequals(s.first, name); })) continue;
+    if (std::any_of(set.begin(), set.end(), [&](const auto& s) { return util::iequals(s.first, name); }))
+      continue;
     h += name;
     h.append(": ", 2);
     h += f.value();

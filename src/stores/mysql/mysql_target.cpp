@@ -8,9 +8,9 @@
 #include <initializer_list>
 #include <optional>
 
-#include "core/uri_query.h"
 #include "idem/store_uri.h"
 #include "stores/mysql/mysql_sql.h"
+#include "util/uri_query.h"
 
 namespace idem::mysql {
 namespace {
@@ -194,7 +194,7 @@ Result<Target> parse_target(std::string_view uri) {
     t.port = p;
   }
   while (!query.empty()) {
-    const core::QueryParam param = core::next_query_param(query);
+    const util::QueryParam param = util::next_query_param(query);
     const std::string_view name = param.name;
     auto value = percent_decoded(param.value);
     if (!value) return bad("a '%' in a parameter must start a %XX escape");

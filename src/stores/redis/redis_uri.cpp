@@ -2,8 +2,8 @@
 
 #include <charconv>
 
-#include "core/uri_query.h"
 #include "idem/store_uri.h"
+#include "util/uri_query.h"
 
 namespace idem::redis {
 namespace {
@@ -74,7 +74,7 @@ Result<Endpoint> parse_endpoint(std::string_view uri, std::string_view text) {
 
 Status parse_query(std::string_view uri, std::string_view query, Config& c) {
   while (!query.empty()) {
-    const core::QueryParam param = core::next_query_param(query);
+    const util::QueryParam param = util::next_query_param(query);
     const std::string_view name = param.name, value = param.value;
     if (!param.has_value || (name != "prefix" && name != "allow_eviction" && name != "wait")) {
       return bad(uri, "unknown parameter '" + std::string(param.text) +
