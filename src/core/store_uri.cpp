@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "util/ascii.h"
+#include "util/hex.h"
 
 namespace idem {
 namespace {
@@ -17,20 +18,13 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  c = util::ascii_lower(c);
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
 // %XX decoded; a '%' without two hex digits is kept as written.
 std::string percent_decoded(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2])));
+    if (s[i] == '%' && i + 2 < s.size() && util::hex_value(s[i + 1]) >= 0 && util::hex_value(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(util::hex_value(s[i + 1]) * 16 + util::hex_value(s[i + 2])));
       i += 2;
     } else {
       out.push_back(s[i]);
@@ -155,7 +149,7 @@ Status check_uri_userinfo(std::string_view uri) {
   for (std::size_t i = begin; i < end && ok; ++i) {
     const char c = uri[i];
     ok = allowed_in_userinfo(c) &&
-         (c != '%' || (i + 2 < end && hex_value(uri[i + 1]) >= 0 && hex_value(uri[i + 2]) >= 0));
+         (c != '%' || (i + 2 < end && util::hex_value(uri[i + 1]) >= 0 && util::hex_value(uri[i + 2]) >= 0));
   }
   if (ok) return Status::ok();
   return invalid_argument("store URI '" + redact_uri(uri) +

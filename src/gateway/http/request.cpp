@@ -2,18 +2,9 @@
 
 #include "gateway/json_body.h"
 #include "util/ascii.h"
+#include "util/hex.h"
 
 namespace idem::gateway {
-namespace {
-
-int hex_value(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
 
 std::string_view target_path(std::string_view target) noexcept { return target.substr(0, target.find('?')); }
 
@@ -48,8 +39,8 @@ std::string percent_decode(std::string_view text, bool plus_as_space) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (c == '%' && i + 2 < text.size()) {
-      int hi = hex_value(text[i + 1]);
-      int lo = hex_value(text[i + 2]);
+      int hi = util::hex_value(text[i + 1]);
+      int lo = util::hex_value(text[i + 2]);
       if (hi >= 0 && lo >= 0) {
         out += static_cast<char>(hi * 16 + lo);
         i += 2;

@@ -10,19 +10,13 @@
 
 #include "idem/store_uri.h"
 #include "stores/mysql/mysql_sql.h"
+#include "util/hex.h"
 #include "util/uri_query.h"
 
 namespace idem::mysql {
 namespace {
 
 constexpr std::string_view kDefaultPrefix = "idem_";
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // nullopt for a '%' not followed by two hex digits.
 std::optional<std::string> percent_decoded(std::string_view s) {
@@ -33,8 +27,8 @@ std::optional<std::string> percent_decoded(std::string_view s) {
       out += s[i];
       continue;
     }
-    const int hi = i + 1 < s.size() ? hex_digit(s[i + 1]) : -1;
-    const int lo = i + 2 < s.size() ? hex_digit(s[i + 2]) : -1;
+    const int hi = i + 1 < s.size() ? util::hex_value(s[i + 1]) : -1;
+    const int lo = i + 2 < s.size() ? util::hex_value(s[i + 2]) : -1;
     if (hi < 0 || lo < 0) return std::nullopt;
     out += static_cast<char>(hi * 16 + lo);
     i += 2;

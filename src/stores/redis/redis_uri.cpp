@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "idem/store_uri.h"
+#include "util/hex.h"
 #include "util/uri_query.h"
 
 namespace idem::redis {
@@ -16,13 +17,6 @@ Status bad(std::string_view uri, const std::string& what) {
                           "allow_eviction=true, wait=N)");
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // %XX escapes, as userinfo and query values may carry them.
 bool percent_decode(std::string_view in, std::string& out) {
   out.clear();
@@ -32,7 +26,7 @@ bool percent_decode(std::string_view in, std::string& out) {
       continue;
     }
     if (i + 2 >= in.size()) return false;
-    const int hi = hex_value(in[i + 1]), lo = hex_value(in[i + 2]);
+    const int hi = util::hex_value(in[i + 1]), lo = util::hex_value(in[i + 2]);
     if (hi < 0 || lo < 0) return false;
     out.push_back(static_cast<char>(hi * 16 + lo));
     i += 2;
