@@ -1,10 +1,12 @@
 // The helpers of src/util, row by row: each row is what a caller relies on today.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "util/hex.h"
+#include "util/percent.h"
 
 namespace idem::util {
 namespace {
@@ -57,6 +59,72 @@ TEST(Hex, EncodesEveryByteInLowercase) {
   ASSERT_EQ(hex.size(), 512u);
   for (int i = 0; i < 256; ++i) {
     EXPECT_EQ(lower_hex_value(hex[2 * i]) * 16 + lower_hex_value(hex[2 * i + 1]), i) << i;
+  }
+}
+
+// --- percent.h ---
+
+static_assert(escaped_byte("%2F", 0) == 0x2F && escaped_byte("%2f", 0) == 0x2F &&
+              escaped_byte("a%5c", 1) == 0x5C);
+static_assert(escaped_byte("%00", 0) == 0 && escaped_byte("%ff", 0) == 255);
+static_assert(escaped_byte("%2", 0) == -1 && escaped_byte("x2F", 0) == -1 && escaped_byte("%2F", 1) == -1);
+static_assert(escaped_byte("%2F", 3) == -1 && escaped_byte("", 0) == -1 && escaped_byte("%g0", 0) == -1);
+
+std::string shown(const std::optional<std::string>& s) { return s ? '"' + *s + '"' : "nullopt"; }
+
+// Each input under the three ways callers decode: kept (paths, store URI redaction), kept
+// with '+' as space (forms and queries), rejected (store URIs given to drivers).
+TEST(Percent, EachPolicyRowByRow) {
+  struct Row {
+    std::string_view text;
+    std::string keep, keep_plus_space;
+    std::optional<std::string> reject;
+  };
+  const std::optional<std::string> refused;
+  const Row rows[] = {
+      {"", "", "", ""},
+      {"abc", "abc", "abc", "abc"},
+      {"%41", "A", "A", "A"},
+      {"%4a%4A", "JJ", "JJ", "JJ"},
+      {"%00", "\0"s, "\0"s, "\0"s},
+      {"a%00b", "a\0b"s, "a\0b"s, "a\0b"s},
+      {"%ff%FE%80", "\xff\xfe\x80", "\xff\xfe\x80", "\xff\xfe\x80"},
+      {"%2F%2f", "//", "//", "//"},
+      {"%2541", "%41", "%41", "%41"},  // decoded once
+      {"%", "%", "%", refused},
+      {"100%", "100%", "100%", refused},
+      {"%4", "%4", "%4", refused},
+      {"a%4", "a%4", "a%4", refused},
+      {"%zz", "%zz", "%zz", refused},
+      {"%4z", "%4z", "%4z", refused},
+      {"%z4", "%z4", "%z4", refused},
+      {"%g0%41", "%g0A", "%g0A", refused},  // what follows a kept '%' is still decoded
+      {"%%41", "%A", "%A", refused},
+      {"%%", "%%", "%%", refused},
+      {"+", "+", " ", "+"},
+      {"a+b%20c", "a+b c", "a b c", "a+b c"},
+      {"%2B", "+", "+", "+"},
+      {"%+", "%+", "% ", refused},
+      {"%%2B+", "%++", "%+ ", refused},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(shown(percent_decode(r.text, BadPercent::keep)), shown(r.keep)) << r.text;
+    EXPECT_EQ(shown(percent_decode(r.text, BadPercent::keep, Plus::space)), shown(r.keep_plus_space))
+        << r.text;
+    EXPECT_EQ(shown(percent_decode(r.text, BadPercent::reject)), shown(r.reject)) << r.text;
+  }
+}
+
+// Every byte, escaped in both cases, decodes to itself under either policy.
+TEST(Percent, EveryByteRoundTrips) {
+  for (int i = 0; i < 256; ++i) {
+    const std::string lower = "%" + to_hex(std::string(1, static_cast<char>(i)));
+    std::string upper = lower;
+    for (char& c : upper) c = c >= 'a' && c <= 'f' ? static_cast<char>(c - 'a' + 'A') : c;
+    const std::string want(1, static_cast<char>(i));
+    EXPECT_EQ(percent_decode(lower, BadPercent::reject), want) << lower;
+    EXPECT_EQ(percent_decode(upper, BadPercent::reject), want) << upper;
+    EXPECT_EQ(percent_decode(upper, BadPercent::keep, Plus::space), want) << upper;
   }
 }
 

@@ -2,7 +2,7 @@
 
 #include "gateway/json_body.h"
 #include "util/ascii.h"
-#include "util/hex.h"
+#include "util/percent.h"
 
 namespace idem::gateway {
 
@@ -33,25 +33,6 @@ std::optional<std::string> find_header(std::span<const HeaderField> headers, std
   return value;
 }
 
-std::string percent_decode(std::string_view text, bool plus_as_space) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '%' && i + 2 < text.size()) {
-      int hi = util::hex_value(text[i + 1]);
-      int lo = util::hex_value(text[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        out += static_cast<char>(hi * 16 + lo);
-        i += 2;
-        continue;
-      }
-    }
-    out += (plus_as_space && c == '+') ? ' ' : c;
-  }
-  return out;
-}
-
 std::optional<std::string> find_form_value(std::string_view encoded, std::string_view name) {
   while (!encoded.empty()) {
     std::size_t amp = encoded.find('&');
@@ -60,8 +41,11 @@ std::optional<std::string> find_form_value(std::string_view encoded, std::string
     if (pair.empty()) continue;
     std::size_t eq = pair.find('=');
     std::string_view raw_name = pair.substr(0, eq);
-    if (percent_decode(raw_name, true) != name) continue;
-    return eq == std::string_view::npos ? std::string() : percent_decode(pair.substr(eq + 1), true);
+    using util::BadPercent, util::Plus;
+    if (*util::percent_decode(raw_name, BadPercent::keep, Plus::space) != name) continue;
+    return eq == std::string_view::npos
+               ? std::string()
+               : *util::percent_decode(pair.substr(eq + 1), BadPercent::keep, Plus::space);
   }
   return std::nullopt;
 }

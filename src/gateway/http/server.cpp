@@ -16,6 +16,7 @@
 
 #include "gateway/http/relay.h"
 #include "util/ascii.h"
+#include "util/percent.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -141,11 +142,10 @@ bool is_standard_method_in_another_case(std::string_view method) {
   return false;
 }
 
-// "%2F" or "%2f" (and the same for another byte) anywhere in `text`.
-bool has_encoded(std::string_view text, char hi, char lo) {
-  for (std::size_t i = 0; i + 2 < text.size(); ++i)
-    if (text[i] == '%' && text[i + 1] == hi && (text[i + 2] == lo || text[i + 2] == lo + ('a' - 'A')))
-      return true;
+// `byte` percent-encoded anywhere in `text` ('/': "%2F" or "%2f").
+bool has_encoded(std::string_view text, char byte) {
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if (util::escaped_byte(text, i) == static_cast<unsigned char>(byte)) return true;
   return false;
 }
 
@@ -179,12 +179,12 @@ std::optional<std::string> origin_form(std::string_view target, bool admin) {
   if (!out.starts_with('/')) return std::nullopt;
   std::string_view path = target_path(out);
   if (out.find_first_of("#\\") != std::string::npos ||
-      (!admin && (has_encoded(path, '2', 'F') || has_encoded(path, '5', 'C'))))
+      (!admin && (has_encoded(path, '/') || has_encoded(path, '\\'))))
     return std::nullopt;
   while (!path.empty()) {
     path.remove_prefix(1);
     const auto next = path.find('/');
-    std::string segment = percent_decode(path.substr(0, next), false);
+    std::string segment = *util::percent_decode(path.substr(0, next), util::BadPercent::keep);
     segment = segment.substr(0, segment.find(';'));
     if (segment == "." || segment == "..") return std::nullopt;
     path = next == std::string_view::npos ? std::string_view{} : path.substr(next);
