@@ -20,6 +20,7 @@
 #include "gateway/stored_result.h"
 #include "gateway/upstream_end.h"
 #include "idem/async.h"
+#include "util/rfc3339.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -138,11 +139,11 @@ void Gateway::log(const Route& route, const Identity* id, std::string_view metho
   const std::size_t status_end = static_cast<std::size_t>(p - numbers);
   p = std::to_chars(p, numbers + sizeof numbers, static_cast<long long>(latency.count())).ptr;
   const std::string_view digits(numbers, static_cast<std::size_t>(p - numbers));
-  const auto now = std::chrono::system_clock::now();
+  const auto now = std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
   std::lock_guard lock(log_mu_);
   std::string& b = log_buffer_;
   b.append(R"({"time":")");
-  append_rfc3339_ms(b, now);
+  util::append_rfc3339(b, now, util::SubSecond::milliseconds);
   b.append(R"(","route":")").append(route.name).append(R"(","method":)");
   append_json_string(b, method, kLoggedMethod);
   b.append(R"(,"path":)");

@@ -1,12 +1,15 @@
 // The helpers of src/util, row by row: each row is what a caller relies on today.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "util/hex.h"
 #include "util/percent.h"
+#include "util/rfc3339.h"
 
 namespace idem::util {
 namespace {
@@ -126,6 +129,65 @@ TEST(Percent, EveryByteRoundTrips) {
     EXPECT_EQ(percent_decode(upper, BadPercent::reject), want) << upper;
     EXPECT_EQ(percent_decode(upper, BadPercent::keep, Plus::space), want) << upper;
   }
+}
+
+// --- rfc3339.h ---
+
+using Micros = std::chrono::sys_time<std::chrono::microseconds>;
+
+Micros at_us(std::int64_t us) { return Micros(std::chrono::microseconds(us)); }
+
+// Truncated, never rounded; before 1970 milliseconds are truncated toward zero first (so
+// -1 µs is the epoch's .000), then the second is the one at or before the time.
+TEST(Rfc3339, BothPrecisionsRowByRow) {
+  struct Row {
+    std::int64_t us;
+    std::string_view ms, micro;
+  };
+  const Row rows[] = {
+      {0, "1970-01-01T00:00:00.000Z", "1970-01-01T00:00:00.000000Z"},
+      {1, "1970-01-01T00:00:00.000Z", "1970-01-01T00:00:00.000001Z"},
+      {999, "1970-01-01T00:00:00.000Z", "1970-01-01T00:00:00.000999Z"},
+      {999'999, "1970-01-01T00:00:00.999Z", "1970-01-01T00:00:00.999999Z"},
+      {1'000'000, "1970-01-01T00:00:01.000Z", "1970-01-01T00:00:01.000000Z"},
+      {1'800'000'000'123'456, "2027-01-15T08:00:00.123Z", "2027-01-15T08:00:00.123456Z"},
+      {1'796'173'323'456'000, "2026-12-02T01:02:03.456Z", "2026-12-02T01:02:03.456000Z"},
+      {1'709'251'199'999'999, "2024-02-29T23:59:59.999Z", "2024-02-29T23:59:59.999999Z"},  // leap day
+      {1'709'251'200'000'000, "2024-03-01T00:00:00.000Z", "2024-03-01T00:00:00.000000Z"},
+      {951'825'600'000'000, "2000-02-29T12:00:00.000Z", "2000-02-29T12:00:00.000000Z"},     // a leap century
+      {-2'203'891'200'000'000, "1900-03-01T00:00:00.000Z", "1900-03-01T00:00:00.000000Z"},  // 1900 had none
+      {-1, "1970-01-01T00:00:00.000Z", "1969-12-31T23:59:59.999999Z"},
+      {-999, "1970-01-01T00:00:00.000Z", "1969-12-31T23:59:59.999001Z"},
+      {-1'000, "1969-12-31T23:59:59.999Z", "1969-12-31T23:59:59.999000Z"},
+      {-1'001, "1969-12-31T23:59:59.999Z", "1969-12-31T23:59:59.998999Z"},
+      {-1'000'000, "1969-12-31T23:59:59.000Z", "1969-12-31T23:59:59.000000Z"},
+      {-62'135'596'800'000'000, "0001-01-01T00:00:00.000Z", "0001-01-01T00:00:00.000000Z"},
+      {253'402'300'799'999'999, "9999-12-31T23:59:59.999Z", "9999-12-31T23:59:59.999999Z"},
+      {253'402'300'800'000'000, "10000-01-01T00:00:00.000Z", "10000-01-01T00:00:00.000000Z"},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(rfc3339(at_us(r.us), SubSecond::milliseconds), r.ms) << r.us;
+    EXPECT_EQ(rfc3339(at_us(r.us), SubSecond::microseconds), r.micro) << r.us;
+  }
+  std::string out = "time=";
+  append_rfc3339(out, at_us(1'800'000'000'123'456), SubSecond::milliseconds);
+  EXPECT_EQ(out, "time=2027-01-15T08:00:00.123Z");
+}
+
+// Each thread formats a second once and reuses it: times within one second, the next
+// second, an earlier one again and one before the epoch each get their own text, whichever
+// precision asks.
+TEST(Rfc3339, SecondsAreReusedOnlyWithinTheSecond) {
+  const auto ms = [](std::int64_t millis) { return rfc3339(at_us(millis * 1'000), SubSecond::milliseconds); };
+  EXPECT_EQ(ms(1'796'173'323'000), "2026-12-02T01:02:03.000Z");
+  EXPECT_EQ(ms(1'796'173'323'999), "2026-12-02T01:02:03.999Z");
+  EXPECT_EQ(ms(1'796'173'324'007), "2026-12-02T01:02:04.007Z");
+  EXPECT_EQ(ms(1'796'173'323'050), "2026-12-02T01:02:03.050Z");
+  EXPECT_EQ(rfc3339(at_us(1'796'173'323'050'001), SubSecond::microseconds), "2026-12-02T01:02:03.050001Z");
+  EXPECT_EQ(ms(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(ms(-1), "1969-12-31T23:59:59.999Z");
+  EXPECT_EQ(rfc3339(at_us(-1), SubSecond::microseconds), "1969-12-31T23:59:59.999999Z");
+  EXPECT_EQ(ms(1'800'000'000'123), "2027-01-15T08:00:00.123Z");
 }
 
 }  // namespace
