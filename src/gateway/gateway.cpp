@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <iterator>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -20,6 +19,7 @@
 #include "gateway/stored_result.h"
 #include "gateway/upstream_end.h"
 #include "idem/async.h"
+#include "util/asio_tokens.h"
 #include "util/rfc3339.h"
 
 namespace idem::gateway {
@@ -30,7 +30,6 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto kTuple = asio::as_tuple(use_awaitable);
 // What is read of a response that is passed on but never stored, before the rest streams.
 constexpr std::size_t kStreamedPrefix = 64 * 1024;
 // How often a waiter asks the store again, for holders on other instances.
@@ -304,7 +303,7 @@ awaitable<Gateway::Reply> Gateway::claim_and_run(const Route& route, const Ident
     if (!w.notified.exchange(false)) {
       const auto left = wait_until - now;
       w.timer.expires_after(left < kPollInterval ? left : Steady::duration(kPollInterval));
-      co_await w.timer.async_wait(kTuple);
+      co_await w.timer.async_wait(util::kUseTuple);
       w.notified.store(false);
     }
     waited = true;
@@ -474,7 +473,7 @@ awaitable<void> Gateway::renew_lock(const Route& route, const std::string& name,
   const Duration lease = route.policy.lease;
   for (bool lost = false;;) {
     timer.expires_after(lease / 3);
-    auto [ec] = co_await timer.async_wait(kTuple);
+    auto [ec] = co_await timer.async_wait(util::kUseTuple);
     if (ec) co_return;  // the exchange finished
     if (lost) continue;
     LockArgs args{name, owner, lease};

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <optional>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
@@ -16,6 +15,7 @@
 
 #include "gateway/http/relay.h"
 #include "util/ascii.h"
+#include "util/asio_tokens.h"
 #include "util/percent.h"
 
 namespace idem::gateway {
@@ -27,7 +27,6 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 // The connection buffer holds a head (up to the header limit) plus a little of what
 // follows it; a chunk-extension line or a trailer section longer than that fails to fit.
 constexpr std::size_t kBufferSlack = 4096;
@@ -111,7 +110,7 @@ awaitable<std::pair<beast::error_code, std::size_t>> read_head(
         co_return std::pair{beast::error_code(http::error::header_limit), n};
     }
     const std::size_t room = std::min<std::size_t>(buffer.max_size() - buffer.size(), kReadPiece);
-    auto [ec, n] = co_await stream.async_read_some(buffer.prepare(room), kTuple);
+    auto [ec, n] = co_await stream.async_read_some(buffer.prepare(room), util::kUseTuple);
     buffer.commit(n);
     if (ec == asio::error::eof)
       ec = buffer.size() > 0 ? http::error::partial_message : http::error::end_of_stream;
@@ -303,15 +302,15 @@ awaitable<void> Server::accept_loop(Listener& listener) {
     // the short expiry only bounds the wait should a wake-up race past it).
     while (listener.open.load() >= listener.max_connections && !stopping_.load()) {
       listener.gate.expires_after(std::chrono::milliseconds(100));
-      co_await listener.gate.async_wait(kTuple);
+      co_await listener.gate.async_wait(util::kUseTuple);
     }
-    auto [ec, socket] = co_await acceptor.async_accept(pool_.next(), kTuple);
+    auto [ec, socket] = co_await acceptor.async_accept(pool_.next(), util::kUseTuple);
     if ((stopping_.load() && !listener.admin) || closing_.load()) co_return;
     if (ec) {
       if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
       // EMFILE and friends: keep serving the connections we have, and do not spin.
       asio::steady_timer pause(acceptor.get_executor(), std::chrono::milliseconds(50));
-      co_await pause.async_wait(kTuple);
+      co_await pause.async_wait(util::kUseTuple);
       continue;
     }
     boost::system::error_code ignored;
@@ -420,7 +419,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
             problem_response(Problem::request_invalid, "malformed HTTP request: " + ec.message(), 11, false);
       if (res) {
         stream.expires_after(limits_.write_timeout);
-        co_await http::async_write(stream, *res, kTuple);
+        co_await http::async_write(stream, *res, util::kUseTuple);
       }
       break;
     }
@@ -458,7 +457,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     std::size_t drained = 0;
     stream.expires_after(std::chrono::seconds(1));
     while (drained < 1024 * 1024) {
-      auto [rec, rn] = co_await stream.async_read_some(asio::buffer(scratch), kTuple);
+      auto [rec, rn] = co_await stream.async_read_some(asio::buffer(scratch), util::kUseTuple);
       if (rec) break;
       drained += rn;
     }
@@ -495,14 +494,14 @@ awaitable<Server::Body> Server::read_body(Conn& conn, beast::flat_buffer& buffer
   if (expect != parser.get().end() && util::iequals(expect->value(), "100-continue")) {
     HttpResponse go{http::status::continue_, 11};
     conn.stream.expires_after(limits_.write_timeout);
-    auto [wec, wn] = co_await http::async_write(conn.stream, go, kTuple);
+    auto [wec, wn] = co_await http::async_write(conn.stream, go, util::kUseTuple);
     if (wec) {
       body.client_gone = true;
       co_return body;
     }
   }
   conn.stream.expires_after(limits_.body_timeout);
-  auto [ec, n] = co_await http::async_read(conn.stream, buffer, parser, kTuple);
+  auto [ec, n] = co_await http::async_read(conn.stream, buffer, parser, util::kUseTuple);
   if (ec && ec != http::error::body_limit) guard.read_failed(ec);
   if (guard.failure() == ChunkGuard::Failure::head_too_large) {
     body.refusal = header_too_large(version);
@@ -580,7 +579,7 @@ awaitable<std::optional<Answer>> Server::relay(Conn& conn, beast::flat_buffer& b
   if (expect != parser.get().end() && util::iequals(expect->value(), "100-continue") && !parser.is_done()) {
     HttpResponse go{http::status::continue_, 11};
     conn.stream.expires_after(limits_.write_timeout);
-    auto [wec, wn] = co_await http::async_write(conn.stream, go, kTuple);
+    auto [wec, wn] = co_await http::async_write(conn.stream, go, util::kUseTuple);
     if (wec) co_return std::nullopt;
   }
   const auto t0 = Steady::now();

@@ -10,7 +10,6 @@
 #include <tuple>
 #include <vector>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -22,6 +21,7 @@
 #include "gateway/http/head_writer.h"
 #include "gateway/http/request.h"
 #include "util/ascii.h"
+#include "util/asio_tokens.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -31,7 +31,6 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kMaxIdle = 256;
 constexpr std::size_t kResponseHeaderLimit = 64 * 1024;
 constexpr std::size_t kPiece = 64 * 1024;
@@ -330,7 +329,7 @@ asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_
   if (!cec) {  // an IP address: no resolver round trip
     const tcp::endpoint endpoint(address, url_.port);
     stream.expires_at(deadline);
-    std::tie(cec) = co_await stream.async_connect(endpoint, kTuple);
+    std::tie(cec) = co_await stream.async_connect(endpoint, util::kUseTuple);
   } else {
     // The resolver has no deadline of its own: a timer on this coroutine's executor
     // cancels it (the timer's handler may outlive this frame, hence the shared owner).
@@ -340,7 +339,7 @@ asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_
       if (!ec) resolver->cancel();
     });
     const std::string service = std::to_string(url_.port);
-    auto [rec, endpoints] = co_await resolver->async_resolve(url_.host, service, kTuple);
+    auto [rec, endpoints] = co_await resolver->async_resolve(url_.host, service, util::kUseTuple);
     limit.cancel();
     if (rec == asio::error::operation_aborted)
       co_return Connected{std::nullopt, failed(UpstreamResult::Kind::refused, "resolve: timed out")};
@@ -348,7 +347,7 @@ asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_
       co_return Connected{std::nullopt, failed(UpstreamResult::Kind::refused, "resolve: " + rec.message())};
     stream.expires_at(deadline);
     tcp::endpoint ep;
-    std::tie(cec, ep) = co_await stream.async_connect(endpoints, kTuple);
+    std::tie(cec, ep) = co_await stream.async_connect(endpoints, util::kUseTuple);
   }
   if (cec)
     co_return Connected{std::nullopt, failed(UpstreamResult::Kind::refused, "connect: " + cec.message())};
@@ -380,7 +379,7 @@ asio::awaitable<UpstreamResult> UpstreamClient::receive(UpstreamConnection conn,
     parser->body_limit(boost::none);
     if (head_request) parser->skip(true);
     conn.stream().expires_at(deadline);
-    auto [ec, n] = co_await http::async_read_header(conn.stream(), conn.buffer, *parser, kTuple);
+    auto [ec, n] = co_await http::async_read_header(conn.stream(), conn.buffer, *parser, util::kUseTuple);
     if (ec) co_return lost(ec, "receive");
     const unsigned status = parser->get().result_int();
     if (status == 101) co_return failed(UpstreamResult::Kind::broken, "the upstream switched protocols");
