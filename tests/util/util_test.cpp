@@ -6,10 +6,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/hex.h"
 #include "util/percent.h"
 #include "util/rfc3339.h"
+#include "util/uri_query.h"
 
 namespace idem::util {
 namespace {
@@ -188,6 +190,33 @@ TEST(Rfc3339, SecondsAreReusedOnlyWithinTheSecond) {
   EXPECT_EQ(ms(-1), "1969-12-31T23:59:59.999Z");
   EXPECT_EQ(rfc3339(at_us(-1), SubSecond::microseconds), "1969-12-31T23:59:59.999999Z");
   EXPECT_EQ(ms(1'800'000'000'123), "2027-01-15T08:00:00.123Z");
+}
+
+// --- uri_query.h ---
+
+// Each parameter as "text|name|value|has_value", in order.
+std::vector<std::string> params_of(std::string_view query) {
+  std::vector<std::string> out;
+  while (!query.empty()) {
+    const QueryParam p = next_query_param(query);
+    out.push_back(std::string(p.text) + "|" + std::string(p.name) + "|" + std::string(p.value) + "|" +
+                  (p.has_value ? "=" : "-"));
+  }
+  return out;
+}
+
+TEST(UriQuery, ParametersOneAtATime) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(params_of(""), V{});
+  EXPECT_EQ(params_of("table_prefix=p&sync=full"),
+            (V{"table_prefix=p|table_prefix|p|=", "sync=full|sync|full|="}));
+  EXPECT_EQ(params_of("flag"), V{"flag|flag||-"});
+  EXPECT_EQ(params_of("empty="), V{"empty=|empty||="});
+  EXPECT_EQ(params_of("a=b=c"), V{"a=b=c|a|b=c|="});              // the first '=' splits
+  EXPECT_EQ(params_of("a=%41+"), V{"a=%41+|a|%41+|="});           // not decoded
+  EXPECT_EQ(params_of("a&&b"), (V{"a|a||-", "|||-", "b|b||-"}));  // an empty one between
+  EXPECT_EQ(params_of("a&"), V{"a|a||-"});                        // none after a last '&'
+  EXPECT_EQ(params_of("&a"), (V{"|||-", "a|a||-"}));
 }
 
 }  // namespace
