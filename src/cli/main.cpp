@@ -14,7 +14,6 @@
 #include <thread>
 
 #include <CLI/CLI.hpp>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -37,6 +36,7 @@
 #include "idem/open.h"
 #include "idem/store_uri.h"
 #include "idem/version.h"
+#include "util/asio_tokens.h"
 
 namespace asio = boost::asio;
 using namespace idem;
@@ -149,7 +149,7 @@ asio::awaitable<void> drain(Server& server, Gateway& gateway, UpstreamClient& up
   const auto deadline = std::chrono::steady_clock::now() + bound;
   while ((!server.drained() || gateway.settling()) && std::chrono::steady_clock::now() < deadline) {
     timer.expires_after(std::chrono::milliseconds(20));
-    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    co_await timer.async_wait(util::kUseTuple);
   }
   // The admin listener served while the drain lasted; now every session ends, within the
   // store's call deadline (an admin request may be waiting on the store).
@@ -158,7 +158,7 @@ asio::awaitable<void> drain(Server& server, Gateway& gateway, UpstreamClient& up
       std::chrono::steady_clock::now() + StoreOptions{}.op_timeout + std::chrono::seconds(1);
   while (!server.closed() && std::chrono::steady_clock::now() < closed_by) {
     timer.expires_after(std::chrono::milliseconds(10));
-    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    co_await timer.async_wait(util::kUseTuple);
   }
   upstream.close_idle();
   pool.stop();
@@ -169,7 +169,7 @@ asio::awaitable<void> flush_log_periodically(Gateway& gateway) {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   for (;;) {
     timer.expires_after(std::chrono::milliseconds(100));
-    auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    auto [ec] = co_await timer.async_wait(util::kUseTuple);
     gateway.flush_log();
     if (ec) co_return;
   }

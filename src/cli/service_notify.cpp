@@ -12,7 +12,6 @@
 #include <iostream>
 #include <string>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -20,6 +19,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "gateway/http/io_pool.h"
+#include "util/asio_tokens.h"
 
 namespace asio = boost::asio;
 
@@ -64,7 +64,7 @@ asio::awaitable<void> ping(gateway::IoPool& pool, std::chrono::microseconds inte
       visit(pool, 1, round_done);
     }
     timer.expires_after(interval);
-    auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    auto [ec] = co_await timer.async_wait(util::kUseTuple);
     if (ec) co_return;
   }
 }

@@ -7,6 +7,8 @@
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
+#include "util/hex.h"
+
 namespace idem {
 namespace {
 
@@ -68,15 +70,6 @@ std::string hash128(std::string_view bytes) {
   return canonical_digest(XXH3_128bits(bytes.data(), bytes.size()));
 }
 
-std::string to_hex(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(bytes.size() * 2, '\0');
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    const auto b = static_cast<unsigned char>(bytes[i]);
-    out[2 * i] = kHex[b >> 4];
-    out[2 * i + 1] = kHex[b & 0xF];
-  }
-  return out;
-}
+std::string to_hex(std::string_view bytes) { return util::to_hex(bytes); }
 
 }  // namespace idem

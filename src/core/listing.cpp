@@ -2,10 +2,10 @@
 
 #include <tuple>
 
+#include "util/hex.h"
+
 namespace idem::core {
 namespace {
-
-constexpr char kHex[] = "0123456789abcdef";
 
 void put_be(std::string& out, std::uint64_t v, int bytes) {
   for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -15,12 +15,6 @@ std::uint64_t get_be(std::string_view in, int bytes) {
   std::uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[static_cast<std::size_t>(i)]);
   return v;
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
 }
 
 Status bad_cursor() { return invalid_argument("cursor: not a cursor this store handed out"); }
@@ -57,10 +51,7 @@ std::string encode_position(const Record& last) {
   raw.append(last.scope).append(last.key);
   std::string out = "k";
   out.reserve(1 + 2 * raw.size());
-  for (unsigned char c : raw) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 15]);
-  }
+  util::append_hex(out, raw);
   return out;
 }
 
@@ -70,7 +61,8 @@ Result<std::optional<ListPosition>> decode_position(std::string_view cursor) {
   std::string raw;
   raw.reserve(cursor.size() / 2);
   for (std::size_t i = 1; i < cursor.size(); i += 2) {
-    const int hi = hex_value(cursor[i]), lo = hex_value(cursor[i + 1]);
+    // Lowercase only, as encode_position writes it: another spelling was not handed out.
+    const int hi = util::lower_hex_value(cursor[i]), lo = util::lower_hex_value(cursor[i + 1]);
     if (hi < 0 || lo < 0) return bad_cursor();
     raw.push_back(static_cast<char>(hi * 16 + lo));
   }

@@ -4,7 +4,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/ascii.h"
+#include "util/ascii.h"
+#include "util/percent.h"
 
 namespace idem {
 namespace {
@@ -13,29 +14,7 @@ constexpr std::string_view kMask = "***";
 
 std::string lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), ascii_lower);
-  return out;
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  c = ascii_lower(c);
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
-// %XX decoded; a '%' without two hex digits is kept as written.
-std::string percent_decoded(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2])));
-      i += 2;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
+  std::transform(out.begin(), out.end(), out.begin(), util::ascii_lower);
   return out;
 }
 
@@ -91,7 +70,8 @@ std::vector<Span> secret_spans(std::string_view uri) {
       const std::string_view param = uri.substr(begin, end - begin);
       const auto eq = param.find('=');
       if (eq != std::string_view::npos &&
-          lower(percent_decoded(param.substr(0, eq))).find("password") != std::string::npos)
+          lower(*util::percent_decode(param.substr(0, eq), util::BadPercent::keep)).find("password") !=
+              std::string::npos)
         spans.emplace_back(begin + eq + 1, end);
       begin = end + 1;
     }
@@ -138,7 +118,7 @@ std::string redact_secrets(std::string_view text, std::string_view uri) {
   std::vector<std::string> secrets;
   for (const auto& [begin, end] : secret_spans(uri)) {
     std::string raw(uri.substr(begin, end - begin));
-    secrets.push_back(percent_decoded(raw));
+    secrets.push_back(*util::percent_decode(raw, util::BadPercent::keep));
     secrets.push_back(std::move(raw));
   }
   // Longest first, so that a secret that holds another is replaced whole.
@@ -154,8 +134,7 @@ Status check_uri_userinfo(std::string_view uri) {
   bool ok = true;
   for (std::size_t i = begin; i < end && ok; ++i) {
     const char c = uri[i];
-    ok = allowed_in_userinfo(c) &&
-         (c != '%' || (i + 2 < end && hex_value(uri[i + 1]) >= 0 && hex_value(uri[i + 2]) >= 0));
+    ok = allowed_in_userinfo(c) && (c != '%' || util::escaped_byte(uri.substr(0, end), i) >= 0);
   }
   if (ok) return Status::ok();
   return invalid_argument("store URI '" + redact_uri(uri) +

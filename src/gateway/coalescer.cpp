@@ -2,13 +2,13 @@
 
 #include <algorithm>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "gateway/local_key.h"
+#include "util/asio_tokens.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -82,7 +82,7 @@ asio::awaitable<std::optional<Coalescer::Outcome>> Coalescer::wait(
     f->waiting.push_back(timer);
   }
   following_.fetch_add(1, std::memory_order_relaxed);
-  (void)co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
+  (void)co_await timer->async_wait(util::kUseTuple);
   following_.fetch_sub(1, std::memory_order_relaxed);
   std::lock_guard lock(f->mu);
   if (f->done) co_return f->outcome;

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -20,6 +19,8 @@
 #include "gateway/stored_result.h"
 #include "gateway/upstream_end.h"
 #include "idem/async.h"
+#include "util/asio_tokens.h"
+#include "util/rfc3339.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -29,7 +30,6 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto kTuple = asio::as_tuple(use_awaitable);
 // What is read of a response that is passed on but never stored, before the rest streams.
 constexpr std::size_t kStreamedPrefix = 64 * 1024;
 // How often a waiter asks the store again, for holders on other instances.
@@ -131,11 +131,11 @@ void Gateway::log(const Route& route, const Identity* id, std::string_view metho
   const std::size_t status_end = static_cast<std::size_t>(p - numbers);
   p = std::to_chars(p, numbers + sizeof numbers, static_cast<long long>(latency.count())).ptr;
   const std::string_view digits(numbers, static_cast<std::size_t>(p - numbers));
-  const auto now = std::chrono::system_clock::now();
+  const auto now = std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
   std::lock_guard lock(log_mu_);
   std::string& b = log_buffer_;
   b.append(R"({"time":")");
-  append_rfc3339_ms(b, now);
+  util::append_rfc3339(b, now, util::SubSecond::milliseconds);
   b.append(R"(","route":")").append(route.name).append(R"(","method":)");
   append_json_string(b, method, kLoggedMethod);
   b.append(R"(,"path":)");
@@ -296,7 +296,7 @@ awaitable<Gateway::Reply> Gateway::claim_and_run(const Route& route, const Ident
     if (!w.notified.exchange(false)) {
       const auto left = wait_until - now;
       w.timer.expires_after(left < kPollInterval ? left : Steady::duration(kPollInterval));
-      co_await w.timer.async_wait(kTuple);
+      co_await w.timer.async_wait(util::kUseTuple);
       w.notified.store(false);
     }
     waited = true;
@@ -466,7 +466,7 @@ awaitable<void> Gateway::renew_lock(const Route& route, const std::string& name,
   const Duration lease = route.policy.lease;
   for (bool lost = false;;) {
     timer.expires_after(lease / 3);
-    auto [ec] = co_await timer.async_wait(kTuple);
+    auto [ec] = co_await timer.async_wait(util::kUseTuple);
     if (ec) co_return;  // the exchange finished
     if (lost) continue;
     LockArgs args{name, owner, lease};

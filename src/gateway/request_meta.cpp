@@ -1,8 +1,6 @@
 #include "gateway/request_meta.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <ctime>
 #include <random>
 
 namespace idem::gateway {
@@ -149,34 +147,6 @@ void append_json_string(std::string& out, std::string_view text, std::size_t max
   }
   if (cut) out.append("...");
   out.push_back('"');
-}
-
-void append_rfc3339_ms(std::string& out, std::chrono::system_clock::time_point t) {
-  using namespace std::chrono;
-  const auto ms = duration_cast<milliseconds>(t.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-  const int millis = static_cast<int>(ms - static_cast<long long>(secs) * 1000);
-  // Every log line of one second shares "YYYY-MM-DDTHH:MM:SS": each thread formats it once
-  // per second (gmtime_r and snprintf cost more than the rest of the line).
-  struct Second {
-    std::time_t secs = 0;
-    int size = 0;  // 0: nothing formatted yet
-    char text[32];
-  };
-  thread_local Second second;
-  if (second.size == 0 || second.secs != secs) {
-    std::tm tm{};
-    ::gmtime_r(&secs, &tm);
-    const int n =
-        std::snprintf(second.text, sizeof second.text, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
-                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-    second.size = std::clamp(n, 0, static_cast<int>(sizeof second.text) - 1);
-    second.secs = secs;
-  }
-  out.append(second.text, static_cast<std::size_t>(second.size));
-  const char tail[5] = {'.', static_cast<char>('0' + millis / 100), static_cast<char>('0' + millis / 10 % 10),
-                        static_cast<char>('0' + millis % 10), 'Z'};
-  out.append(tail, sizeof tail);
 }
 
 }  // namespace idem::gateway

@@ -2,12 +2,10 @@
 // sent it (the peer address) and its request id, the id that the upstream receives as
 // X-Request-Id, the client gets back and the request log names. Plus the text helpers of
 // the request log: JSON string escaping, bounded, for values an attacker chooses (path,
-// request id, method), and RFC 3339 timestamps. Pure; safe for concurrent use (the id
-// generator is per thread).
+// request id, method). Pure; safe for concurrent use (the id generator is per thread).
 #pragma once
 
 #include <array>
-#include <chrono>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -67,8 +65,5 @@ std::string forwarded_for(std::span<const std::string_view> existing, std::strin
 // most `max_bytes` bytes of `text` are taken (never half a character); a cut value ends
 // in "...". The result is always valid JSON, whatever `text` holds.
 void append_json_string(std::string& out, std::string_view text, std::size_t max_bytes);
-
-// `t` as RFC 3339 in UTC with milliseconds: "2026-12-02T01:02:03.456Z" (24 characters).
-void append_rfc3339_ms(std::string& out, std::chrono::system_clock::time_point t);
 
 }  // namespace idem::gateway

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/percent.h"
+
 namespace idem::gateway {
 namespace {
 
@@ -43,7 +45,7 @@ bool path_ends_in_slash(std::string_view path) {
 
 // A literal segment as routes compare it: percent-decoded and ASCII case folded.
 std::string fold_segment(std::string_view segment) {
-  std::string out = percent_decode(segment, false);
+  std::string out = *util::percent_decode(segment, util::BadPercent::keep);
   for (char& c : out)
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   return out;
@@ -102,7 +104,7 @@ std::optional<PathParams> PathPattern::match(std::string_view path) const {
   PathParams params;
   for (std::size_t i = 0; i < n; ++i) {
     if (segments_[i].param) {
-      params.emplace_back(segments_[i].text, percent_decode(segments[i], false));
+      params.emplace_back(segments_[i].text, *util::percent_decode(segments[i], util::BadPercent::keep));
     } else if (fold_segment(segments[i]) != segments_[i].text) {
       return std::nullopt;
     }

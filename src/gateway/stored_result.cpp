@@ -1,7 +1,7 @@
 #include "gateway/stored_result.h"
 
-#include "core/ascii.h"
 #include "gateway/http/hop_by_hop.h"
+#include "util/ascii.h"
 
 namespace idem::gateway {
 namespace {
@@ -156,7 +156,7 @@ Result<StoredResult> decode_stored_result(std::string_view bytes) {
 }
 
 bool is_unstorable_header(std::string_view name) noexcept {
-  return is_hop_by_hop(name) || iequals(name, "content-length") || iequals(name, "set-cookie");
+  return is_hop_by_hop(name) || util::iequals(name, "content-length") || util::iequals(name, "set-cookie");
 }
 
 }  // namespace idem::gateway

@@ -13,7 +13,6 @@
 
 #include <unistd.h>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -26,6 +25,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "idem/async.h"
+#include "util/asio_tokens.h"
 
 namespace idem {
 
@@ -198,7 +198,7 @@ awaitable<void> ClaimRunner::keep_alive(ExtendArgs args, std::shared_ptr<std::at
     timer.expires_after(every);
     // Cancelled when the work is done, which is how almost every renewal ends: told by the
     // error code, since a thrown exception costs more than the rest of a short request.
-    auto [ec] = co_await timer.async_wait(asio::as_tuple(use_awaitable));
+    auto [ec] = co_await timer.async_wait(util::kUseTuple);
     if (ec) co_return;
     if (lost->load()) continue;  // lost: commit would be fenced; nothing to keep
     ExtendArgs sent = args;
@@ -247,7 +247,7 @@ awaitable<void> ClaimRunner::renew_due(std::shared_ptr<Renewer> r) {
       }
     }
     r->timer.expires_after(r->every);
-    auto [ec] = co_await r->timer.async_wait(asio::as_tuple(use_awaitable));
+    auto [ec] = co_await r->timer.async_wait(util::kUseTuple);
     if (ec || r->stopped) co_return;
   }
 }
@@ -593,7 +593,7 @@ awaitable<void> ClaimRunner::retry_pending(std::shared_ptr<Pending> p) {
     while (!bg_->stopping.load() && bg_->wakes == wakes && Steady::now() < resume &&
            Steady::now() < p->give_up) {
       timer.expires_after(std::min<Steady::duration>(resume - Steady::now(), std::chrono::milliseconds(100)));
-      co_await timer.async_wait(asio::as_tuple(use_awaitable));
+      co_await timer.async_wait(util::kUseTuple);
     }
     --bg_->sleepers;
     bg_->sleeping.erase(std::find(bg_->sleeping.begin(), bg_->sleeping.end(), &timer));

@@ -15,8 +15,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 
-#include "core/ascii.h"
 #include "gateway/e2e_fixture.h"
+#include "util/ascii.h"
 
 namespace idem::e2e {
 namespace {
@@ -126,7 +126,7 @@ class EdgeTest : public GatewayE2E {
   static std::vector<std::string> field_values(const json::value& seen, std::string_view name) {
     std::vector<std::string> out;
     for (const auto& f : seen.at("fields").as_array())
-      if (const auto& n = f.as_array()[0].as_string(); idem::iequals({n.data(), n.size()}, name))
+      if (const auto& n = f.as_array()[0].as_string(); idem::util::iequals({n.data(), n.size()}, name))
         out.emplace_back(f.as_array()[1].as_string());
     return out;
   }

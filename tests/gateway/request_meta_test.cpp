@@ -1,5 +1,5 @@
 // The request's context and the request log's text (request_meta.h): request-id choice,
-// X-Forwarded-For, JSON escaping of hostile values, timestamps.
+// X-Forwarded-For, JSON escaping of hostile values.
 #include "gateway/request_meta.h"
 
 #include <random>
@@ -125,37 +125,6 @@ TEST(JsonString, AnyBytesGiveBoundedValidJson) {
     ASSERT_FALSE(ec) << "round " << round << ": " << j;
     ASSERT_TRUE(v.is_string());
   }
-}
-
-TEST(Rfc3339, UtcWithMilliseconds) {
-  using namespace std::chrono;
-  std::string out;
-  append_rfc3339_ms(out, system_clock::time_point(milliseconds(1'800'000'000'123)));
-  EXPECT_EQ(out, "2027-01-15T08:00:00.123Z");
-  out.clear();
-  append_rfc3339_ms(out, system_clock::time_point{});
-  EXPECT_EQ(out, "1970-01-01T00:00:00.000Z");
-  out.clear();
-  append_rfc3339_ms(out, system_clock::time_point(milliseconds(1'796'173'323'456)));
-  EXPECT_EQ(out, "2026-12-02T01:02:03.456Z");
-}
-
-// Each thread formats a second once and reuses it: times within one second, the next
-// second, an earlier one again and one before the epoch each get their own text.
-TEST(Rfc3339, SecondsAreReusedOnlyWithinTheSecond) {
-  using namespace std::chrono;
-  const auto at = [](long long ms) {
-    std::string out;
-    append_rfc3339_ms(out, system_clock::time_point(milliseconds(ms)));
-    return out;
-  };
-  EXPECT_EQ(at(1'796'173'323'000), "2026-12-02T01:02:03.000Z");
-  EXPECT_EQ(at(1'796'173'323'999), "2026-12-02T01:02:03.999Z");
-  EXPECT_EQ(at(1'796'173'324'007), "2026-12-02T01:02:04.007Z");
-  EXPECT_EQ(at(1'796'173'323'050), "2026-12-02T01:02:03.050Z");
-  EXPECT_EQ(at(0), "1970-01-01T00:00:00.000Z");
-  EXPECT_EQ(at(-1), "1969-12-31T23:59:59.999Z");
-  EXPECT_EQ(at(1'800'000'000'123), "2027-01-15T08:00:00.123Z");
 }
 
 }  // namespace

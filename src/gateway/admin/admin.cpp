@@ -16,6 +16,7 @@
 #include "gateway/route.h"
 #include "gateway/stored_result.h"
 #include "idem/async.h"
+#include "util/percent.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -222,8 +223,9 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
       slash + 1 == rest.size())
     co_return problem_response(Problem::request_invalid, "expected /v1/records/{scope}/{key}", v, ka);
   const std::string_view raw_scope = rest.substr(0, slash);
-  RecordId id{raw_scope == "_" ? std::string() : percent_decode(raw_scope, false),
-              percent_decode(rest.substr(slash + 1), false)};
+  using util::BadPercent;
+  RecordId id{raw_scope == "_" ? std::string() : *util::percent_decode(raw_scope, BadPercent::keep),
+              *util::percent_decode(rest.substr(slash + 1), BadPercent::keep)};
   // ?key_space=NAME: {key} is the key as the route rendered it, stored in NAME's key space.
   if (std::optional<std::string> space = find_form_value(target_query(req.target()), "key_space")) {
     if (!is_key_space(*space))

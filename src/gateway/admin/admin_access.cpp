@@ -10,7 +10,7 @@
 #include <boost/url/ipv4_address.hpp>
 #include <boost/url/ipv6_address.hpp>
 
-#include "core/ascii.h"
+#include "util/ascii.h"
 
 namespace idem::gateway {
 namespace {
@@ -99,9 +99,9 @@ bool AdminToken::accepts(std::string_view authorization) const noexcept {
   const auto [scheme, credentials] = *parts;
   std::optional<std::string> decoded;
   std::string_view presented;
-  if (iequals(scheme, "bearer")) {
+  if (util::iequals(scheme, "bearer")) {
     presented = credentials;
-  } else if (iequals(scheme, "basic")) {
+  } else if (util::iequals(scheme, "basic")) {
     // Out of memory while decoding: refused, as the header says nothing else.
     try {
       decoded = base64_decode(credentials);
@@ -129,7 +129,7 @@ bool is_loopback_host(std::string_view host) noexcept {
   const std::string_view name = host.substr(0, colon);
   if (!valid_port_suffix(colon == std::string_view::npos ? std::string_view() : host.substr(colon)))
     return false;
-  if (iequals(name, "localhost")) return true;
+  if (util::iequals(name, "localhost")) return true;
   auto v4 = urls::parse_ipv4_address(name);
   return v4 && v4->is_loopback();
 }
@@ -137,7 +137,8 @@ bool is_loopback_host(std::string_view host) noexcept {
 bool is_own_origin(std::string_view origin, std::string_view host) noexcept {
   constexpr std::string_view kScheme = "http://";
   return !host.empty() && origin.size() == kScheme.size() + host.size() &&
-         iequals(origin.substr(0, kScheme.size()), kScheme) && iequals(origin.substr(kScheme.size()), host);
+         util::iequals(origin.substr(0, kScheme.size()), kScheme) &&
+         util::iequals(origin.substr(kScheme.size()), host);
 }
 
 std::optional<Rejection> check_origin(std::span<const HeaderField> headers) {
@@ -154,7 +155,7 @@ std::optional<Rejection> check_origin(std::span<const HeaderField> headers) {
 
 std::optional<Rejection> check_loopback_request(std::span<const HeaderField> headers) {
   for (const HeaderField& f : headers) {
-    if (iequals(f.name, "host") && !f.value.empty() && !is_loopback_host(f.value))
+    if (util::iequals(f.name, "host") && !f.value.empty() && !is_loopback_host(f.value))
       return Rejection{Problem::forbidden,
                        "the Host header must be localhost, 127.0.0.1 or [::1] (with any port); without "
                        "admin.token_env the admin listener serves programs on this machine only"};

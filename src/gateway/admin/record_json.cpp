@@ -1,8 +1,5 @@
 #include "gateway/admin/record_json.h"
 
-#include <cstdio>
-#include <ctime>
-
 #include <optional>
 
 #include <boost/json.hpp>
@@ -10,25 +7,9 @@
 #include "gateway/admin/raw_json.h"
 
 #include "gateway/stored_result.h"
+#include "util/rfc3339.h"
 
 namespace idem::gateway {
-
-std::string rfc3339(TimePoint t) {
-  const std::int64_t us = to_micros(t);
-  std::int64_t secs = us / 1'000'000;
-  std::int64_t frac = us % 1'000'000;
-  if (frac < 0) {
-    frac += 1'000'000;
-    --secs;
-  }
-  const std::time_t tt = static_cast<std::time_t>(secs);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(frac));
-  return buf;
-}
 
 namespace {
 
@@ -39,9 +20,9 @@ boost::json::object record_object(const Record& record, std::optional<std::strin
   o["key"] = record.key;
   o["state"] = to_string(record.state);
   o["fence"] = record.fence;
-  o["expires_at"] = rfc3339(record.expires_at);
+  o["expires_at"] = util::rfc3339(record.expires_at, util::SubSecond::microseconds);
   if (record.state == RecordState::pending && record.lease_until)
-    o["lease_until"] = rfc3339(*record.lease_until);
+    o["lease_until"] = util::rfc3339(*record.lease_until, util::SubSecond::microseconds);
   if (record.state == RecordState::done) {
     Result<StoredResult> r = decode_stored_result(record.result);
     if (!r) {
@@ -60,7 +41,8 @@ boost::json::object record_object(const Record& record, std::optional<std::strin
             boost::json::object m;
             m["fence"] = r->mark.fence;
             m["instance"] = r->mark.instance;
-            m["at"] = rfc3339(TimePoint(std::chrono::milliseconds(r->mark.at_ms)));
+            m["at"] = util::rfc3339(TimePoint(std::chrono::milliseconds(r->mark.at_ms)),
+                                    util::SubSecond::microseconds);
             o["uncertain"] = std::move(m);
           }
           break;

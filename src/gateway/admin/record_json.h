@@ -10,9 +10,6 @@
 
 namespace idem::gateway {
 
-// "2026-11-29T21:07:59.123456Z".
-std::string rfc3339(TimePoint t);
-
 // The record as JSON text. A control-API result (`json`) is its `value` as committed, byte
 // for byte (gateway/admin/raw_json.h), never a double's rounding of it.
 std::string record_json(const Record& record);

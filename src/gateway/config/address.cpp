@@ -8,8 +8,8 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
-#include "core/ascii.h"
 #include "idem/store_uri.h"
+#include "util/ascii.h"
 
 namespace idem::gateway {
 namespace {
@@ -54,7 +54,7 @@ std::string ListenAddress::to_string() const {
 }
 
 bool ListenAddress::is_loopback() const {
-  if (iequals(host, "localhost")) return true;
+  if (util::iequals(host, "localhost")) return true;
   if (auto v4 = urls::parse_ipv4_address(host)) return v4->is_loopback();
   if (auto v6 = urls::parse_ipv6_address(host)) return v6->is_loopback();
   return false;

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cstddef>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
@@ -20,6 +19,8 @@
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
+
+#include "util/asio_tokens.h"
 
 namespace idem::gateway {
 
@@ -62,8 +63,7 @@ boost::asio::awaitable<boost::beast::error_code> parse_body_some(boost::beast::t
     if (!wait) co_return ec;
     const std::size_t room = std::min(kReadSize, buffer.max_size() - buffer.size());
     if (room == 0) co_return boost::beast::error_code(boost::beast::http::error::buffer_overflow);
-    auto [rec, n] = co_await stream.async_read_some(buffer.prepare(room),
-                                                    boost::asio::as_tuple(boost::asio::use_awaitable));
+    auto [rec, n] = co_await stream.async_read_some(buffer.prepare(room), util::kUseTuple);
     buffer.commit(n);
     if (n > 0) starved = false;
     if (rec == boost::asio::error::eof) {  // everything read before it was parsed above

@@ -2,10 +2,11 @@
 
 #include <array>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+
+#include "util/asio_tokens.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -13,7 +14,6 @@ namespace beast = boost::beast;
 
 namespace {
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 // A scratch buffer that grew past this for an unusual head is given back afterwards.
 constexpr std::size_t kKeptScratch = 16 * 1024;
 
@@ -38,7 +38,7 @@ template <class Message>
 asio::awaitable<beast::error_code> write_whole(beast::tcp_stream& stream, const Message& message,
                                                std::string& scratch) {
   if (message.chunked()) {
-    auto [ec, n] = co_await http::async_write(stream, message, kTuple);
+    auto [ec, n] = co_await http::async_write(stream, message, util::kUseTuple);
     co_return ec;
   }
   scratch.clear();
@@ -83,7 +83,7 @@ asio::awaitable<beast::error_code> write_raw(beast::tcp_stream& stream, std::str
                                              std::string_view body) {
   const std::array<asio::const_buffer, 2> parts{asio::buffer(head_bytes.data(), head_bytes.size()),
                                                 asio::buffer(body.data(), body.size())};
-  auto [ec, n] = co_await asio::async_write(stream, parts, kTuple);
+  auto [ec, n] = co_await asio::async_write(stream, parts, util::kUseTuple);
   co_return ec;
 }
 

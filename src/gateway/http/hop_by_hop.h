@@ -7,7 +7,7 @@
 #include <array>
 #include <string_view>
 
-#include "core/ascii.h"
+#include "util/ascii.h"
 
 namespace idem::gateway {
 
@@ -21,7 +21,7 @@ inline constexpr std::array<std::string_view, 9> kHopByHopFields = {
 // those as well.
 constexpr bool is_hop_by_hop(std::string_view name) noexcept {
   return std::any_of(kHopByHopFields.begin(), kHopByHopFields.end(),
-                     [&](std::string_view n) { return iequals(n, name); });
+                     [&](std::string_view n) { return util::iequals(n, name); });
 }
 
 }  // namespace idem::gateway

@@ -8,8 +8,8 @@
 
 #include <boost/json.hpp>
 
-#include "core/ascii.h"
 #include "core/units.h"
+#include "util/ascii.h"
 
 namespace idem::gateway {
 
@@ -75,7 +75,7 @@ void strip_hop_by_hop(http::fields& fields) {
     std::vector<std::string> copied;
     for_each_connection_name(fields, [&](std::string_view name) { copied.emplace_back(name); });
     for (const auto& name : copied)
-      if (!iequals(name, "connection")) fields.erase(name);
+      if (!util::iequals(name, "connection")) fields.erase(name);
     n = 0;
   }
   const std::span<const std::string_view> listed(names.data(), n);
@@ -83,8 +83,9 @@ void strip_hop_by_hop(http::fields& fields) {
     const std::string_view name = it->name_string();
     const bool drop =
         it->name() != http::field::connection &&
-        (is_hop_by_hop(it->name()) ||
-         std::any_of(listed.begin(), listed.end(), [&](std::string_view l) { return iequals(l, name); }));
+        (is_hop_by_hop(it->name()) || std::any_of(listed.begin(), listed.end(), [&](std::string_view l) {
+           return util::iequals(l, name);
+         }));
     it = drop ? fields.erase(it) : std::next(it);
   }
   fields.erase(http::field::connection);

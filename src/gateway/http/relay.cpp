@@ -5,12 +5,12 @@
 #include <string>
 #include <tuple>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
 
 #include "gateway/http/body_parse.h"
 #include "gateway/http/head_writer.h"
+#include "util/asio_tokens.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -20,7 +20,6 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kPiece = 16 * 1024;
 
 // The next part of the client's body into `piece` (the parser's body tells how much):
@@ -41,7 +40,7 @@ awaitable<beast::error_code> read_piece(beast::tcp_stream& client, beast::flat_b
 template <class Serializer>
 awaitable<bool> write_piece(beast::tcp_stream& stream, Serializer& sr, Steady::duration timeout) {
   stream.expires_after(timeout);
-  auto [ec, n] = co_await http::async_write(stream, sr, kTuple);
+  auto [ec, n] = co_await http::async_write(stream, sr, util::kUseTuple);
   co_return !ec || ec == http::error::need_buffer;
 }
 

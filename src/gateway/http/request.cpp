@@ -1,19 +1,10 @@
 #include "gateway/http/request.h"
 
-#include "core/ascii.h"
 #include "gateway/json_body.h"
+#include "util/ascii.h"
+#include "util/percent.h"
 
 namespace idem::gateway {
-namespace {
-
-int hex_value(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
 
 std::string_view target_path(std::string_view target) noexcept { return target.substr(0, target.find('?')); }
 
@@ -24,14 +15,14 @@ std::string_view target_query(std::string_view target) noexcept {
 
 std::size_t count_headers(std::span<const HeaderField> headers, std::string_view name) noexcept {
   std::size_t n = 0;
-  for (const HeaderField& h : headers) n += iequals(h.name, name) ? 1 : 0;
+  for (const HeaderField& h : headers) n += util::iequals(h.name, name) ? 1 : 0;
   return n;
 }
 
 std::optional<std::string> find_header(std::span<const HeaderField> headers, std::string_view name) {
   std::optional<std::string> value;
   for (const HeaderField& h : headers) {
-    if (!iequals(h.name, name)) continue;
+    if (!util::iequals(h.name, name)) continue;
     if (value) {
       *value += ", ";
       *value += h.value;
@@ -42,25 +33,6 @@ std::optional<std::string> find_header(std::span<const HeaderField> headers, std
   return value;
 }
 
-std::string percent_decode(std::string_view text, bool plus_as_space) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '%' && i + 2 < text.size()) {
-      int hi = hex_value(text[i + 1]);
-      int lo = hex_value(text[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        out += static_cast<char>(hi * 16 + lo);
-        i += 2;
-        continue;
-      }
-    }
-    out += (plus_as_space && c == '+') ? ' ' : c;
-  }
-  return out;
-}
-
 std::optional<std::string> find_form_value(std::string_view encoded, std::string_view name) {
   while (!encoded.empty()) {
     std::size_t amp = encoded.find('&');
@@ -69,8 +41,11 @@ std::optional<std::string> find_form_value(std::string_view encoded, std::string
     if (pair.empty()) continue;
     std::size_t eq = pair.find('=');
     std::string_view raw_name = pair.substr(0, eq);
-    if (percent_decode(raw_name, true) != name) continue;
-    return eq == std::string_view::npos ? std::string() : percent_decode(pair.substr(eq + 1), true);
+    using util::BadPercent, util::Plus;
+    if (*util::percent_decode(raw_name, BadPercent::keep, Plus::space) != name) continue;
+    return eq == std::string_view::npos
+               ? std::string()
+               : *util::percent_decode(pair.substr(eq + 1), BadPercent::keep, Plus::space);
   }
   return std::nullopt;
 }
@@ -79,7 +54,7 @@ bool has_media_type(std::string_view content_type, std::string_view media_type) 
   std::string_view media = content_type.substr(0, content_type.find(';'));
   while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);
   while (!media.empty() && (media.front() == ' ' || media.front() == '\t')) media.remove_prefix(1);
-  return iequals(media, media_type);
+  return util::iequals(media, media_type);
 }
 
 bool is_form_content_type(std::string_view content_type) noexcept {

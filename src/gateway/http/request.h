@@ -43,13 +43,10 @@ std::size_t count_headers(std::span<const HeaderField> headers, std::string_view
 // joined with ", " as RFC 9110 §5.3 combines them. nullopt when there is none.
 std::optional<std::string> find_header(std::span<const HeaderField> headers, std::string_view name);
 
-// %XX decoding; with `plus_as_space`, '+' is a space (urlencoded forms and queries).
-// A '%' not followed by two hex digits is kept as written (WHATWG URL §1.3).
-std::string percent_decode(std::string_view text, bool plus_as_space);
-
 // application/x-www-form-urlencoded (WHATWG URL §5.1): pairs split at '&', name and value
 // at the first '=' (a pair without '=' has the value ""), both percent-decoded with '+' as
-// space. The value of the first pair whose decoded name is `name`; nullopt when none.
+// space and a '%' not followed by two hex digits kept as written (WHATWG URL §1.3). The
+// value of the first pair whose decoded name is `name`; nullopt when none.
 std::optional<std::string> find_form_value(std::string_view encoded, std::string_view name);
 
 // True when the media type of a Content-Type value is `media_type` ("application/json";

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <optional>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
@@ -14,9 +13,11 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 
-#include "core/ascii.h"
 #include "gateway/http/header_fields.h"
 #include "gateway/http/relay.h"
+#include "util/ascii.h"
+#include "util/asio_tokens.h"
+#include "util/percent.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -27,7 +28,6 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 // The connection buffer holds a head (up to the header limit) plus a little of what
 // follows it; a chunk-extension line or a trailer section longer than that fails to fit.
 constexpr std::size_t kBufferSlack = 4096;
@@ -111,7 +111,7 @@ awaitable<std::pair<beast::error_code, std::size_t>> read_head(
         co_return std::pair{beast::error_code(http::error::header_limit), n};
     }
     const std::size_t room = std::min<std::size_t>(buffer.max_size() - buffer.size(), kReadPiece);
-    auto [ec, n] = co_await stream.async_read_some(buffer.prepare(room), kTuple);
+    auto [ec, n] = co_await stream.async_read_some(buffer.prepare(room), util::kUseTuple);
     buffer.commit(n);
     if (ec == asio::error::eof)
       ec = buffer.size() > 0 ? http::error::partial_message : http::error::end_of_stream;
@@ -138,15 +138,14 @@ bool is_standard_method_in_another_case(std::string_view method) {
   static constexpr std::array<std::string_view, 9> kMethods = {
       "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"};
   for (std::string_view m : kMethods)
-    if (m != method && iequals(m, method)) return true;
+    if (m != method && util::iequals(m, method)) return true;
   return false;
 }
 
-// "%2F" or "%2f" (and the same for another byte) anywhere in `text`.
-bool has_encoded(std::string_view text, char hi, char lo) {
-  for (std::size_t i = 0; i + 2 < text.size(); ++i)
-    if (text[i] == '%' && text[i + 1] == hi && (text[i + 2] == lo || text[i + 2] == lo + ('a' - 'A')))
-      return true;
+// `byte` percent-encoded anywhere in `text` ('/': "%2F" or "%2f").
+bool has_encoded(std::string_view text, char byte) {
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if (util::escaped_byte(text, i) == static_cast<unsigned char>(byte)) return true;
   return false;
 }
 
@@ -180,12 +179,12 @@ std::optional<std::string> origin_form(std::string_view target, bool admin) {
   if (!out.starts_with('/')) return std::nullopt;
   std::string_view path = target_path(out);
   if (out.find_first_of("#\\") != std::string::npos ||
-      (!admin && (has_encoded(path, '2', 'F') || has_encoded(path, '5', 'C'))))
+      (!admin && (has_encoded(path, '/') || has_encoded(path, '\\'))))
     return std::nullopt;
   while (!path.empty()) {
     path.remove_prefix(1);
     const auto next = path.find('/');
-    std::string segment = percent_decode(path.substr(0, next), false);
+    std::string segment = *util::percent_decode(path.substr(0, next), util::BadPercent::keep);
     segment = segment.substr(0, segment.find(';'));
     if (segment == "." || segment == "..") return std::nullopt;
     path = next == std::string_view::npos ? std::string_view{} : path.substr(next);
@@ -209,7 +208,7 @@ std::optional<HttpResponse> refuse_head(http::request_header<>& head, bool admin
   // RFC 9112 §6.3: only "chunked" frames a request body here; any other coding (or a list)
   // could be read as a different body length by the upstream or a proxy in between.
   const auto [te, te_end] = head.equal_range(http::field::transfer_encoding);
-  if (te != te_end && (std::next(te) != te_end || !iequals(te->value(), "chunked")))
+  if (te != te_end && (std::next(te) != te_end || !util::iequals(te->value(), "chunked")))
     return invalid("Transfer-Encoding must be exactly \"chunked\"");
   // RFC 9112 §6.1: in an HTTP/1.0 message a Transfer-Encoding means faulty framing.
   if (te != te_end && version == 10) return invalid("Transfer-Encoding in an HTTP/1.0 request");
@@ -304,15 +303,15 @@ awaitable<void> Server::accept_loop(Listener& listener) {
     // the short expiry only bounds the wait should a wake-up race past it).
     while (listener.open.load() >= listener.max_connections && !stopping_.load()) {
       listener.gate.expires_after(std::chrono::milliseconds(100));
-      co_await listener.gate.async_wait(kTuple);
+      co_await listener.gate.async_wait(util::kUseTuple);
     }
-    auto [ec, socket] = co_await acceptor.async_accept(pool_.next(), kTuple);
+    auto [ec, socket] = co_await acceptor.async_accept(pool_.next(), util::kUseTuple);
     if ((stopping_.load() && !listener.admin) || closing_.load()) co_return;
     if (ec) {
       if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
       // EMFILE and friends: keep serving the connections we have, and do not spin.
       asio::steady_timer pause(acceptor.get_executor(), std::chrono::milliseconds(50));
-      co_await pause.async_wait(kTuple);
+      co_await pause.async_wait(util::kUseTuple);
       continue;
     }
     boost::system::error_code ignored;
@@ -421,7 +420,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
             problem_response(Problem::request_invalid, "malformed HTTP request: " + ec.message(), 11, false);
       if (res) {
         stream.expires_after(limits_.write_timeout);
-        co_await http::async_write(stream, *res, kTuple);
+        co_await http::async_write(stream, *res, util::kUseTuple);
       }
       break;
     }
@@ -459,7 +458,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     std::size_t drained = 0;
     stream.expires_after(std::chrono::seconds(1));
     while (drained < 1024 * 1024) {
-      auto [rec, rn] = co_await stream.async_read_some(asio::buffer(scratch), kTuple);
+      auto [rec, rn] = co_await stream.async_read_some(asio::buffer(scratch), util::kUseTuple);
       if (rec) break;
       drained += rn;
     }
@@ -493,17 +492,17 @@ awaitable<Server::Body> Server::read_body(Conn& conn, beast::flat_buffer& buffer
   guard.attach(parser);
   // A client that waits for permission before sending its body (curl does, above 1 KiB).
   auto expect = parser.get().find(http::field::expect);
-  if (expect != parser.get().end() && iequals(expect->value(), "100-continue")) {
+  if (expect != parser.get().end() && util::iequals(expect->value(), "100-continue")) {
     HttpResponse go{http::status::continue_, 11};
     conn.stream.expires_after(limits_.write_timeout);
-    auto [wec, wn] = co_await http::async_write(conn.stream, go, kTuple);
+    auto [wec, wn] = co_await http::async_write(conn.stream, go, util::kUseTuple);
     if (wec) {
       body.client_gone = true;
       co_return body;
     }
   }
   conn.stream.expires_after(limits_.body_timeout);
-  auto [ec, n] = co_await http::async_read(conn.stream, buffer, parser, kTuple);
+  auto [ec, n] = co_await http::async_read(conn.stream, buffer, parser, util::kUseTuple);
   if (ec && ec != http::error::body_limit) guard.read_failed(ec);
   if (guard.failure() == ChunkGuard::Failure::head_too_large) {
     body.refusal = header_too_large(version);
@@ -578,10 +577,10 @@ awaitable<std::optional<Answer>> Server::relay(Conn& conn, beast::flat_buffer& b
   ChunkGuard guard(limits_.header_limit, req.head_bytes, nullptr);
   // The body is streamed: a client waiting for 100-continue may send it at once.
   auto expect = parser.get().find(http::field::expect);
-  if (expect != parser.get().end() && iequals(expect->value(), "100-continue") && !parser.is_done()) {
+  if (expect != parser.get().end() && util::iequals(expect->value(), "100-continue") && !parser.is_done()) {
     HttpResponse go{http::status::continue_, 11};
     conn.stream.expires_after(limits_.write_timeout);
-    auto [wec, wn] = co_await http::async_write(conn.stream, go, kTuple);
+    auto [wec, wn] = co_await http::async_write(conn.stream, go, util::kUseTuple);
     if (wec) co_return std::nullopt;
   }
   const auto t0 = Steady::now();

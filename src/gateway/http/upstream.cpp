@@ -10,7 +10,6 @@
 #include <tuple>
 #include <vector>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -18,10 +17,11 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http.hpp>
 
-#include "core/ascii.h"
 #include "gateway/http/body_parse.h"
 #include "gateway/http/head_writer.h"
 #include "gateway/http/request.h"
+#include "util/ascii.h"
+#include "util/asio_tokens.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -31,7 +31,6 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kMaxIdle = 256;
 constexpr std::size_t kResponseHeaderLimit = 64 * 1024;
 constexpr std::size_t kPiece = 64 * 1024;
@@ -68,7 +67,7 @@ std::optional<std::chrono::seconds> keep_alive_timeout(std::string_view value) {
     const auto comma = value.find(',');
     std::string_view part = value.substr(0, comma);
     while (!part.empty() && (part.front() == ' ' || part.front() == '\t')) part.remove_prefix(1);
-    if (part.size() > 8 && iequals(part.substr(0, 8), "timeout=")) {
+    if (part.size() > 8 && util::iequals(part.substr(0, 8), "timeout=")) {
       long n = 0;
       const auto digits = part.substr(8);
       auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
@@ -139,7 +138,8 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
   for_each_connection_name(client, [&](std::string_view name) { listed_names.push_back(name); });
   const std::span<const std::string_view> listed = listed_names.views();
   auto named_in = [](std::span<const std::string_view> names, std::string_view name) {
-    return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return iequals(n, name); });
+    return std::any_of(names.begin(), names.end(),
+                       [&](std::string_view n) { return util::iequals(n, name); });
   };
   // make_forward_request recomputes the framing of a body and of POST, PUT and PATCH:
   // prepare_payload sets Content-Length for a body and for an empty one on POST and PUT,
@@ -161,18 +161,19 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
   for (const auto& f : client) {
     const std::string_view name = f.name_string();
     if (is_hop_by_hop(f.name()) || named_in(listed, name)) continue;  // strip_hop_by_hop
-    if (f.name() == http::field::expect || iequals(name, kFenceHeader)) continue;
-    if (iequals(name, kForwardedForHeader)) {
+    if (f.name() == http::field::expect || util::iequals(name, kFenceHeader)) continue;
+    if (util::iequals(name, kForwardedForHeader)) {
       xff.push_back(f.value());
       continue;
     }
-    if (iequals(name, kForwardedProtoHeader)) continue;
-    if (iequals(name, kRequestIdHeader)) {
+    if (util::iequals(name, kForwardedProtoHeader)) continue;
+    if (util::iequals(name, kRequestIdHeader)) {
       if (meta.request_id.generated()) continue;
       request_id_kept = true;
     }
     if (reframed && f.name() == http::field::content_length) continue;
-    if (std::any_of(set.begin(), set.end(), [&](const auto& s) { return iequals(s.first, name); })) continue;
+    if (std::any_of(set.begin(), set.end(), [&](const auto& s) { return util::iequals(s.first, name); }))
+      continue;
     h += name;
     h.append(": ", 2);
     h += f.value();
@@ -328,7 +329,7 @@ asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_
   if (!cec) {  // an IP address: no resolver round trip
     const tcp::endpoint endpoint(address, url_.port);
     stream.expires_at(deadline);
-    std::tie(cec) = co_await stream.async_connect(endpoint, kTuple);
+    std::tie(cec) = co_await stream.async_connect(endpoint, util::kUseTuple);
   } else {
     // The resolver has no deadline of its own: a timer on this coroutine's executor
     // cancels it (the timer's handler may outlive this frame, hence the shared owner).
@@ -338,7 +339,7 @@ asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_
       if (!ec) resolver->cancel();
     });
     const std::string service = std::to_string(url_.port);
-    auto [rec, endpoints] = co_await resolver->async_resolve(url_.host, service, kTuple);
+    auto [rec, endpoints] = co_await resolver->async_resolve(url_.host, service, util::kUseTuple);
     limit.cancel();
     if (rec == asio::error::operation_aborted)
       co_return Connected{std::nullopt, failed(UpstreamResult::Kind::refused, "resolve: timed out")};
@@ -346,7 +347,7 @@ asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_
       co_return Connected{std::nullopt, failed(UpstreamResult::Kind::refused, "resolve: " + rec.message())};
     stream.expires_at(deadline);
     tcp::endpoint ep;
-    std::tie(cec, ep) = co_await stream.async_connect(endpoints, kTuple);
+    std::tie(cec, ep) = co_await stream.async_connect(endpoints, util::kUseTuple);
   }
   if (cec)
     co_return Connected{std::nullopt, failed(UpstreamResult::Kind::refused, "connect: " + cec.message())};
@@ -378,7 +379,7 @@ asio::awaitable<UpstreamResult> UpstreamClient::receive(UpstreamConnection conn,
     parser->body_limit(boost::none);
     if (head_request) parser->skip(true);
     conn.stream().expires_at(deadline);
-    auto [ec, n] = co_await http::async_read_header(conn.stream(), conn.buffer, *parser, kTuple);
+    auto [ec, n] = co_await http::async_read_header(conn.stream(), conn.buffer, *parser, util::kUseTuple);
     if (ec) co_return lost(ec, "receive");
     const unsigned status = parser->get().result_int();
     if (status == 101) co_return failed(UpstreamResult::Kind::broken, "the upstream switched protocols");

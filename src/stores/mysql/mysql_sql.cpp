@@ -5,6 +5,7 @@
 #include "idem/limits.h"
 #include "stores/batching/sql_template.h"
 #include "stores/batching/table_prefix.h"
+#include "util/hex.h"
 
 namespace idem::mysql {
 namespace {
@@ -183,14 +184,10 @@ Sql one(std::string text) { return Sql{std::move(text), 1, 0}; }
 }  // namespace
 
 std::string hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
   std::string out;
   out.reserve(bytes.size() * 2 + 3);
   out += "X'";
-  for (unsigned char c : bytes) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 15];
-  }
+  util::append_hex(out, bytes);
   out += '\'';
   return out;
 }

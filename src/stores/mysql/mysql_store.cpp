@@ -22,7 +22,6 @@
 #include <poll.h>
 
 #include <algorithm>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -35,6 +34,7 @@
 #include "core/state_machine.h"
 #include "stores/mysql/mysql_ops.h"
 #include "stores/mysql/mysql_target.h"
+#include "util/asio_tokens.h"
 
 namespace idem::mysql {
 namespace {
@@ -45,7 +45,6 @@ using asio::awaitable;
 using OpPtr = std::unique_ptr<Op>;
 using batching::SteadyClock;
 
-constexpr auto kUse = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kConnections = 4;
 // Operations per batch (one transaction): enough to amortise a commit's log flush, few enough
 // that a failing batch delays few callers.
@@ -316,7 +315,7 @@ class MysqlStore final : public batching::BatchingStore<Op> {
   awaitable<bool> sleep(Connection& c, SteadyClock::duration d) {
     if (stopped_) co_return false;
     c.wake.expires_after(d);
-    auto [ec] = co_await c.wake.async_wait(kUse);
+    auto [ec] = co_await c.wake.async_wait(util::kUseTuple);
     co_return !ec;
   }
 
@@ -390,8 +389,8 @@ class MysqlStore final : public batching::BatchingStore<Op> {
       }
       const auto want = (status & MYSQL_WAIT_WRITE) ? asio::posix::stream_descriptor::wait_write
                                                     : asio::posix::stream_descriptor::wait_read;
-      auto ready = c.socket.async_wait(want, kUse);
-      auto timeout = c.io_timer.async_wait(kUse);
+      auto ready = c.socket.async_wait(want, util::kUseTuple);
+      auto timeout = c.io_timer.async_wait(util::kUseTuple);
       auto either = std::move(ready) || std::move(timeout);
       co_await std::move(either);
       if (c.abort) co_return 0;

@@ -8,39 +8,15 @@
 #include <initializer_list>
 #include <optional>
 
-#include "core/uri_query.h"
 #include "idem/store_uri.h"
 #include "stores/mysql/mysql_sql.h"
+#include "util/percent.h"
+#include "util/uri_query.h"
 
 namespace idem::mysql {
 namespace {
 
 constexpr std::string_view kDefaultPrefix = "idem_";
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// nullopt for a '%' not followed by two hex digits.
-std::optional<std::string> percent_decoded(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out += s[i];
-      continue;
-    }
-    const int hi = i + 1 < s.size() ? hex_digit(s[i + 1]) : -1;
-    const int lo = i + 2 < s.size() ? hex_digit(s[i + 2]) : -1;
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return out;
-}
 
 bool one_of(unsigned e, std::initializer_list<unsigned> set) {
   return std::find(set.begin(), set.end(), e) != set.end();
@@ -159,15 +135,16 @@ Result<Target> parse_target(std::string_view uri) {
     const std::string_view userinfo = rest.substr(0, at);
     rest = rest.substr(at + 1);
     const auto colon = userinfo.find(':');
-    auto user = percent_decoded(userinfo.substr(0, colon));
-    auto password = percent_decoded(colon == std::string_view::npos ? "" : userinfo.substr(colon + 1));
+    auto user = util::percent_decode(userinfo.substr(0, colon), util::BadPercent::reject);
+    auto password = util::percent_decode(colon == std::string_view::npos ? "" : userinfo.substr(colon + 1),
+                                         util::BadPercent::reject);
     if (!user || !password) return bad("a '%' in the user information must start a %XX escape");
     t.user = std::move(*user);
     t.password = std::move(*password);
   }
   std::string_view hostport = rest.substr(0, rest.find('/'));
   if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
-    auto db = percent_decoded(rest.substr(slash + 1));
+    auto db = util::percent_decode(rest.substr(slash + 1), util::BadPercent::reject);
     if (!db) return bad("a '%' in the database name must start a %XX escape");
     t.db = std::move(*db);
   }
@@ -194,9 +171,9 @@ Result<Target> parse_target(std::string_view uri) {
     t.port = p;
   }
   while (!query.empty()) {
-    const core::QueryParam param = core::next_query_param(query);
+    const util::QueryParam param = util::next_query_param(query);
     const std::string_view name = param.name;
-    auto value = percent_decoded(param.value);
+    auto value = util::percent_decode(param.value, util::BadPercent::reject);
     if (!value) return bad("a '%' in a parameter must start a %XX escape");
     if (name == "table_prefix") {
       t.prefix = *value;

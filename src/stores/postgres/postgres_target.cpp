@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/uri_query.h"
 #include "idem/store_uri.h"
 #include "stores/postgres/postgres_sql.h"
+#include "util/uri_query.h"
 
 namespace idem::postgres {
 namespace {
@@ -84,7 +84,7 @@ Result<Target> parse_target(std::string_view uri) {
     std::string_view query = uri.substr(question + 1);
     char sep = '?';
     while (!query.empty()) {
-      const core::QueryParam param = core::next_query_param(query);
+      const util::QueryParam param = util::next_query_param(query);
       if (param.has_value && param.name == "table_prefix") {
         t.prefix = std::string(param.value);
         continue;

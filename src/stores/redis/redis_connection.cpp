@@ -1,6 +1,5 @@
 #include "stores/redis/redis_connection.h"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
@@ -11,10 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "util/asio_tokens.h"
+
 namespace idem::redis {
 namespace {
 
-constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kReadBuffer = 64 * 1024;
 // Commands per gather write: below the kernel's IOV_MAX (1024), ASKING included.
 constexpr std::size_t kMaxBatch = 500;
@@ -146,10 +146,10 @@ asio::awaitable<Status> Connection::connect() {
     socket_.close(ignored);
   });
   const std::string port = std::to_string(endpoint_.port);
-  auto [rec, results] = co_await resolver_.async_resolve(endpoint_.host, port, kUseTuple);
+  auto [rec, results] = co_await resolver_.async_resolve(endpoint_.host, port, util::kUseTuple);
   if (timed_out_) co_return error("connect: timed out");
   if (rec) co_return error("resolve: " + rec.message());
-  auto [cec, peer] = co_await asio::async_connect(socket_, results, kUseTuple);
+  auto [cec, peer] = co_await asio::async_connect(socket_, results, util::kUseTuple);
   if (timed_out_) co_return error("connect: timed out");
   if (cec) co_return error("connect: " + cec.message());
   boost::system::error_code ignored;
@@ -174,7 +174,7 @@ asio::awaitable<Status> Connection::handshake() {
   }
   if (what.empty()) co_return Status::ok();
   auto buffer = asio::buffer(out);
-  auto [ec, n] = co_await asio::async_write(socket_, buffer, kUseTuple);
+  auto [ec, n] = co_await asio::async_write(socket_, buffer, util::kUseTuple);
   if (timed_out_) co_return error("handshake: timed out");
   if (ec) co_return error("write: " + ec.message());
   for (const char* command : what) {
@@ -196,7 +196,7 @@ asio::awaitable<Result<Reply>> Connection::read_reply() {
     }
     if (raw) co_return Reply(static_cast<redisReply*>(raw));
     auto buffer = asio::buffer(read_buffer_);
-    auto [ec, n] = co_await socket_.async_read_some(buffer, kUseTuple);
+    auto [ec, n] = co_await socket_.async_read_some(buffer, util::kUseTuple);
     if (timed_out_) co_return error("handshake: timed out");
     if (ec)
       co_return error(ec == asio::error::eof ? "the server closed the connection" : "read: " + ec.message());
@@ -209,7 +209,7 @@ asio::awaitable<Status> Connection::serve() {
   for (;;) {
     if (auto s = drain_replies(); !s) co_return s;
     auto buffer = asio::buffer(read_buffer_);
-    auto [ec, n] = co_await socket_.async_read_some(buffer, kUseTuple);
+    auto [ec, n] = co_await socket_.async_read_some(buffer, util::kUseTuple);
     if (closed_) co_return error("closed");
     if (!write_error_.empty()) co_return error(write_error_);
     if (ec)

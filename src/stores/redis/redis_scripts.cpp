@@ -9,6 +9,8 @@
 
 #include <openssl/sha.h>
 
+#include "util/hex.h"
+
 namespace idem::redis {
 namespace {
 
@@ -197,11 +199,7 @@ Script make(const char* name, const char* body) {
   Script s{name, std::string(kPrelude) + body, {}};
   unsigned char digest[SHA_DIGEST_LENGTH];
   SHA1(reinterpret_cast<const unsigned char*>(s.text.data()), s.text.size(), digest);
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (unsigned char b : digest) {
-    s.sha1.push_back(kHex[b >> 4]);
-    s.sha1.push_back(kHex[b & 15]);
-  }
+  s.sha1 = util::to_hex(std::string_view(reinterpret_cast<const char*>(digest), sizeof digest));
   return s;
 }
 

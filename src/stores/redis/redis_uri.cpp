@@ -2,8 +2,9 @@
 
 #include <charconv>
 
-#include "core/uri_query.h"
 #include "idem/store_uri.h"
+#include "util/percent.h"
+#include "util/uri_query.h"
 
 namespace idem::redis {
 namespace {
@@ -14,30 +15,6 @@ Status bad(std::string_view uri, const std::string& what) {
                           "' (expected redis://[user:pass@]host:port[/db][?prefix=P] or "
                           "redis-cluster://host:port[,host:port...][?prefix=P]; more parameters: "
                           "allow_eviction=true, wait=N)");
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// %XX escapes, as userinfo and query values may carry them.
-bool percent_decode(std::string_view in, std::string& out) {
-  out.clear();
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out.push_back(in[i]);
-      continue;
-    }
-    if (i + 2 >= in.size()) return false;
-    const int hi = hex_value(in[i + 1]), lo = hex_value(in[i + 2]);
-    if (hi < 0 || lo < 0) return false;
-    out.push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return true;
 }
 
 Result<Endpoint> parse_endpoint(std::string_view uri, std::string_view text) {
@@ -74,7 +51,7 @@ Result<Endpoint> parse_endpoint(std::string_view uri, std::string_view text) {
 
 Status parse_query(std::string_view uri, std::string_view query, Config& c) {
   while (!query.empty()) {
-    const core::QueryParam param = core::next_query_param(query);
+    const util::QueryParam param = util::next_query_param(query);
     const std::string_view name = param.name, value = param.value;
     if (!param.has_value || (name != "prefix" && name != "allow_eviction" && name != "wait")) {
       return bad(uri, "unknown parameter '" + std::string(param.text) +
@@ -96,7 +73,9 @@ Status parse_query(std::string_view uri, std::string_view query, Config& c) {
       }
       continue;
     }
-    if (!percent_decode(value, c.prefix)) return bad(uri, "bad %-escape in the prefix");
+    std::optional<std::string> prefix = util::percent_decode(value, util::BadPercent::reject);
+    if (!prefix) return bad(uri, "bad %-escape in the prefix");
+    c.prefix = std::move(*prefix);
     if (c.prefix.find_first_of("{}") != std::string::npos) {
       return bad(uri, "the prefix '" + c.prefix + "' contains '{' or '}' (they would break hash tags)");
     }
@@ -130,12 +109,16 @@ Result<Config> parse_uri(std::string_view uri) {
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     const std::string_view userinfo = rest.substr(0, at);
     rest = rest.substr(at + 1);
+    // "user:password" or "password", with %XX escapes.
     const auto colon = userinfo.find(':');
-    const bool ok = colon == std::string_view::npos
-                        ? percent_decode(userinfo, c.password)
-                        : percent_decode(userinfo.substr(0, colon), c.user) &&
-                              percent_decode(userinfo.substr(colon + 1), c.password);
-    if (!ok) return bad(uri, "bad %-escape in the user or password");
+    const bool named = colon != std::string_view::npos;
+    std::optional<std::string> user =
+        named ? util::percent_decode(userinfo.substr(0, colon), util::BadPercent::reject) : std::string();
+    std::optional<std::string> password =
+        util::percent_decode(named ? userinfo.substr(colon + 1) : userinfo, util::BadPercent::reject);
+    if (!user || !password) return bad(uri, "bad %-escape in the user or password");
+    c.user = std::move(*user);
+    c.password = std::move(*password);
     if (c.password.empty()) return bad(uri, "empty password before '@'");
   }
   if (const auto slash = rest.find('/'); slash != std::string_view::npos) {

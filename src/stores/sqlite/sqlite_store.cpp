@@ -33,9 +33,9 @@
 
 #include "core/listing.h"
 #include "core/state_machine.h"
-#include "core/uri_query.h"
 #include "idem/detail/completion_batch.h"
 #include "stores/sqlite/sqlite_db.h"
+#include "util/uri_query.h"
 
 namespace idem::sqlite {
 namespace {
@@ -612,7 +612,7 @@ Result<Spec> parse_spec(std::string_view spec) {
   bool seen_sync = false;
   std::string_view query = spec.substr(question + 1);
   while (!query.empty()) {
-    const core::QueryParam param = core::next_query_param(query);
+    const util::QueryParam param = util::next_query_param(query);
     if (param.name != "sync" || !param.has_value) {
       return invalid_argument("sqlite: unknown parameter '" + std::string(param.text) + "' in '" + uri +
                               "' (the one parameter is sync=normal|full)");

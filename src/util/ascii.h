@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <string_view>
 
-namespace idem {
+namespace idem::util {
 
 // `c` with 'A'-'Z' mapped to 'a'-'z'; every other byte unchanged.
 constexpr char ascii_lower(char c) noexcept {
@@ -23,4 +23,4 @@ constexpr bool iequals(std::string_view a, std::string_view b) noexcept {
   return true;
 }
 
-}  // namespace idem
+}  // namespace idem::util

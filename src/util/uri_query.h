@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-namespace idem::core {
+namespace idem::util {
 
 struct QueryParam {
   std::string_view text;   // the whole parameter, "name=value", as written
@@ -27,4 +27,4 @@ inline QueryParam next_query_param(std::string_view& query) {
   return p;
 }
 
-}  // namespace idem::core
+}  // namespace idem::util

@@ -1,8 +1,8 @@
-#include "core/ascii.h"
+#include "util/ascii.h"
 
 #include <gtest/gtest.h>
 
-namespace idem {
+namespace idem::util {
 namespace {
 
 static_assert(ascii_lower('A') == 'a' && ascii_lower('Z') == 'z' && ascii_lower('a') == 'a');
@@ -32,4 +32,4 @@ TEST(Ascii, IequalsIgnoresAsciiCaseOnly) {
 }
 
 }  // namespace
-}  // namespace idem
+}  // namespace idem::util
