@@ -101,6 +101,7 @@ KNOWN_BACK_EDGES = {
     ("src/gateway/config/config.h", "src/gateway/route.h"): STEP_4,
     # http → top: model files the HTTP layer uses.
     ("src/gateway/http/http_reply.h", "src/gateway/problem.h"): STEP_4,
+    ("src/gateway/http/head_checks.h", "src/gateway/problem.h"): STEP_4,
     ("src/gateway/http/upstream.h", "src/gateway/request_meta.h"): STEP_4,
     ("src/gateway/http/request.cpp", "src/gateway/json_body.h"):
         "removed by step 3: json_body.{h,cpp} is deleted; step 4 moves http/request.h to model/",

@@ -13,6 +13,7 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 
+#include "gateway/http/head_checks.h"
 #include "gateway/http/header_fields.h"
 #include "gateway/http/relay.h"
 #include "util/ascii.h"
@@ -72,17 +73,6 @@ HttpResponse header_too_large(unsigned version) {
                           version, false);
 }
 
-// A request line that ends in a well-formed version other than HTTP/1.x ("PRI *
-// HTTP/2.0", the HTTP/2 prior-knowledge preface).
-bool speaks_another_version(const beast::flat_buffer& buffer) {
-  const std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
-  const std::string_view line = data.substr(0, data.find("\r\n"));
-  if (line.size() < 8) return false;
-  const std::string_view v = line.substr(line.size() - 8);
-  return v.starts_with("HTTP/") && v[5] >= '0' && v[5] <= '9' && v[5] != '1' && v[6] == '.' && v[7] >= '0' &&
-         v[7] <= '9';
-}
-
 // http::async_read_header, with one more refusal: a field line continued on the next line
 // (obs-fold, RFC 9112 §5.2), which a server may refuse and which proxies in front may
 // unfold differently.
@@ -132,101 +122,6 @@ std::string peer_address(const tcp::socket& socket) {
 HttpResponse malformed_body(unsigned version) {
   return problem_response(Problem::request_invalid, "malformed request body (chunked framing)", version,
                           false);
-}
-
-bool is_standard_method_in_another_case(std::string_view method) {
-  static constexpr std::array<std::string_view, 9> kMethods = {
-      "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"};
-  for (std::string_view m : kMethods)
-    if (m != method && util::iequals(m, method)) return true;
-  return false;
-}
-
-// `byte` percent-encoded anywhere in `text` ('/': "%2F" or "%2f").
-bool has_encoded(std::string_view text, char byte) {
-  for (std::size_t i = 0; i < text.size(); ++i)
-    if (util::escaped_byte(text, i) == static_cast<unsigned char>(byte)) return true;
-  return false;
-}
-
-// The request target in origin-form ("/path?query"), or nullopt when it cannot be served.
-// An absolute-form target ("http://host/orders") is reduced to its origin-form. Refused,
-// because frameworks route them differently and a protected path could hide behind one:
-// a fragment ('#'), a backslash (also encoded), an encoded '/', and dot segments ("/a/../
-// orders", also percent-encoded). On the admin listener (`admin`), an encoded '/' or '\'
-// passes: nothing is forwarded there, and /v1/records/{scope}/{key} splits the path at its
-// literal '/' before decoding, so %2F and %5C are how a key holding '/' or '\' is named.
-// RFC 3986 §3.1: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ).
-bool is_scheme(std::string_view s) {
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
-  if (s.empty() || !alpha(s[0])) return false;
-  for (char c : s)
-    if (!alpha(c) && !(c >= '0' && c <= '9') && c != '+' && c != '-' && c != '.') return false;
-  return true;
-}
-
-std::optional<std::string> origin_form(std::string_view target, bool admin) {
-  std::string_view t = target;
-  // Absolute-form only when what comes before "://" is a scheme: "?q=http://h/orders" is a
-  // query, forwarded as "/?q=http://h/orders", never as "/orders".
-  const auto scheme = t.find("://");
-  if (scheme != std::string_view::npos && is_scheme(t.substr(0, scheme))) {
-    const auto slash = t.find_first_of("/?", scheme + 3);
-    t = slash == std::string_view::npos ? std::string_view("/") : t.substr(slash);
-  }
-  std::string out(t);
-  if (out.starts_with('?')) out.insert(0, "/");
-  if (!out.starts_with('/')) return std::nullopt;
-  std::string_view path = target_path(out);
-  if (out.find_first_of("#\\") != std::string::npos ||
-      (!admin && (has_encoded(path, '/') || has_encoded(path, '\\'))))
-    return std::nullopt;
-  while (!path.empty()) {
-    path.remove_prefix(1);
-    const auto next = path.find('/');
-    std::string segment = *util::percent_decode(path.substr(0, next), util::BadPercent::keep);
-    segment = segment.substr(0, segment.find(';'));
-    if (segment == "." || segment == "..") return std::nullopt;
-    path = next == std::string_view::npos ? std::string_view{} : path.substr(next);
-  }
-  return out;
-}
-
-// The checks every request head passes on either listener (`admin`: the admin listener)
-// before anything else happens; the refusal to answer (and close) otherwise. Rewrites an
-// absolute-form target.
-std::optional<HttpResponse> refuse_head(http::request_header<>& head, bool admin) {
-  const unsigned version = head.version();
-  if (version != 10 && version != 11)
-    return problem_response(Problem::version_not_supported, "this gateway speaks HTTP/1.1 (and 1.0) only", 11,
-                            false);
-  auto invalid = [&](std::string_view detail) {
-    return problem_response(Problem::request_invalid, detail, version, false);
-  };
-  if (head.method() == http::verb::unknown && is_standard_method_in_another_case(head.method_string()))
-    return invalid("methods are case-sensitive: send the standard spelling in upper case");
-  // RFC 9112 §6.3: only "chunked" frames a request body here; any other coding (or a list)
-  // could be read as a different body length by the upstream or a proxy in between.
-  const auto [te, te_end] = head.equal_range(http::field::transfer_encoding);
-  if (te != te_end && (std::next(te) != te_end || !util::iequals(te->value(), "chunked")))
-    return invalid("Transfer-Encoding must be exactly \"chunked\"");
-  // RFC 9112 §6.1: in an HTTP/1.0 message a Transfer-Encoding means faulty framing.
-  if (te != te_end && version == 10) return invalid("Transfer-Encoding in an HTTP/1.0 request");
-  // One Content-Length, one number: a repeated or listed length is read differently by
-  // different servers on the way.
-  const auto [cl, cl_end] = head.equal_range(http::field::content_length);
-  if (cl != cl_end && (std::next(cl) != cl_end || cl->value().find(',') != std::string_view::npos))
-    return invalid("more than one Content-Length");
-  const auto [host, host_end] = head.equal_range(http::field::host);
-  if (host != host_end && std::next(host) != host_end) return invalid("more than one Host field");
-  if (head.method() != http::verb::options || head.target() != "*") {
-    auto target = origin_form(head.target(), admin);
-    if (!target)
-      return invalid(
-          "the request target must be a path without '#', '\\', an encoded '/' or '\\', or dot segments");
-    if (*target != head.target()) head.target(*target);
-  }
-  return std::nullopt;
 }
 
 // :PORT: one socket for IPv6 and IPv4 ([::] with IPV6_V6ONLY off), or 0.0.0.0 where the
@@ -411,7 +306,8 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
       std::optional<HttpResponse> res;
       if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
         res = header_too_large(11);
-      else if (ec == http::error::bad_version && speaks_another_version(buffer))
+      else if (ec == http::error::bad_version &&
+               speaks_another_version({static_cast<const char*>(buffer.data().data()), buffer.size()}))
         res = problem_response(Problem::version_not_supported, "this gateway speaks HTTP/1.1 (and 1.0) only",
                                11, false);
       else if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
@@ -432,7 +328,9 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     RequestMeta meta;
     if (!admin) meta = request_meta(req.head.get(), conn->peer);
     if (auto refusal = refuse_head(req.head.get(), admin))
-      answer.emplace(std::move(*refusal));
+      answer.emplace(problem_response(
+          refusal->problem, refusal->detail,
+          refusal->problem == Problem::version_not_supported ? 11 : req.head.get().version(), false));
     else if (admin)
       answer = co_await handle_admin(*conn, buffer, req);
     else

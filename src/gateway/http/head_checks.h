@@ -1,0 +1,44 @@
+// The checks every request head passes on either listener before anything else happens
+// (docs/http.md, "Requests idem refuses"): RFC 9112 framing that servers on the way could
+// read differently, methods in another case, and targets that frameworks route
+// differently. Pure: decided from the head alone, no I/O, tested row by row
+// (tests/gateway/head_checks_test.cpp). Safe for concurrent use.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/message.hpp>
+
+#include "gateway/problem.h"
+
+namespace idem::gateway {
+
+// Why a head is refused; the connection closes after the answer.
+struct HeadRefusal {
+  Problem problem;
+  std::string detail;
+};
+
+// The refusal `head` earns, or nullopt when it may be served. `admin`: the admin listener,
+// where an encoded '/' or '\' in the path passes (see origin_form). Rewrites an
+// absolute-form target to its origin-form.
+std::optional<HeadRefusal> refuse_head(boost::beast::http::request_header<>& head, bool admin);
+
+// The request target in origin-form ("/path?query"), or nullopt when it cannot be served.
+// An absolute-form target ("http://host/orders": a scheme before "://") is reduced to its
+// origin-form, "?q" becomes "/?q". Refused, because frameworks route them differently and
+// a protected path could hide behind one: a fragment ('#'), a backslash (also encoded), an
+// encoded '/', and dot segments ("/a/../orders", also percent-encoded, also with
+// ";params"). On the admin listener (`admin`) an encoded '/' or '\' passes: nothing is
+// forwarded there, and /v1/records/{scope}/{key} splits the path at its literal '/' before
+// decoding, so %2F and %5C are how a key holding '/' or '\' is named.
+std::optional<std::string> origin_form(std::string_view target, bool admin);
+
+// Whether the request line in `data` ends in a well-formed version other than HTTP/1.x
+// ("PRI * HTTP/2.0", the HTTP/2 prior-knowledge preface), which earns a 505, not a 400.
+bool speaks_another_version(std::string_view data);
+
+}  // namespace idem::gateway
