@@ -41,10 +41,10 @@
 // answers; meanwhile repeats through this Guard are replayed that result (with no store
 // call), and repeats elsewhere wait, as the claim's lease is kept while the commit is pending.
 //
-// Every run goes through the claim runner (idem/claim.h), as the gateway's requests do.
-// Results are stored as fn returned them, except that one starting with a zero byte gets
-// a second one in front (removed again on replay): so a result can never be mistaken
-// for the record of an uncertain outcome.
+// Every run goes through the claim runner (docs/design.md, "One claim runner"), as the
+// gateway's requests do. Results are stored as fn returned them, except that one starting
+// with a zero byte gets a second one in front (removed again on replay): so a result can
+// never be mistaken for the record of an uncertain outcome.
 //
 // Thread safety: a Guard is safe for concurrent use from any number of threads and
 // coroutines. The Store must outlive the Guard. run() blocks the calling thread;
@@ -65,9 +65,9 @@
 
 #include <boost/asio/awaitable.hpp>
 
-#include "idem/claim.h"
 #include "idem/clock.h"
 #include "idem/detail/unique_function.h"
+#include "idem/on_uncertain.h"
 #include "idem/record.h"
 #include "idem/status.h"
 #include "idem/store.h"
@@ -277,10 +277,13 @@ class Guard {
   boost::asio::awaitable<GuardResult> async_run_body(std::string scope, std::string key,
                                                      std::string fingerprint, AsyncBody body);
 
+  // The claim runner and the policy the runs use, behind a pointer so that the runner is
+  // no part of this contract: one allocation per Guard, none per run.
+  struct Runner;
+
   Store& store_;
   const GuardOptions options_;
-  const ClaimPolicy policy_;
-  ClaimRunner runner_;
+  const std::unique_ptr<Runner> runner_;
 };
 
 }  // namespace idem

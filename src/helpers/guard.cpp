@@ -17,6 +17,7 @@
 
 #include "core/units.h"
 #include "helpers/wait_budget.h"
+#include "idem/claim.h"
 
 namespace idem {
 
@@ -133,8 +134,15 @@ GuardResult finish(std::string value, const Claim& claim, Status settled) {
 
 }  // namespace
 
+struct Guard::Runner {
+  Runner(Store& store, const GuardOptions& options) : policy(claim_policy(options)), runner(store) {}
+
+  const ClaimPolicy policy;
+  ClaimRunner runner;
+};
+
 Guard::Guard(Store& store, GuardOptions options)
-    : store_(store), options_(std::move(options)), policy_(claim_policy(options_)), runner_(store) {}
+    : store_(store), options_(std::move(options)), runner_(std::make_unique<Runner>(store, options_)) {}
 
 Guard::~Guard() = default;
 
@@ -157,9 +165,11 @@ T run_here(asio::awaitable<T> step) {
 // fn runs on the caller's thread while the runner renews the claim from its own.
 GuardResult Guard::run_body(std::string scope, std::string key, std::string fingerprint, Body body) {
   WaitBudget budget(options_.wait);
-  const std::string owner = runner_.next_owner();  // one per run, also across waits
+  ClaimRunner& runner = runner_->runner;
+  const ClaimPolicy& policy = runner_->policy;
+  const std::string owner = runner.next_owner();  // one per run, also across waits
   for (;;) {
-    Acquired a = run_here(runner_.acquire(scope, key, fingerprint, policy_, owner));
+    Acquired a = run_here(runner.acquire(scope, key, fingerprint, policy, owner));
     if (a.step == BeginStep::busy) {
       if (auto sleep = budget.next(a.begun->retry_after)) {
         std::this_thread::sleep_for(*sleep);
@@ -168,7 +178,7 @@ GuardResult Guard::run_body(std::string scope, std::string key, std::string fing
       return GuardResult::make_in_progress(a.begun->retry_after);
     }
     if (a.step == BeginStep::hold_uncertain)
-      (void)run_here(runner_.settle(*a.claim, policy_, Settlement::mark_uncertain));
+      (void)run_here(runner.settle(*a.claim, policy, Settlement::mark_uncertain));
     if (auto answer = answer_for(a)) return std::move(*answer);
 
     Claim& claim = *a.claim;
@@ -176,24 +186,24 @@ GuardResult Guard::run_body(std::string scope, std::string key, std::string fing
     claim.started();  // settled explicitly below, also when fn throws
     std::optional<Result<std::string>> out;
     {
-      ClaimRunner::Renewal renewal = runner_.renew_in_background(claim, policy_);
+      ClaimRunner::Renewal renewal = runner.renew_in_background(claim, policy);
       try {
         out.emplace(body(attempt));
       } catch (...) {
         renewal.stop();
         (void)run_here(
-            runner_.settle(claim, policy_, settle_for(WorkEnd::failed, policy_.on_uncertain, claim.lost())));
+            runner.settle(claim, policy, settle_for(WorkEnd::failed, policy.on_uncertain, claim.lost())));
         throw;
       }
     }
     if (!*out) {
       // Nothing is stored so that a retry runs again.
       (void)run_here(
-          runner_.settle(claim, policy_, settle_for(WorkEnd::failed, policy_.on_uncertain, claim.lost())));
+          runner.settle(claim, policy, settle_for(WorkEnd::failed, policy.on_uncertain, claim.lost())));
       return GuardResult::make_failed(out->status());
     }
-    const Settlement how = settle_for(WorkEnd::succeeded, policy_.on_uncertain, claim.lost());
-    Status settled = run_here(runner_.settle(claim, policy_, how, encode_result(out->value())));
+    const Settlement how = settle_for(WorkEnd::succeeded, policy.on_uncertain, claim.lost());
+    Status settled = run_here(runner.settle(claim, policy, how, encode_result(out->value())));
     return finish(std::move(*out).value(), claim, std::move(settled));
   }
 }
@@ -205,10 +215,12 @@ GuardResult Guard::run_body(std::string scope, std::string key, std::string fing
 asio::awaitable<GuardResult> Guard::async_run_body(std::string scope, std::string key,
                                                    std::string fingerprint, AsyncBody body) {
   WaitBudget budget(options_.wait);
+  ClaimRunner& runner = runner_->runner;
+  const ClaimPolicy& policy = runner_->policy;
   asio::steady_timer timer(co_await asio::this_coro::executor);
-  const std::string owner = runner_.next_owner();  // one per run, also across waits
+  const std::string owner = runner.next_owner();  // one per run, also across waits
   for (;;) {
-    Acquired a = co_await runner_.acquire(scope, key, fingerprint, policy_, owner);
+    Acquired a = co_await runner.acquire(scope, key, fingerprint, policy, owner);
     if (a.step == BeginStep::busy) {
       if (auto sleep = budget.next(a.begun->retry_after)) {
         timer.expires_after(*sleep);
@@ -218,7 +230,7 @@ asio::awaitable<GuardResult> Guard::async_run_body(std::string scope, std::strin
       co_return GuardResult::make_in_progress(a.begun->retry_after);
     }
     if (a.step == BeginStep::hold_uncertain)
-      (void)co_await runner_.settle(*a.claim, policy_, Settlement::mark_uncertain);
+      (void)co_await runner.settle(*a.claim, policy, Settlement::mark_uncertain);
     if (auto answer = answer_for(a)) co_return std::move(*answer);
 
     Claim& claim = *a.claim;
@@ -232,7 +244,7 @@ asio::awaitable<GuardResult> Guard::async_run_body(std::string scope, std::strin
     };
     try {
       auto work = run_fn();
-      co_await runner_.renewing(claim, policy_, std::move(work));
+      co_await runner.renewing(claim, policy, std::move(work));
     } catch (...) {
       thrown = std::current_exception();  // fn threw, or the caller was cancelled
     }
@@ -245,19 +257,19 @@ asio::awaitable<GuardResult> Guard::async_run_body(std::string scope, std::strin
     // meanwhile, and a cancelled coroutine would refuse to start the store call.
     co_await asio::this_coro::reset_cancellation_state();
     if (thrown && cancelled) {
-      const Settlement how = settle_for(WorkEnd::unknown, policy_.on_uncertain, claim.lost());
-      (void)co_await runner_.settle(claim, policy_, how);
+      const Settlement how = settle_for(WorkEnd::unknown, policy.on_uncertain, claim.lost());
+      (void)co_await runner.settle(claim, policy, how);
       std::rethrow_exception(thrown);
     }
     if (thrown || !*out) {
-      const Settlement how = settle_for(WorkEnd::failed, policy_.on_uncertain, claim.lost());
-      (void)co_await runner_.settle(claim, policy_, how);
+      const Settlement how = settle_for(WorkEnd::failed, policy.on_uncertain, claim.lost());
+      (void)co_await runner.settle(claim, policy, how);
       if (thrown) std::rethrow_exception(thrown);
       co_return GuardResult::make_failed(out->status());
     }
-    const Settlement how = settle_for(WorkEnd::succeeded, policy_.on_uncertain, claim.lost());
+    const Settlement how = settle_for(WorkEnd::succeeded, policy.on_uncertain, claim.lost());
     std::string stored = encode_result(out->value());
-    Status settled = co_await runner_.settle(claim, policy_, how, std::move(stored));
+    Status settled = co_await runner.settle(claim, policy, how, std::move(stored));
     co_return finish(std::move(*out).value(), claim, std::move(settled));
   }
 }
