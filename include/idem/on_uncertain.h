@@ -1,7 +1,7 @@
 // The claim runner's decisions (docs/design.md, "One claim runner"): the unknown-outcome
 // policy, what one begin's answer means, and what the end of the work means for its
 // claim. Pure functions over values, tested row by row without a store; the claim runner
-// (idem/claim.h) acts on them, and the gateway's pure model reads them without Asio.
+// acts on them, and the gateway's pure model reads them without Asio.
 //
 // Contract of this header: plain value types and pure functions only. It includes no
 // Asio, no Beast and no store interface, so whatever includes it stays free of them

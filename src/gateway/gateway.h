@@ -21,6 +21,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
+#include "engine/claim.h"
 #include "gateway/admin/metrics.h"
 #include "gateway/coalescer.h"
 #include "gateway/config/config.h"
@@ -29,7 +30,6 @@
 #include "gateway/replay_cache.h"
 #include "gateway/request_identity.h"
 #include "gateway/waiters.h"
-#include "idem/claim.h"
 #include "idem/store.h"
 
 namespace idem::gateway {

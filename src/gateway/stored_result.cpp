@@ -9,7 +9,7 @@ namespace {
 // Layout: kind byte, then for a response: u16 status, u32 header count, each header as
 // u32-length-prefixed name and value, then the u32-length-prefixed body; for not_stored:
 // u16 status; for json: the u32-length-prefixed text; for uncertain: the mark's text
-// (idem/uncertain_mark.h, "fence=…;instance=…;at=…"), empty in records of earlier
+// (engine/uncertain_mark.h, "fence=…;instance=…;at=…"), empty in records of earlier
 // releases and in the marker the claim runner is given. Little-endian.
 
 constexpr char kUncertain[] = {static_cast<char>(StoredResult::Kind::uncertain), '\0'};

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/uncertain_mark.h"
 #include "idem/status.h"
-#include "idem/uncertain_mark.h"
 
 namespace idem::gateway {
 
@@ -36,7 +36,7 @@ struct StoredResult {
   StoredResponse response;  // response; for not_stored only `status` is set
   std::string json;         // json
   // uncertain: the attempt the service may have received, who marked it and when
-  // (idem/uncertain_mark.h); fence 0 for a record of an earlier release.
+  // (engine/uncertain_mark.h); fence 0 for a record of an earlier release.
   UncertainMark mark;
 
   friend bool operator==(const StoredResult&, const StoredResult&) = default;

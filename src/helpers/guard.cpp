@@ -1,5 +1,5 @@
 // Guard: begin → fn → commit or release, in a blocking and a coroutine form, both on the
-// claim runner (idem/claim.h), which makes every decision; they differ only in how they wait.
+// claim runner (engine/claim.h), which makes every decision; they differ only in how they wait.
 #include "idem/guard.h"
 
 #include <exception>
@@ -16,8 +16,8 @@
 #include <boost/asio/use_future.hpp>
 
 #include "core/units.h"
+#include "engine/claim.h"
 #include "helpers/wait_budget.h"
-#include "idem/claim.h"
 
 namespace idem {
 

@@ -30,14 +30,17 @@ ASIO_BEAST = r"^<boost/(asio|beast)\b"
 # --------------------  ---------------------------  ---------------------------------  -------
 # public-no-src         include/idem/**              src/, tests/                       direct
 # public-std-boost      include/idem/**              <x/...> but Boost, <sys/>, idem/   direct
+# public-no-engine      include/idem/**              src/engine/                        reached
 # on-uncertain-pure     include/idem/on_uncertain.h  Asio, Beast                        reached
-# core-below-users      src/core/**                  gateway/, stores/, helpers/, cli/  direct
+# core-below-users      src/core/**                  gateway/, stores/, engine/,        direct
+#                                                    helpers/, cli/
 # core-no-asio          src/core/**                  Asio, Beast                        reached
-# stores-below-faces    src/stores/**                gateway/, helpers/, cli/           direct
+# stores-below-faces    src/stores/**                gateway/, engine/, helpers/, cli/  direct
+# engine-on-store-api   src/engine/**                gateway/, stores/, helpers/, cli/  direct
 # helpers-on-store-api  src/helpers/**               gateway/, stores/, cli/            direct
 # util-lowest           src/util/**                  any other folder of src/           direct
 # gateway-on-store-api  src/gateway/**               stores/, helpers/, cli/            direct
-# model-no-asio         the model (see below)        Asio, Beast, idem/claim.h          reached
+# model-no-asio         the model (see below)        Asio, Beast, engine/claim.h        reached
 # model-no-runtime      the model                    gateway.h, admin/admin.h, http/    reached
 #                                                    but http/request.h
 # admin-no-pipeline     src/gateway/admin/**         gateway/gateway.h                  direct
@@ -55,21 +58,31 @@ RULES = [
          "the public headers are the installed contract: an installed user has no src/ or tests/"),
     Rule("public-std-boost", r"^include/idem/", r"^<(?!boost/|idem/|sys/)[^>]*/", False,
          "an installed user compiles the public headers with the standard library and Boost only"),
+    Rule("public-no-engine", r"^include/idem/", r"^src/engine/", True,
+         "the claim runner and the marks of uncertain records are internal (the Guard holds its "
+         "runner behind a pointer): an installed user has no src/engine/"),
     Rule("on-uncertain-pure", r"^include/idem/on_uncertain\.h$", ASIO_BEAST, True,
          "the claim runner's pure decisions, which the gateway's model includes without Asio"),
-    Rule("core-below-users", r"^src/core/", r"^src/(gateway|stores|helpers|cli)/", False,
-         "the engine's core knows nothing of what is built on it: stores, helpers, the gateway"),
+    Rule("core-below-users", r"^src/core/", r"^src/(gateway|stores|engine|helpers|cli)/", False,
+         "the engine's core knows nothing of what is built on it: stores, the claim runner, helpers, "
+         "the gateway"),
     Rule("core-no-asio", r"^src/core/", ASIO_BEAST, True,
          "the engine's core does no I/O: it is tested exhaustively without sockets or executors"),
-    Rule("stores-below-faces", r"^src/stores/", r"^src/(gateway|helpers|cli)/", False,
-         "a backend implements idem/store.h on the core and knows nothing of the faces above it"),
+    Rule("stores-below-faces", r"^src/stores/", r"^src/(gateway|engine|helpers|cli)/", False,
+         "a backend implements idem/store.h on the core and knows nothing of the claim runner or "
+         "the faces above it"),
+    Rule("engine-on-store-api", r"^src/engine/", r"^src/(gateway|stores|helpers|cli)/", False,
+         "the claim runner runs on any Store through include/idem/ and knows nothing of the faces "
+         "built on it: the helpers, the gateway"),
     Rule("helpers-on-store-api", r"^src/helpers/", r"^src/(gateway|stores|cli)/", False,
-         "the Guard, Deduplicator, locks and claim runner run on any Store through include/idem/"),
+         "the Guard, Deduplicator and locks run on any Store through include/idem/ and the claim "
+         "runner of src/engine/"),
     Rule("util-lowest", r"^src/util/", r"^src/(?!util/)", False,
          "the generic helpers are the lowest layer: everything may use them, they use no other"),
     Rule("gateway-on-store-api", r"^src/gateway/", r"^src/(stores|helpers|cli)/", False,
-         "the gateway runs on any Store through include/idem/ (store.h, open.h); cli/ composes it"),
-    Rule("model-no-asio", MODEL, ASIO_BEAST + r"|^include/idem/claim\.h$", True,
+         "the gateway runs on any Store through include/idem/ (store.h, open.h) and claims through "
+         "src/engine/; cli/ composes it"),
+    Rule("model-no-asio", MODEL, ASIO_BEAST + r"|^src/engine/claim\.h$", True,
          "idem_gateway_core decides without I/O and compiles without Asio (idem/on_uncertain.h "
          "has the claim decisions), so every decision is tested without sockets"),
     Rule("model-no-runtime", MODEL,
@@ -289,9 +302,11 @@ PLANTS = [
     ("include/idem/record.h", "#include <hiredis/hiredis.h>", "public-std-boost", None),
     ("include/idem/operations.h", "#include <boost/asio/post.hpp>", "on-uncertain-pure",
      "include/idem/on_uncertain.h"),
+    ("include/idem/guard.h", '#include "engine/claim.h"', "public-no-engine", None),
     ("src/core/key.cpp", '#include "gateway/route.h"', "core-below-users", None),
     ("src/core/listing.h", '#include "idem/async.h"', "core-no-asio", None),
     ("src/stores/memory/memory_store.cpp", '#include "helpers/wait_budget.h"', "stores-below-faces", None),
+    ("src/engine/claim.cpp", '#include "helpers/wait_budget.h"', "engine-on-store-api", None),
     ("src/helpers/guard.cpp", '#include "stores/memory/memory_store.h"', "helpers-on-store-api", None),
     ("src/util/planted.h", '#include "core/key.h"', "util-lowest", None),
     ("src/gateway/waiters.cpp", '#include "cli/service_notify.h"', "gateway-on-store-api", None),

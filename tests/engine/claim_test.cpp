@@ -1,7 +1,7 @@
-// The claim runner (idem/claim.h): its two decision tables row by row, and acquire → settle
+// The claim runner (engine/claim.h): its two decision tables row by row, and acquire → settle
 // on a memory store behind a wrapper that loses answers or fails calls, the way a network
 // store does.
-#include "idem/claim.h"
+#include "engine/claim.h"
 
 #include <gtest/gtest.h>
 
@@ -57,7 +57,7 @@ TEST(AfterBegin, EveryAnswerUnderEveryPolicy) {
       {begun(K::replay, false, std::string(kMarker)), OnUncertain::hold, BeginStep::uncertain},
       // Completed as uncertain under hold: a caller under retry does not run it either.
       {begun(K::replay, false, std::string(kMarker)), OnUncertain::retry, BeginStep::uncertain},
-      // A marker followed by its mark (idem/uncertain_mark.h) is uncertain; results that only
+      // A marker followed by its mark (engine/uncertain_mark.h) is uncertain; results that only
       // contain it are not (each face escapes its results so that none starts with it).
       {begun(K::replay, false, std::string(kMarker) + "fence=7;instance=h/1;at=0"), OnUncertain::hold,
        BeginStep::uncertain},

@@ -1,7 +1,7 @@
-// The claim runner (idem/claim.h): acquire → renew → settle on a store, with the settles
+// The claim runner (engine/claim.h): acquire → renew → settle on a store, with the settles
 // that fail retried on a thread of the runner's own. Its decision tables are in
 // on_uncertain.cpp.
-#include "idem/claim.h"
+#include "engine/claim.h"
 
 #include <algorithm>
 #include <cstdio>

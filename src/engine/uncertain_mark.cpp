@@ -1,5 +1,5 @@
-// The mark of an uncertain record (idem/uncertain_mark.h).
-#include "idem/uncertain_mark.h"
+// The mark of an uncertain record (engine/uncertain_mark.h).
+#include "engine/uncertain_mark.h"
 
 #include <charconv>
 

@@ -29,6 +29,9 @@
 // most max_bytes of results; past that a claim is left to expire (and `on_uncertain`
 // decides for its repeats). settling() tells a shutdown drain whether any is still going.
 //
+// Internal to libidem: the Guard (and through it the Deduplicator) holds a runner behind a
+// pointer (include/idem/guard.h); the gateway uses it directly.
+//
 // Thread safety: a ClaimRunner is safe for concurrent use. The Store must outlive it. Its
 // destructor waits for store calls in flight and abandons background retries.
 #pragma once
@@ -48,12 +51,12 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
+#include "engine/uncertain_mark.h"
 #include "idem/clock.h"
 #include "idem/on_uncertain.h"
 #include "idem/record.h"
 #include "idem/status.h"
 #include "idem/store.h"
-#include "idem/uncertain_mark.h"
 
 namespace idem {
 
@@ -64,7 +67,7 @@ struct ClaimPolicy {
   bool renew = true;                            // extend the lease every lease/3 while working
   OnUncertain on_uncertain = OnUncertain::hold;
   // What an uncertain record's result starts with; the runner appends the mark
-  // (idem/uncertain_mark.h). Each face stores results in a form in which no real result
+  // (engine/uncertain_mark.h). Each face stores results in a form in which no real result
   // starts with it (the gateway's stored responses; the Guard escapes results).
   // A view: the storage outlives every use of the policy (each face keeps it static).
   std::string_view uncertain_marker;
