@@ -32,14 +32,14 @@ ASIO_BEAST = r"^<boost/(asio|beast)\b"
 # public-std-boost      include/idem/**              <x/...> but Boost, <sys/>, idem/   direct
 # public-no-engine      include/idem/**              src/engine/                        reached
 # on-uncertain-pure     include/idem/on_uncertain.h  Asio, Beast                        reached
-# core-below-users      src/core/**                  gateway/, stores/, engine/,        direct
-#                                                    helpers/, cli/
+# core-below-users      src/core/**                  gateway/, stores/, engine/, lib/,  direct
+#                                                    cli/
 # core-no-asio          src/core/**                  Asio, Beast                        reached
-# stores-below-faces    src/stores/**                gateway/, engine/, helpers/, cli/  direct
-# engine-on-store-api   src/engine/**                gateway/, stores/, helpers/, cli/  direct
-# helpers-on-store-api  src/helpers/**               gateway/, stores/, cli/            direct
+# stores-below-faces    src/stores/**                gateway/, engine/, lib/, cli/      direct
+# engine-on-store-api   src/engine/**                gateway/, stores/, lib/, cli/      direct
+# lib-on-engine         src/lib/**                   gateway/, stores/, cli/            direct
 # util-lowest           src/util/**                  any other folder of src/           direct
-# gateway-on-store-api  src/gateway/**               stores/, helpers/, cli/            direct
+# gateway-on-store-api  src/gateway/**               stores/, lib/, cli/                direct
 # model-no-asio         the model (see below)        Asio, Beast, engine/claim.h        reached
 # model-no-runtime      the model                    gateway.h, admin/admin.h, http/    reached
 #                                                    but http/request.h
@@ -63,23 +63,23 @@ RULES = [
          "runner behind a pointer): an installed user has no src/engine/"),
     Rule("on-uncertain-pure", r"^include/idem/on_uncertain\.h$", ASIO_BEAST, True,
          "the claim runner's pure decisions, which the gateway's model includes without Asio"),
-    Rule("core-below-users", r"^src/core/", r"^src/(gateway|stores|engine|helpers|cli)/", False,
-         "the engine's core knows nothing of what is built on it: stores, the claim runner, helpers, "
-         "the gateway"),
+    Rule("core-below-users", r"^src/core/", r"^src/(gateway|stores|engine|lib|cli)/", False,
+         "the engine's core knows nothing of what is built on it: stores, the claim runner, the "
+         "library's Guard and helpers, the gateway"),
     Rule("core-no-asio", r"^src/core/", ASIO_BEAST, True,
          "the engine's core does no I/O: it is tested exhaustively without sockets or executors"),
-    Rule("stores-below-faces", r"^src/stores/", r"^src/(gateway|engine|helpers|cli)/", False,
+    Rule("stores-below-faces", r"^src/stores/", r"^src/(gateway|engine|lib|cli)/", False,
          "a backend implements idem/store.h on the core and knows nothing of the claim runner or "
          "the faces above it"),
-    Rule("engine-on-store-api", r"^src/engine/", r"^src/(gateway|stores|helpers|cli)/", False,
+    Rule("engine-on-store-api", r"^src/engine/", r"^src/(gateway|stores|lib|cli)/", False,
          "the claim runner runs on any Store through include/idem/ and knows nothing of the faces "
-         "built on it: the helpers, the gateway"),
-    Rule("helpers-on-store-api", r"^src/helpers/", r"^src/(gateway|stores|cli)/", False,
+         "built on it: the library's Guard and helpers, the gateway"),
+    Rule("lib-on-engine", r"^src/lib/", r"^src/(gateway|stores|cli)/", False,
          "the Guard, Deduplicator and locks run on any Store through include/idem/ and the claim "
          "runner of src/engine/"),
     Rule("util-lowest", r"^src/util/", r"^src/(?!util/)", False,
          "the generic helpers are the lowest layer: everything may use them, they use no other"),
-    Rule("gateway-on-store-api", r"^src/gateway/", r"^src/(stores|helpers|cli)/", False,
+    Rule("gateway-on-store-api", r"^src/gateway/", r"^src/(stores|lib|cli)/", False,
          "the gateway runs on any Store through include/idem/ (store.h, open.h) and claims through "
          "src/engine/; cli/ composes it"),
     Rule("model-no-asio", MODEL, ASIO_BEAST + r"|^src/engine/claim\.h$", True,
@@ -305,9 +305,9 @@ PLANTS = [
     ("include/idem/guard.h", '#include "engine/claim.h"', "public-no-engine", None),
     ("src/core/key.cpp", '#include "gateway/route.h"', "core-below-users", None),
     ("src/core/listing.h", '#include "idem/async.h"', "core-no-asio", None),
-    ("src/stores/memory/memory_store.cpp", '#include "helpers/wait_budget.h"', "stores-below-faces", None),
-    ("src/engine/claim.cpp", '#include "helpers/wait_budget.h"', "engine-on-store-api", None),
-    ("src/helpers/guard.cpp", '#include "stores/memory/memory_store.h"', "helpers-on-store-api", None),
+    ("src/stores/memory/memory_store.cpp", '#include "lib/wait_budget.h"', "stores-below-faces", None),
+    ("src/engine/claim.cpp", '#include "lib/wait_budget.h"', "engine-on-store-api", None),
+    ("src/lib/guard.cpp", '#include "stores/memory/memory_store.h"', "lib-on-engine", None),
     ("src/util/planted.h", '#include "core/key.h"', "util-lowest", None),
     ("src/gateway/waiters.cpp", '#include "cli/service_notify.h"', "gateway-on-store-api", None),
     ("src/gateway/route.cpp", "#include <boost/asio.hpp>", "model-no-asio", None),

@@ -17,7 +17,7 @@
 
 #include "core/units.h"
 #include "engine/claim.h"
-#include "helpers/wait_budget.h"
+#include "lib/wait_budget.h"
 
 namespace idem {
 
@@ -85,7 +85,7 @@ const char* to_string(GuardResult::Outcome o) noexcept {
   return "?";
 }
 
-using helpers::WaitBudget;
+using lib::WaitBudget;
 
 namespace {
 

@@ -1,6 +1,6 @@
-// How helpers wait for a key or lock held by someone else: poll with a backoff that starts
-// small (a short holder is noticed quickly), doubles up to a cap, and never sleeps past
-// the holder's remaining lease or the caller's own wait. Time is the process's steady
+// How the Guard and ScopedLock wait for a key or lock held by someone else: poll with a
+// backoff that starts small (a short holder is noticed quickly), doubles up to a cap, and
+// never sleeps past the holder's remaining lease or the caller's own wait. Time is the process's steady
 // clock: `wait` is the caller's patience, not store time.
 #pragma once
 
@@ -10,7 +10,7 @@
 
 #include "idem/clock.h"
 
-namespace idem::helpers {
+namespace idem::lib {
 
 class WaitBudget {
  public:
@@ -36,4 +36,4 @@ class WaitBudget {
   Duration backoff_ = kFirstBackoff;
 };
 
-}  // namespace idem::helpers
+}  // namespace idem::lib

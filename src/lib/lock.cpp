@@ -9,8 +9,8 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "core/state_machine.h"
-#include "helpers/wait_budget.h"
 #include "idem/async.h"
+#include "lib/wait_budget.h"
 
 namespace idem {
 
@@ -82,7 +82,7 @@ Result<ScopedLock> ScopedLock::acquire(Store& store, std::string name, LockOptio
   auto owner = owner_or_random(std::move(options.owner));
   if (!owner) return owner.status();
   LockArgs args{std::move(name), std::move(*owner), options.ttl};
-  helpers::WaitBudget budget(options.wait);
+  lib::WaitBudget budget(options.wait);
   for (;;) {
     auto r = store.lock(args);
     if (!r) return r.status();
@@ -101,7 +101,7 @@ asio::awaitable<Result<ScopedLock>> ScopedLock::async_acquire(Store& store, std:
   auto owner = owner_or_random(std::move(options.owner));
   if (!owner) co_return owner.status();
   LockArgs args{std::move(name), std::move(*owner), options.ttl};
-  helpers::WaitBudget budget(options.wait);
+  lib::WaitBudget budget(options.wait);
   asio::steady_timer timer(co_await asio::this_coro::executor);
   for (;;) {
     auto r = co_await idem::async_lock(store, args, asio::use_awaitable);
