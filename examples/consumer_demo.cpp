@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "idem/consumer.h"
+#include "idem/deduplicator.h"
 #include "idem/open.h"
 
 namespace {

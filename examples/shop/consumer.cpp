@@ -35,7 +35,7 @@
 
 #include "amqp.h"
 #include "db.h"
-#include "idem/consumer.h"
+#include "idem/deduplicator.h"
 #include "idem/open.h"
 
 namespace {

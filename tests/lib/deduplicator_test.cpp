@@ -1,6 +1,6 @@
 // Deduplicator on the memory store: a redelivered message is handled once, a failed
 // handling runs again on redelivery, a message in progress elsewhere is handed back.
-#include "idem/consumer.h"
+#include "idem/deduplicator.h"
 
 #include <atomic>
 #include <chrono>

@@ -1,5 +1,5 @@
 // Deduplicator: a Guard with the consumer's vocabulary.
-#include "idem/consumer.h"
+#include "idem/deduplicator.h"
 
 namespace idem {
 

@@ -1,7 +1,5 @@
-// Lock and token helpers: the lock and one-time token operations of store.h (docs/design.md)
-// with less ceremony.
-//
-// ScopedLock holds a store lock for a scope, like std::unique_lock:
+// ScopedLock: the lock operations of store.h (docs/design.md) with less ceremony. It holds a
+// store lock for a scope, like std::unique_lock:
 //
 //   auto lock = idem::ScopedLock::acquire(store, "stock:sku-42", {.ttl = 10s, .wait = 2s});
 //   if (!lock) return lock.status();                          // the store could not answer
@@ -9,19 +7,12 @@
 //   deduct_stock(sku, lock->fence());                          // writes conditional on the fence
 //   // the lock is released when `lock` goes (or by lock->unlock())
 //
-// Tokens issues, consumes and restores one-time tokens of one scope:
-//
-//   idem::Tokens tokens(store, user_id, 10min);
-//   auto t = tokens.issue();                                   // put it in the form
-//   ... if (*tokens.consume(t_from_form) != idem::ConsumeOutcome::consumed) reject();
-//
 // Coroutines: `co_await ScopedLock::async_acquire(store, name, options)` with `options` a
 // named variable — GCC 12 destroys a braced LockOptions temporary in a co_await
 // expression twice (see guard.h).
 //
 // Thread safety: a ScopedLock is one owner's handle — use it from one thread at a time
-// (it may move between threads). Tokens is safe for concurrent use. The Store must
-// outlive both.
+// (it may move between threads). The Store must outlive it.
 #pragma once
 
 #include <chrono>
@@ -98,32 +89,6 @@ class [[nodiscard]] ScopedLock {
   bool blocking_ = true;  // acquired by the blocking form: the destructor waits for the unlock
   Fence fence_ = 0;
   Duration retry_after_{};
-};
-
-class Tokens {
- public:
-  // Tokens of `scope` (e.g. the user's id), issued for `ttl` (> 0) and restored for as long.
-  Tokens(Store& store, std::string scope, Duration ttl = std::chrono::minutes(10));
-
-  // A fresh token: at least 128 random bits, URL-safe text.
-  Result<std::string> issue();
-  // `consumed` for exactly one of any number of concurrent callers; `invalid` for a token
-  // unknown, expired, already consumed, or issued to another scope.
-  Result<ConsumeOutcome> consume(std::string token);
-  // Re-arms a token of this scope after a failure, so the user can submit again.
-  Result<RestoreOutcome> restore(std::string token);
-
-  boost::asio::awaitable<Result<std::string>> async_issue();
-  boost::asio::awaitable<Result<ConsumeOutcome>> async_consume(std::string token);
-  boost::asio::awaitable<Result<RestoreOutcome>> async_restore(std::string token);
-
-  const std::string& scope() const noexcept { return scope_; }
-  Duration ttl() const noexcept { return ttl_; }
-
- private:
-  Store& store_;
-  std::string scope_;
-  Duration ttl_;
 };
 
 }  // namespace idem

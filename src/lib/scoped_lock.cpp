@@ -1,5 +1,5 @@
-// ScopedLock and Tokens: thin wrappers over the lock and token operations.
-#include "idem/lock.h"
+// ScopedLock: a thin wrapper over the lock operations.
+#include "idem/scoped_lock.h"
 
 #include <thread>
 #include <utility>
@@ -25,8 +25,6 @@ Result<std::string> owner_or_random(std::string owner) {
 }
 
 }  // namespace
-
-// ---- ScopedLock ----------------------------------------------------------------------------
 
 ScopedLock::ScopedLock(Store& store, std::string name, std::string owner, const LockOutcome& outcome,
                        bool blocking)
@@ -154,39 +152,6 @@ asio::awaitable<Result<LockExtendOutcome>> ScopedLock::async_extend(Duration ttl
   LockArgs args{name_, owner_, ttl};
   auto r = co_await idem::async_extend_lock(*store_, std::move(args), asio::use_awaitable);
   settle_extend(r);
-  co_return r;
-}
-
-// ---- Tokens ------------------------------------------------------------------------------
-
-Tokens::Tokens(Store& store, std::string scope, Duration ttl)
-    : store_(store), scope_(std::move(scope)), ttl_(ttl) {}
-
-Result<std::string> Tokens::issue() { return store_.issue_token(IssueTokenArgs{scope_, ttl_}); }
-
-Result<ConsumeOutcome> Tokens::consume(std::string token) {
-  return store_.consume_token(TokenArgs{scope_, std::move(token)});
-}
-
-Result<RestoreOutcome> Tokens::restore(std::string token) {
-  return store_.restore_token(RestoreTokenArgs{scope_, std::move(token), ttl_});
-}
-
-asio::awaitable<Result<std::string>> Tokens::async_issue() {
-  IssueTokenArgs args{scope_, ttl_};
-  auto r = co_await async_issue_token(store_, std::move(args), asio::use_awaitable);
-  co_return r;
-}
-
-asio::awaitable<Result<ConsumeOutcome>> Tokens::async_consume(std::string token) {
-  TokenArgs args{scope_, std::move(token)};
-  auto r = co_await async_consume_token(store_, std::move(args), asio::use_awaitable);
-  co_return r;
-}
-
-asio::awaitable<Result<RestoreOutcome>> Tokens::async_restore(std::string token) {
-  RestoreTokenArgs args{scope_, std::move(token), ttl_};
-  auto r = co_await async_restore_token(store_, std::move(args), asio::use_awaitable);
   co_return r;
 }
 
