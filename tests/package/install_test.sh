@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `cmake --install` into a fresh prefix (README.md, "Install"): every file where it
 # belongs, none outside the prefix, then a program outside the tree built against the
-# prefix with find_package(idem) and run (ctest -L install_test).
+# prefix with find_package(idem) and run, and every installed header compiled on its own
+# (ctest -L install_test).
 #   install_test.sh BUILD_DIR CMAKE CONSUMER_DIR
 set -euo pipefail
 
