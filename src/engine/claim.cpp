@@ -252,24 +252,27 @@ awaitable<void> ClaimRunner::renew_due(std::shared_ptr<Renewer> r) {
   }
 }
 
-awaitable<void> ClaimRunner::renewing(Claim& claim, const ClaimPolicy& policy, awaitable<void> work) {
-  if (!policy.renew) {
-    co_await std::move(work);
-    co_return;
-  }
-  // Named locals, no temporaries beside a co_await: g++ 12 destroys those twice.
-  const asio::any_io_executor ex = co_await asio::this_coro::executor;
+ClaimRunner::RenewalScope ClaimRunner::renew_while(Claim& claim, const ClaimPolicy& policy,
+                                                   const asio::any_io_executor& ex) {
+  RenewalScope scope;
+  if (!policy.renew) return scope;
   ExtendArgs args{claim.scope(), claim.key(), claim.fence(), policy.lease};
-  auto r = std::make_shared<Renewer>(ex, std::move(args), claim.lost_);
-  arm(r);
-  // Ends the renewal however the work ends (an exception included).
-  struct Stop {
-    Renewer& r;
-    ~Stop() {
-      r.stopped = true;
-      r.timer.cancel();
-    }
-  } stop{*r};
+  scope.renewer_ = std::make_shared<Renewer>(ex, std::move(args), claim.lost_);
+  arm(scope.renewer_);
+  return scope;
+}
+
+ClaimRunner::RenewalScope::~RenewalScope() {
+  if (!renewer_) return;
+  renewer_->stopped = true;
+  renewer_->timer.cancel();
+}
+
+awaitable<void> ClaimRunner::renewing(Claim& claim, const ClaimPolicy& policy, awaitable<void> work) {
+  // Named locals, no temporaries beside a co_await: g++ 12 destroys those twice. The scope
+  // ends the renewal however the work ends (an exception included).
+  const asio::any_io_executor ex = co_await asio::this_coro::executor;
+  const RenewalScope renewal = renew_while(claim, policy, ex);
   co_await std::move(work);
 }
 

@@ -139,6 +139,8 @@ struct Acquired {
 };
 
 class ClaimRunner {
+  struct Renewer;  // a claim's renewal timer (claim.cpp)
+
  public:
   // How long a repeat answered from a pending commit may be replayed from memory before it
   // asks again (BeginOutcome::expires_in of such an answer).
@@ -168,6 +170,26 @@ class ClaimRunner {
   // propagate. The renewal runs on the awaiting coroutine's executor.
   boost::asio::awaitable<void> renewing(Claim& claim, const ClaimPolicy& policy,
                                         boost::asio::awaitable<void> work);
+
+  // Renews the claim on `ex` (the caller's executor) every lease/3 until the returned scope
+  // is destroyed (when policy.renew; nothing otherwise), for a coroutine that awaits its
+  // work itself, with no frame of the runner's around it. A renewal answered fenced sets
+  // claim.lost(). Destroy the scope on `ex`'s thread; it must not outlive the runner.
+  class RenewalScope {
+   public:
+    RenewalScope() = default;
+    RenewalScope(RenewalScope&&) noexcept = default;
+    RenewalScope(const RenewalScope&) = delete;
+    RenewalScope& operator=(const RenewalScope&) = delete;
+    RenewalScope& operator=(RenewalScope&&) = delete;
+    ~RenewalScope();
+
+   private:
+    friend class ClaimRunner;
+    std::shared_ptr<Renewer> renewer_;
+  };
+  [[nodiscard]] RenewalScope renew_while(Claim& claim, const ClaimPolicy& policy,
+                                         const boost::asio::any_io_executor& ex);
 
   // Renews the claim from the runner's own thread until the returned handle is destroyed:
   // for blocking callers, whose work holds their thread. Nothing when !policy.renew. The
@@ -218,7 +240,6 @@ class ClaimRunner {
  private:
   friend class Claim;
   struct Background;
-  struct Renewer;
   struct Pending;
 
   boost::asio::awaitable<void> keep_alive(ExtendArgs args, std::shared_ptr<std::atomic<bool>> lost);

@@ -124,13 +124,10 @@ class Gateway {
   // The forwarded request of a claimed key: the client's, with the key and the claim's fence.
   ForwardRequest forward_with_claim(const HttpRequest& req, const RequestMeta& meta, std::string_view key,
                                     Fence fence) const;
-  // The upstream exchange while the claim is renewed (by the claim runner) or the lock is
-  // (renew_lock), every lease/3; a renewal answered fenced / not_owner marks it lost. The
-  // renewal ends when the response's head and first `max_buffered` bytes are in: the rest
-  // of a larger body streams after the claim is settled.
-  boost::asio::awaitable<UpstreamResult> exchange_renewing(const ForwardRequest& fwd, const Route& route,
-                                                           Claim& claim, const ClaimPolicy& policy,
-                                                           std::size_t max_buffered);
+  // The upstream exchange while the lock is renewed (renew_lock) every lease/3, as the claim
+  // runner renews a claim (run_claimed); a renewal answered not_owner is counted as a
+  // conflict and not tried again. The renewal ends when the response's head and first
+  // bytes are in: the rest of a larger body streams after the lock is released.
   boost::asio::awaitable<UpstreamResult> exchange_locked(const ForwardRequest& fwd, const Route& route,
                                                          const std::string& name, const std::string& owner);
   boost::asio::awaitable<void> renew_lock(const Route& route, const std::string& name,
