@@ -190,7 +190,15 @@ awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& r
   } else if (route.mode == Mode::lock) {
     reply = co_await lock_mode(route, d.identity, req, meta);
   } else {
-    reply = co_await replay_mode(route, d.identity, req, meta);
+    // Up to the claim, then the work: one after the other, so the upstream exchange is
+    // awaited few frames deep (docs/gateway-internals.md).
+    Claimed c = co_await replay_mode(route, d.identity, req, meta);
+    if (c.reply) {
+      reply = std::move(*c.reply);
+    } else {
+      const ClaimPolicy policy = claim_policy(route.policy);
+      reply = co_await run_claimed(route, d.identity, req, meta, *c.claim, policy, c.lead);
+    }
   }
   metrics_.count_request(route.name, reply.outcome);
   log(route, d.verdict == Verdict::protect ? &d.identity : nullptr, req.method_string(), req.target(), meta,
@@ -204,12 +212,12 @@ void Gateway::count_unprotected(const Route& route, std::string_view method, std
   log(route, nullptr, method, target, meta, "unprotected", status, latency);
 }
 
-awaitable<Gateway::Reply> Gateway::replay_mode(const Route& route, const Identity& id, const HttpRequest& req,
-                                               const RequestMeta& meta) {
+awaitable<Gateway::Claimed> Gateway::replay_mode(const Route& route, const Identity& id,
+                                                 const HttpRequest& req, const RequestMeta& meta) {
   const Policy& p = route.policy;
   const auto wait_until = Steady::now() + p.wait;
   if (auto hit = cache_.get(id.scope, id.record_key, id.fingerprint))
-    co_return answer_replay(route, req, *hit, false);
+    co_return Claimed{answer_replay(route, req, *hit, false)};
   // A duplicate of a request in flight here waits for its outcome without asking the store
   // (docs/gateway.md, "Duplicates in flight"). With wait 0 a duplicate is answered at once,
   // by the store.
@@ -222,23 +230,23 @@ awaitable<Gateway::Reply> Gateway::replay_mode(const Route& route, const Identit
       // A leader that finished between this request's cache lookup and its join left its
       // result in the cache.
       if (auto hit = cache_.get(id.scope, id.record_key, id.fingerprint))
-        co_return answer_replay(route, req, *hit, waited);
+        co_return Claimed{answer_replay(route, req, *hit, waited)};
       break;
     }
     if (!j.follow) break;  // in flight with another fingerprint: the store answers
     std::optional<Coalescer::Outcome> o = co_await coalescer_.wait(std::move(j.follow), wait_until);
     waited = true;
     if (!o) break;  // the deadline passed: the store says how long the holder may still take
-    if (*o) co_return answer_replay(route, req, **o, true);
+    if (*o) co_return Claimed{answer_replay(route, req, **o, true)};
     // The leader gave its claim back (a 5xx, a failure): lead or follow anew.
   }
-  co_return co_await claim_and_run(route, id, req, meta, wait_until, waited, lead);
+  co_return co_await claim_from_store(route, id, req, meta, wait_until, waited, std::move(lead));
 }
 
-awaitable<Gateway::Reply> Gateway::claim_and_run(const Route& route, const Identity& id,
-                                                 const HttpRequest& req, const RequestMeta& meta,
-                                                 Steady::time_point wait_until, bool waited,
-                                                 Coalescer::Lead& lead) {
+awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, const Identity& id,
+                                                      const HttpRequest& req, const RequestMeta& meta,
+                                                      Steady::time_point wait_until, bool waited,
+                                                      Coalescer::Lead lead) {
   const ClaimPolicy policy = claim_policy(route.policy);
   // Registered on the first in_progress, then the store is asked again before waiting, so a
   // commit between the store's answer and the registration is not missed.
@@ -253,9 +261,13 @@ awaitable<Gateway::Reply> Gateway::claim_and_run(const Route& route, const Ident
       case BeginStep::unknown:
         // A claim an unknown begin may have made is given back by the runner, so it never
         // turns into an uncertain key (docs/gateway.md, "When the store fails").
-        co_return co_await store_failed(route, req, meta, a.begun.status());
+        {
+          // Named, not beside the co_await: g++ 12 destroys such temporaries twice.
+          Reply failed = co_await store_failed(route, req, meta, a.begun.status());
+          co_return Claimed{std::move(failed)};
+        }
       case BeginStep::mismatch:
-        co_return problem(req, Problem::key_reused, "this key was used with a different request");
+        co_return Claimed{problem(req, Problem::key_reused, "this key was used with a different request")};
       case BeginStep::replay:
       case BeginStep::uncertain: {
         auto stored = std::make_shared<const std::string>(std::move(a.begun->result));
@@ -266,7 +278,7 @@ awaitable<Gateway::Reply> Gateway::claim_and_run(const Route& route, const Ident
         if (a.step == BeginStep::replay)
           cache_.put(ticket, id.scope, id.record_key, id.fingerprint, stored, a.begun->expires_in);
         lead.publish(stored);
-        co_return answer_replay(route, req, *stored, waited);
+        co_return Claimed{answer_replay(route, req, *stored, waited)};
       }
       case BeginStep::hold_uncertain: {
         // The previous holder died mid-request: its outcome is unknown, so nothing runs again.
@@ -275,19 +287,19 @@ awaitable<Gateway::Reply> Gateway::claim_and_run(const Route& route, const Ident
         Status settled = co_await runner_.settle(*a.claim, policy, Settlement::mark_uncertain);
         log_unsettled(route, settled);
         if (settled.is_ok()) lead.publish(std::make_shared<const std::string>(uncertain_marker()));
-        co_return problem(req, Problem::outcome_uncertain,
-                          "the first request with this key did not finish; its outcome is unknown");
+        co_return Claimed{problem(req, Problem::outcome_uncertain,
+                                  "the first request with this key did not finish; its outcome is unknown")};
       }
       case BeginStep::run:
         reg.reset();
-        co_return co_await run_claimed(route, id, req, meta, *a.claim, policy, lead);
+        co_return Claimed{std::nullopt, std::move(a.claim), std::move(lead)};
       case BeginStep::busy:
         break;
     }
     const auto now = Steady::now();
     if (now >= wait_until)
-      co_return problem(req, Problem::in_progress, "a request with this key is in progress",
-                        a.begun->retry_after);
+      co_return Claimed{
+          problem(req, Problem::in_progress, "a request with this key is in progress", a.begun->retry_after)};
     if (!reg) {
       reg = waiters_.add(id.scope, id.record_key, co_await asio::this_coro::executor);
       continue;
@@ -353,7 +365,12 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
   {
     const asio::any_io_executor ex = co_await asio::this_coro::executor;
     const ClaimRunner::RenewalScope renewal = runner_.renew_while(claim, policy, ex);
-    up = co_await upstream_.exchange(fwd, p.upstream_timeout, p.max_result);
+    const auto deadline = Steady::now() + p.upstream_timeout;
+    UpstreamClient::Connected sent = co_await upstream_.send(fwd, deadline);
+    if (sent.conn)
+      up = co_await upstream_.receive(std::move(*sent.conn), fwd.head_request, deadline, p.max_result);
+    else
+      up = std::move(sent.failure);
   }
   metrics_.observe_upstream(since(t0));
 

@@ -101,13 +101,25 @@ class Gateway {
   Reply problem(const HttpRequest& req, Problem p, std::string_view detail,
                 std::optional<Duration> retry_after = std::nullopt) const;
 
-  boost::asio::awaitable<Reply> replay_mode(const Route& route, const Identity& id, const HttpRequest& req,
-                                            const RequestMeta& meta);
-  // The store's part of replay_mode: begin (waiting for a holder while `wait` lasts), then
-  // run, replay or refuse; publishes to the duplicates following `lead` what they answer.
-  boost::asio::awaitable<Reply> claim_and_run(const Route& route, const Identity& id, const HttpRequest& req,
-                                              const RequestMeta& meta, Steady::time_point wait_until,
-                                              bool waited, Coalescer::Lead& lead);
+  // Replay mode up to the work: the answer when there is one without running (from memory,
+  // from a request in flight here that this one waited for, or from the store: a replay, a
+  // refusal, in progress past `wait`), else the claim to run and the flight `lead` that
+  // duplicates here follow. Returns before the work starts, so the work is awaited by
+  // protect() itself, few frames deep.
+  struct Claimed {
+    std::optional<Reply> reply;
+    std::optional<Claim> claim = {};
+    Coalescer::Lead lead = {};
+  };
+  boost::asio::awaitable<Claimed> replay_mode(const Route& route, const Identity& id, const HttpRequest& req,
+                                              const RequestMeta& meta);
+  // The store's part of replay_mode: begin, waiting for a holder while `wait` lasts.
+  boost::asio::awaitable<Claimed> claim_from_store(const Route& route, const Identity& id,
+                                                   const HttpRequest& req, const RequestMeta& meta,
+                                                   Steady::time_point wait_until, bool waited,
+                                                   Coalescer::Lead lead);
+  // Runs the claimed request: forwards it (renewing the claim), settles the claim and
+  // publishes the outcome to `lead`'s followers.
   boost::asio::awaitable<Reply> run_claimed(const Route& route, const Identity& id, const HttpRequest& req,
                                             const RequestMeta& meta, Claim& claim, const ClaimPolicy& policy,
                                             Coalescer::Lead& lead);

@@ -355,14 +355,21 @@ asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_
   co_return Connected{UpstreamConnection{std::move(socket), {}}, {}};
 }
 
+asio::awaitable<UpstreamClient::Connected> UpstreamClient::send(const ForwardRequest& request,
+                                                                Steady::time_point deadline) {
+  Connected c = co_await connect(deadline);
+  if (!c.conn) co_return c;
+  c.conn->stream().expires_at(deadline);
+  if (auto wec = co_await write_raw(c.conn->stream(), request.head, request.body))
+    co_return Connected{std::nullopt, lost(wec, "send")};
+  co_return c;
+}
+
 asio::awaitable<UpstreamResult> UpstreamClient::exchange(const ForwardRequest& request, Duration timeout,
                                                          std::size_t max_buffered) {
   const auto deadline = Steady::now() + timeout;
-  Connected c = co_await connect(deadline);
+  Connected c = co_await send(request, deadline);
   if (!c.conn) co_return std::move(c.failure);
-  c.conn->stream().expires_at(deadline);
-  if (auto wec = co_await write_raw(c.conn->stream(), request.head, request.body))
-    co_return lost(wec, "send");
   co_return co_await receive(std::move(*c.conn), request.head_request, deadline, max_buffered);
 }
 

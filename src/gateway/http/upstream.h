@@ -156,6 +156,10 @@ class UpstreamClient {
     UpstreamResult failure;
   };
   boost::asio::awaitable<Connected> connect(std::chrono::steady_clock::time_point deadline);
+  // A connection with `request` written on it (connect, then write), for a caller that
+  // awaits receive() itself: exchange() is send() then receive().
+  boost::asio::awaitable<Connected> send(const ForwardRequest& request,
+                                         std::chrono::steady_clock::time_point deadline);
   // ...and, once the whole request was written on it, its response as exchange() gives it.
   boost::asio::awaitable<UpstreamResult> receive(UpstreamConnection conn, bool head_request,
                                                  std::chrono::steady_clock::time_point deadline,
