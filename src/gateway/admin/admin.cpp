@@ -277,160 +277,219 @@ awaitable<HttpResponse> Admin::list_records(const HttpRequest& req) {
   co_return json_response(http::status::ok, list.json(), v, ka);
 }
 
-awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view op, const Config& config) {
-  const unsigned v = req.version();
-  const bool ka = req.keep_alive();
-  auto invalid = [&](std::string_view detail) {
-    return problem_response(Problem::request_invalid, detail, v, ka);
-  };
-  auto failed = [&](const Status& s) { return store_failed(req, "POST /v1" + std::string(op), s); };
-  auto ok = [&](std::string body) { return json_response(http::status::ok, std::move(body), v, ka); };
-  auto conflict = [&](const char* name) {
-    return json_response(http::status::conflict, outcome(name), v, ka);
-  };
+// One endpoint of the control API (docs/control-api.md): the request, its JSON fields, the
+// config's defaults, and the answers every endpoint gives alike.
+struct Admin::ControlCall {
+  const HttpRequest& req;
+  std::string_view op;  // "/begin"
+  const Config& config;
+  Fields& f;
+  const Policy& d;  // the config's defaults
 
+  HttpResponse invalid(std::string_view detail) const {
+    return problem_response(Problem::request_invalid, detail, req.version(), req.keep_alive());
+  }
+  HttpResponse ok(std::string body) const {
+    return json_response(http::status::ok, std::move(body), req.version(), req.keep_alive());
+  }
+  HttpResponse conflict(const char* name) const {
+    return json_response(http::status::conflict, outcome(name), req.version(), req.keep_alive());
+  }
+};
+
+HttpResponse Admin::failed(const ControlCall& c, const Status& s) const {
+  return store_failed(c.req, "POST /v1" + std::string(c.op), s);
+}
+
+awaitable<HttpResponse> Admin::control(const HttpRequest& req, std::string_view op, const Config& config) {
+  using Endpoint = awaitable<HttpResponse> (Admin::*)(ControlCall&);
+  static constexpr std::pair<std::string_view, Endpoint> kEndpoints[] = {
+      {"/begin", &Admin::control_begin},
+      {"/commit", &Admin::control_commit},
+      {"/release", &Admin::control_release},
+      {"/abandon", &Admin::control_abandon},
+      {"/extend", &Admin::control_extend},
+      {"/tokens", &Admin::control_issue_token},
+      {"/tokens/consume", &Admin::control_consume_token},
+      {"/tokens/restore", &Admin::control_restore_token},
+      {"/locks/acquire", &Admin::control_lock},
+      {"/locks/extend", &Admin::control_extend_lock},
+      {"/locks/release", &Admin::control_unlock},
+  };
   boost::system::error_code ec;
   json::value body = json::parse(req.body(), ec);
-  if (ec || !body.is_object()) co_return invalid("the body must be a JSON object");
-  Fields f(body.get_object());
-  const Policy& d = config.defaults;
+  for (const auto& [path, endpoint] : kEndpoints) {
+    if (path != op) continue;
+    if (ec || !body.is_object())
+      co_return problem_response(Problem::request_invalid, "the body must be a JSON object", req.version(),
+                                 req.keep_alive());
+    Fields f(body.get_object());
+    ControlCall call{req, op, config, f, config.defaults};
+    co_return co_await (this->*endpoint)(call);
+  }
+  co_return problem_response(Problem::not_found, "no such control API endpoint", req.version(),
+                             req.keep_alive());
+}
 
-  if (op == "/begin") {
-    // `owner` names the claim for /v1/abandon: a caller whose begin's answer was lost can
-    // give back a claim it never learned the fence of (docs/control-api.md).
-    BeginArgs a{f.str("scope"),
-                f.str("key"),
-                f.str("fingerprint", false),
-                f.millis("lease_ms", d.lease),
-                f.millis("retention_ms", d.retention),
-                f.str("owner", false)};
-    if (!f.ok() || a.key.empty()) co_return invalid(f.ok() ? "field \"key\" must not be empty" : f.error());
-    auto call = async_begin(store_, std::move(a), use_awaitable);
-    Result<BeginOutcome> r = co_await std::move(call);
-    if (!r) co_return failed(r.status());
-    json::object o{{"outcome", to_string(r->kind)}};
-    if (r->kind == BeginOutcome::Kind::acquired) {
-      o["fence"] = r->fence;
-      o["recovered"] = r->recovered;
-      if (r->recovered) o["previous_fence"] = r->previous_fence;
-    } else if (r->kind == BeginOutcome::Kind::in_progress) {
-      o["retry_after_ms"] = ceil_ms(r->retry_after);
-    } else if (r->kind == BeginOutcome::Kind::replay) {
-      Result<StoredResult> s = decode_stored_result(r->result);
-      if (s && s->kind == StoredResult::Kind::json)  // as committed, byte for byte
-        co_return ok(with_member(json::serialize(o), "result", json_value_text(s->json)));
-      json::value result;
-      if (s && s->kind == StoredResult::Kind::response)
-        result = json::object{{"response_status", s->response.status}, {"body", s->response.body}};
-      o["result"] = std::move(result);
-    }
-    co_return ok(json::serialize(o));
+awaitable<HttpResponse> Admin::control_begin(ControlCall& c) {
+  // `owner` names the claim for /v1/abandon: a caller whose begin's answer was lost can
+  // give back a claim it never learned the fence of (docs/control-api.md).
+  BeginArgs a{c.f.str("scope"),
+              c.f.str("key"),
+              c.f.str("fingerprint", false),
+              c.f.millis("lease_ms", c.d.lease),
+              c.f.millis("retention_ms", c.d.retention),
+              c.f.str("owner", false)};
+  if (!c.f.ok() || a.key.empty())
+    co_return c.invalid(c.f.ok() ? "field \"key\" must not be empty" : c.f.error());
+  auto call = async_begin(store_, std::move(a), use_awaitable);
+  Result<BeginOutcome> r = co_await std::move(call);
+  if (!r) co_return failed(c, r.status());
+  json::object o{{"outcome", to_string(r->kind)}};
+  if (r->kind == BeginOutcome::Kind::acquired) {
+    o["fence"] = r->fence;
+    o["recovered"] = r->recovered;
+    if (r->recovered) o["previous_fence"] = r->previous_fence;
+  } else if (r->kind == BeginOutcome::Kind::in_progress) {
+    o["retry_after_ms"] = ceil_ms(r->retry_after);
+  } else if (r->kind == BeginOutcome::Kind::replay) {
+    Result<StoredResult> s = decode_stored_result(r->result);
+    if (s && s->kind == StoredResult::Kind::json)  // as committed, byte for byte
+      co_return c.ok(with_member(json::serialize(o), "result", json_value_text(s->json)));
+    json::value result;
+    if (s && s->kind == StoredResult::Kind::response)
+      result = json::object{{"response_status", s->response.status}, {"body", s->response.body}};
+    o["result"] = std::move(result);
   }
-  if (op == "/commit") {
-    const json::value* result = f.any("result");
-    CommitArgs a{
-        f.str("scope"), f.str("key"), f.u64("fence").value_or(0), {}, f.millis("retention_ms", d.retention)};
-    if (!f.ok()) co_return invalid(f.error());
-    // The result as the client wrote it: numbers a double cannot hold stay exact. The body
-    // must then be JSON by the stricter rules of exact parsing (no repeated member names).
-    Result<ExactJson> exact = parse_exact_json(req.body());
-    if (!exact) co_return invalid("the body is not valid JSON: " + exact.status().message());
-    std::optional<std::string_view> written = member_text(req.body(), "result");
-    StoredResult stored;
-    stored.kind = StoredResult::Kind::json;
-    stored.json = written ? std::string(*written) : json::serialize(*result);
-    a.result = encode(stored);
-    auto call = async_commit(store_, std::move(a), use_awaitable);
-    Result<CommitOutcome> r = co_await std::move(call);
-    if (!r) co_return failed(r.status());
-    if (*r == CommitOutcome::fenced) co_return conflict("fenced");
-    co_return ok(outcome("committed"));
-  }
-  if (op == "/release") {
-    ReleaseArgs a{f.str("scope"), f.str("key"), f.u64("fence").value_or(0)};
-    if (!f.ok()) co_return invalid(f.error());
-    auto call = async_release(store_, std::move(a), use_awaitable);
-    Result<ReleaseOutcome> r = co_await std::move(call);
-    if (!r) co_return failed(r.status());
-    if (*r == ReleaseOutcome::fenced) co_return conflict("fenced");
-    co_return ok(outcome("released"));
-  }
-  if (op == "/abandon") {
-    AbandonArgs a{f.str("scope"), f.str("key"), f.str("owner")};
-    if (!f.ok() || a.owner.empty())
-      co_return invalid(f.ok() ? "field \"owner\" must not be empty" : f.error());
-    auto call = async_abandon(store_, std::move(a), use_awaitable);
-    Result<ReleaseOutcome> r = co_await std::move(call);
-    if (!r) co_return failed(r.status());
-    if (*r == ReleaseOutcome::fenced) co_return conflict("fenced");
-    co_return ok(outcome("released"));
-  }
-  if (op == "/extend") {
-    ExtendArgs a{f.str("scope"), f.str("key"), f.u64("fence").value_or(0),
-                 f.millis("lease_ms", d.lease, true)};
-    if (!f.ok()) co_return invalid(f.error());
-    auto call = async_extend(store_, std::move(a), use_awaitable);
-    Result<ExtendOutcome> r = co_await std::move(call);
-    if (!r) co_return failed(r.status());
-    if (*r == ExtendOutcome::fenced) co_return conflict("fenced");
-    co_return ok(outcome("extended"));
-  }
-  if (op == "/tokens") {
-    IssueTokenArgs a{f.str("scope"), f.millis("ttl_ms", config.tokens.ttl)};
-    if (!f.ok()) co_return invalid(f.error());
-    auto call = async_issue_token(store_, std::move(a), use_awaitable);
-    Result<std::string> r = co_await std::move(call);
-    if (!r) co_return failed(r.status());
-    metrics_.count_token_issued();
-    co_return ok(json::serialize(json::object{{"token", *r}}));
-  }
-  if (op == "/tokens/consume") {
-    TokenArgs a{f.str("scope"), f.str("token")};
-    if (!f.ok()) co_return invalid(f.error());
-    auto call = async_consume_token(store_, std::move(a), use_awaitable);
-    Result<ConsumeOutcome> r = co_await std::move(call);
-    if (!r) co_return failed(r.status());
-    co_return ok(outcome(to_string(*r)));
-  }
-  if (op == "/tokens/restore") {
-    RestoreTokenArgs a{f.str("scope"), f.str("token"), f.millis("ttl_ms", config.tokens.ttl)};
-    if (!f.ok()) co_return invalid(f.error());
-    auto call = async_restore_token(store_, std::move(a), use_awaitable);
-    Result<RestoreOutcome> r = co_await std::move(call);
-    if (!r) co_return failed(r.status());
-    co_return ok(outcome(to_string(*r)));
-  }
-  if (op == "/locks/acquire" || op == "/locks/extend") {
-    LockArgs a{f.str("name"), f.str("owner"), f.millis("ttl_ms", Duration{}, true)};
-    if (!f.ok() || a.name.empty() || a.owner.empty())
-      co_return invalid(f.ok() ? "fields \"name\" and \"owner\" must not be empty" : f.error());
-    if (op == "/locks/extend") {
-      auto call = async_extend_lock(store_, std::move(a), use_awaitable);
-      Result<LockExtendOutcome> r = co_await std::move(call);
-      if (!r) co_return failed(r.status());
-      if (*r == LockExtendOutcome::not_owner) co_return conflict("not_owner");
-      co_return ok(outcome("extended"));
-    }
-    auto call = async_lock(store_, std::move(a), use_awaitable);
-    Result<LockOutcome> r = co_await std::move(call);
-    if (!r) co_return failed(r.status());
-    json::object o{{"outcome", to_string(r->kind)}};
-    if (r->kind == LockOutcome::Kind::locked)
-      o["fence"] = r->fence;
-    else
-      o["retry_after_ms"] = ceil_ms(r->retry_after);
-    co_return ok(json::serialize(o));
-  }
-  if (op == "/locks/release") {
-    UnlockArgs a{f.str("name"), f.str("owner")};
-    if (!f.ok()) co_return invalid(f.error());
-    auto call = async_unlock(store_, std::move(a), use_awaitable);
-    Result<UnlockOutcome> r = co_await std::move(call);
-    if (!r) co_return failed(r.status());
-    if (*r == UnlockOutcome::not_owner) co_return conflict("not_owner");
-    co_return ok(outcome("released"));
-  }
-  co_return problem_response(Problem::not_found, "no such control API endpoint", v, ka);
+  co_return c.ok(json::serialize(o));
+}
+
+awaitable<HttpResponse> Admin::control_commit(ControlCall& c) {
+  const json::value* result = c.f.any("result");
+  CommitArgs a{c.f.str("scope"),
+               c.f.str("key"),
+               c.f.u64("fence").value_or(0),
+               {},
+               c.f.millis("retention_ms", c.d.retention)};
+  if (!c.f.ok()) co_return c.invalid(c.f.error());
+  // The result as the client wrote it: numbers a double cannot hold stay exact. The body
+  // must then be JSON by the stricter rules of exact parsing (no repeated member names).
+  Result<ExactJson> exact = parse_exact_json(c.req.body());
+  if (!exact) co_return c.invalid("the body is not valid JSON: " + exact.status().message());
+  std::optional<std::string_view> written = member_text(c.req.body(), "result");
+  StoredResult stored;
+  stored.kind = StoredResult::Kind::json;
+  stored.json = written ? std::string(*written) : json::serialize(*result);
+  a.result = encode(stored);
+  auto call = async_commit(store_, std::move(a), use_awaitable);
+  Result<CommitOutcome> r = co_await std::move(call);
+  if (!r) co_return failed(c, r.status());
+  if (*r == CommitOutcome::fenced) co_return c.conflict("fenced");
+  co_return c.ok(outcome("committed"));
+}
+
+awaitable<HttpResponse> Admin::control_release(ControlCall& c) {
+  ReleaseArgs a{c.f.str("scope"), c.f.str("key"), c.f.u64("fence").value_or(0)};
+  if (!c.f.ok()) co_return c.invalid(c.f.error());
+  auto call = async_release(store_, std::move(a), use_awaitable);
+  Result<ReleaseOutcome> r = co_await std::move(call);
+  if (!r) co_return failed(c, r.status());
+  if (*r == ReleaseOutcome::fenced) co_return c.conflict("fenced");
+  co_return c.ok(outcome("released"));
+}
+
+awaitable<HttpResponse> Admin::control_abandon(ControlCall& c) {
+  AbandonArgs a{c.f.str("scope"), c.f.str("key"), c.f.str("owner")};
+  if (!c.f.ok() || a.owner.empty())
+    co_return c.invalid(c.f.ok() ? "field \"owner\" must not be empty" : c.f.error());
+  auto call = async_abandon(store_, std::move(a), use_awaitable);
+  Result<ReleaseOutcome> r = co_await std::move(call);
+  if (!r) co_return failed(c, r.status());
+  if (*r == ReleaseOutcome::fenced) co_return c.conflict("fenced");
+  co_return c.ok(outcome("released"));
+}
+
+awaitable<HttpResponse> Admin::control_extend(ControlCall& c) {
+  ExtendArgs a{c.f.str("scope"), c.f.str("key"), c.f.u64("fence").value_or(0),
+               c.f.millis("lease_ms", c.d.lease, true)};
+  if (!c.f.ok()) co_return c.invalid(c.f.error());
+  auto call = async_extend(store_, std::move(a), use_awaitable);
+  Result<ExtendOutcome> r = co_await std::move(call);
+  if (!r) co_return failed(c, r.status());
+  if (*r == ExtendOutcome::fenced) co_return c.conflict("fenced");
+  co_return c.ok(outcome("extended"));
+}
+
+awaitable<HttpResponse> Admin::control_issue_token(ControlCall& c) {
+  IssueTokenArgs a{c.f.str("scope"), c.f.millis("ttl_ms", c.config.tokens.ttl)};
+  if (!c.f.ok()) co_return c.invalid(c.f.error());
+  auto call = async_issue_token(store_, std::move(a), use_awaitable);
+  Result<std::string> r = co_await std::move(call);
+  if (!r) co_return failed(c, r.status());
+  metrics_.count_token_issued();
+  co_return c.ok(json::serialize(json::object{{"token", *r}}));
+}
+
+awaitable<HttpResponse> Admin::control_consume_token(ControlCall& c) {
+  TokenArgs a{c.f.str("scope"), c.f.str("token")};
+  if (!c.f.ok()) co_return c.invalid(c.f.error());
+  auto call = async_consume_token(store_, std::move(a), use_awaitable);
+  Result<ConsumeOutcome> r = co_await std::move(call);
+  if (!r) co_return failed(c, r.status());
+  co_return c.ok(outcome(to_string(*r)));
+}
+
+awaitable<HttpResponse> Admin::control_restore_token(ControlCall& c) {
+  RestoreTokenArgs a{c.f.str("scope"), c.f.str("token"), c.f.millis("ttl_ms", c.config.tokens.ttl)};
+  if (!c.f.ok()) co_return c.invalid(c.f.error());
+  auto call = async_restore_token(store_, std::move(a), use_awaitable);
+  Result<RestoreOutcome> r = co_await std::move(call);
+  if (!r) co_return failed(c, r.status());
+  co_return c.ok(outcome(to_string(*r)));
+}
+
+// The fields /v1/locks/acquire and /v1/locks/extend share; nullopt after answering `bad`.
+std::optional<LockArgs> Admin::lock_args(ControlCall& c, HttpResponse& bad) {
+  LockArgs a{c.f.str("name"), c.f.str("owner"), c.f.millis("ttl_ms", Duration{}, true)};
+  if (c.f.ok() && !a.name.empty() && !a.owner.empty()) return a;
+  bad = c.invalid(c.f.ok() ? "fields \"name\" and \"owner\" must not be empty" : c.f.error());
+  return std::nullopt;
+}
+
+awaitable<HttpResponse> Admin::control_lock(ControlCall& c) {
+  HttpResponse bad;
+  std::optional<LockArgs> a = lock_args(c, bad);
+  if (!a) co_return bad;
+  auto call = async_lock(store_, std::move(*a), use_awaitable);
+  Result<LockOutcome> r = co_await std::move(call);
+  if (!r) co_return failed(c, r.status());
+  json::object o{{"outcome", to_string(r->kind)}};
+  if (r->kind == LockOutcome::Kind::locked)
+    o["fence"] = r->fence;
+  else
+    o["retry_after_ms"] = ceil_ms(r->retry_after);
+  co_return c.ok(json::serialize(o));
+}
+
+awaitable<HttpResponse> Admin::control_extend_lock(ControlCall& c) {
+  HttpResponse bad;
+  std::optional<LockArgs> a = lock_args(c, bad);
+  if (!a) co_return bad;
+  auto call = async_extend_lock(store_, std::move(*a), use_awaitable);
+  Result<LockExtendOutcome> r = co_await std::move(call);
+  if (!r) co_return failed(c, r.status());
+  if (*r == LockExtendOutcome::not_owner) co_return c.conflict("not_owner");
+  co_return c.ok(outcome("extended"));
+}
+
+awaitable<HttpResponse> Admin::control_unlock(ControlCall& c) {
+  UnlockArgs a{c.f.str("name"), c.f.str("owner")};
+  if (!c.f.ok()) co_return c.invalid(c.f.error());
+  auto call = async_unlock(store_, std::move(a), use_awaitable);
+  Result<UnlockOutcome> r = co_await std::move(call);
+  if (!r) co_return failed(c, r.status());
+  if (*r == UnlockOutcome::not_owner) co_return c.conflict("not_owner");
+  co_return c.ok(outcome("released"));
 }
 
 }  // namespace idem::gateway

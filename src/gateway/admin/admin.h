@@ -41,8 +41,23 @@ class Admin {
  private:
   boost::asio::awaitable<HttpResponse> records(const HttpRequest& req, std::string_view rest);
   boost::asio::awaitable<HttpResponse> list_records(const HttpRequest& req);
+  // POST /v1/<op>: the endpoint of the table in admin.cpp that `op` names.
   boost::asio::awaitable<HttpResponse> control(const HttpRequest& req, std::string_view op,
                                                const Config& config);
+  struct ControlCall;
+  boost::asio::awaitable<HttpResponse> control_begin(ControlCall& c);
+  boost::asio::awaitable<HttpResponse> control_commit(ControlCall& c);
+  boost::asio::awaitable<HttpResponse> control_release(ControlCall& c);
+  boost::asio::awaitable<HttpResponse> control_abandon(ControlCall& c);
+  boost::asio::awaitable<HttpResponse> control_extend(ControlCall& c);
+  boost::asio::awaitable<HttpResponse> control_issue_token(ControlCall& c);
+  boost::asio::awaitable<HttpResponse> control_consume_token(ControlCall& c);
+  boost::asio::awaitable<HttpResponse> control_restore_token(ControlCall& c);
+  boost::asio::awaitable<HttpResponse> control_lock(ControlCall& c);
+  boost::asio::awaitable<HttpResponse> control_extend_lock(ControlCall& c);
+  static std::optional<LockArgs> lock_args(ControlCall& c, HttpResponse& bad);
+  boost::asio::awaitable<HttpResponse> control_unlock(ControlCall& c);
+  HttpResponse failed(const ControlCall& c, const Status& s) const;
   // 503 store-unavailable, saying nothing of the store; `op` and `s` go to standard error.
   HttpResponse store_failed(const HttpRequest& req, std::string_view op, const Status& s) const;
 
