@@ -10,9 +10,9 @@
 #include <string>
 #include <string_view>
 
-#include "core/units.h"
 #include "fuzz/fuzz_check.h"
 #include "gateway/config/config.h"
+#include "gateway/model/units.h"
 #include "gateway/request_identity.h"
 #include "gateway/route.h"
 

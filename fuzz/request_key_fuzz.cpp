@@ -21,10 +21,10 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
-#include "core/canonical_json.h"
-#include "core/key.h"
 #include "fuzz/fuzz_check.h"
 #include "gateway/config/config.h"
+#include "gateway/model/canonical_json.h"
+#include "gateway/model/key.h"
 #include "gateway/request_fingerprint.h"
 #include "gateway/request_identity.h"
 #include "gateway/route.h"

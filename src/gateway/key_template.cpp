@@ -2,8 +2,8 @@
 
 #include <charconv>
 
-#include "core/canonical_json.h"
-#include "core/key.h"
+#include "gateway/model/canonical_json.h"
+#include "gateway/model/key.h"
 
 namespace idem::gateway {
 namespace {

@@ -48,7 +48,7 @@ using idem::OnUncertain;
 inline constexpr Duration kMinLease = std::chrono::milliseconds(100);
 
 // Every duration here is at most kMaxDuration (3650d) and every size at most kMaxSize
-// (1GiB) when read from a config (core/units.h).
+// (1GiB) when read from a config (gateway/model/units.h).
 struct Policy {
   Duration retention = std::chrono::hours(24);  // > 0: how long a completed result is replayed
   // >= kMinLease: how long a pending claim is held (renewed while the upstream works)

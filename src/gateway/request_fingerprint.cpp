@@ -1,6 +1,6 @@
 #include "gateway/request_fingerprint.h"
 
-#include "core/canonical_json.h"
+#include "gateway/model/canonical_json.h"
 #include "idem/fingerprint.h"
 
 namespace idem::gateway {

@@ -4,8 +4,8 @@
 
 #include <openssl/evp.h>
 
-#include "core/key.h"
 #include "gateway/key_template.h"
+#include "gateway/model/key.h"
 #include "gateway/request_fingerprint.h"
 #include "idem/fingerprint.h"
 

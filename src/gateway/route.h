@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/key.h"
 #include "gateway/http/request.h"
 #include "gateway/key_template.h"
+#include "gateway/model/key.h"
 #include "gateway/policy.h"
 #include "idem/limits.h"
 #include "idem/status.h"

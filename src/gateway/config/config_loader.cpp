@@ -3,10 +3,10 @@
 #include <string>
 #include <vector>
 
-#include "core/key.h"
 #include "gateway/config/config.h"
 #include "gateway/config/config_checks.h"
 #include "gateway/config/yaml_reader.h"
+#include "gateway/model/key.h"
 
 namespace idem::gateway {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <yaml-cpp/eventhandler.h>
 
-#include "core/units.h"
 #include "gateway/config/config.h"
+#include "gateway/model/units.h"
 
 namespace idem::gateway {
 

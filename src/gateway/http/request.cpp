@@ -1,6 +1,5 @@
 #include "gateway/http/request.h"
 
-#include "gateway/json_body.h"
 #include "util/ascii.h"
 #include "util/percent.h"
 
@@ -62,7 +61,7 @@ bool is_form_content_type(std::string_view content_type) noexcept {
 }
 
 const ExactJson* RequestContext::json_body() {
-  if (!json_) json_.emplace(parse_json_body(request_.body));
+  if (!json_) json_.emplace(parse_exact_json(request_.body));
   return json_->is_ok() ? &json_->value() : nullptr;
 }
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/canonical_json.h"
+#include "gateway/model/canonical_json.h"
 
 #include "idem/status.h"
 
@@ -70,7 +70,7 @@ class RequestContext {
   // The subject's value (a header value, or its SHA-256 hex); "" when the route has none.
   const std::string& subject() const noexcept { return subject_; }
 
-  // The body parsed by parse_json_body (exact numbers, I-JSON); nullptr when the body is
+  // The body parsed by parse_exact_json (exact numbers, I-JSON); nullptr when the body is
   // not JSON, json_error() then says why.
   const ExactJson* json_body();
   std::string json_error();

@@ -40,11 +40,4 @@ std::string format_duration(Duration d);
 // rounding of a wait for HTTP: every problem reply with Retry-After (docs/http.md).
 std::int64_t retry_after_seconds(Duration d) noexcept;
 
-// A wait in whole milliseconds, rounded up, so that a wait is never shown as shorter than it
-// is: retry_after_ms in the control API's answers (docs/admin.md), the Guard's "retry after
-// N ms". Exact for every Duration (no overflow at Duration::max()).
-constexpr std::int64_t ceil_ms(Duration d) noexcept {
-  return std::chrono::ceil<std::chrono::milliseconds>(d).count();
-}
-
 }  // namespace idem

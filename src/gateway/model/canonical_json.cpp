@@ -1,10 +1,10 @@
-// Canonical JSON (core/canonical_json.h). Parsing goes through Boost.JSON's
+// Canonical JSON (gateway/model/canonical_json.h). Parsing goes through Boost.JSON's
 // basic_parser with our own handler, for two reasons: the handler is given each number's
 // source text, which is where its exact value is (Boost converts every number to a double
 // or a 64-bit integer); and RFC 8785 takes I-JSON input, which forbids duplicate member
 // names (parsers disagree on which of two duplicates wins, so two bodies that canonicalize
 // alike could mean different things to the service behind the gateway).
-#include "core/canonical_json.h"
+#include "gateway/model/canonical_json.h"
 
 #include <algorithm>
 #include <charconv>

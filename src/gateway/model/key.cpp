@@ -1,4 +1,4 @@
-#include "core/key.h"
+#include "gateway/model/key.h"
 
 #include <optional>
 

@@ -1,4 +1,4 @@
-#include "core/units.h"
+#include "gateway/model/units.h"
 
 #include <chrono>
 #include <cstdint>
@@ -249,30 +249,6 @@ TEST(RetryAfterSeconds, RoundsUpAtLeastOne) {
   EXPECT_EQ(retry_after_seconds(2s), 2);
   EXPECT_EQ(retry_after_seconds(60s), 60);
   EXPECT_EQ(retry_after_seconds(Duration::max()), Duration::max().count() / 1000000 + 1);
-}
-
-TEST(CeilMs, RoundsUpToWholeMilliseconds) {
-  static_assert(ceil_ms(1us) == 1);
-  EXPECT_EQ(ceil_ms(Duration::zero()), 0);
-  EXPECT_EQ(ceil_ms(1us), 1);
-  EXPECT_EQ(ceil_ms(999us), 1);
-  EXPECT_EQ(ceil_ms(1ms), 1);
-  EXPECT_EQ(ceil_ms(1001us), 2);
-  EXPECT_EQ(ceil_ms(1500ms), 1500);
-  EXPECT_EQ(ceil_ms(30s), 30000);
-  EXPECT_EQ(ceil_ms(Duration::max()), Duration::max().count() / 1000 + 1);
-}
-
-// status.h has no test file of its own in core_test; its formatting is checked here.
-TEST(Status, ToString) {
-  EXPECT_EQ(Status().to_string(), "ok");
-  EXPECT_EQ(unavailable("sqlite: database is locked").to_string(), "unavailable: sqlite: database is locked");
-  EXPECT_EQ(invalid_argument("x").to_string(), "invalid_argument: x");
-  EXPECT_EQ(deadline_exceeded("").to_string(), "deadline_exceeded");
-  EXPECT_EQ(failed_precondition("read-only").to_string(), "failed_precondition: read-only");
-  EXPECT_EQ(internal_error("bug").to_string(), "internal: bug");
-  EXPECT_STREQ(to_string(StatusCode::ok), "ok");
-  EXPECT_STREQ(to_string(StatusCode::internal), "internal");
 }
 
 }  // namespace

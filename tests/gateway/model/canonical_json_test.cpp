@@ -1,4 +1,4 @@
-#include "core/canonical_json.h"
+#include "gateway/model/canonical_json.h"
 
 #include <bit>
 #include <charconv>
@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -326,6 +327,62 @@ TEST(ExactJson, NumbersAreReadThroughTheDocument) {
   EXPECT_EQ(canonical_json(*doc, doc->root().at("a")), R"([1,"1",1e999999999])");
   EXPECT_EQ(canonical_json(*doc), canon(R"({"a":[1,"1",1e999999999],"id":1790000000000000001})"));
   EXPECT_EQ(canonical_json(ExactJson()), "null");
+}
+
+// A document parsed once and canonicalized agrees with canonical_json of its text, in what
+// it accepts, what it refuses (and why) and the bytes it gives, so that key templates and
+// json fingerprints, which read the parsed request body, agree with the canonical forms.
+TEST(ExactJson, ParsedThenCanonicalAgreesWithTheText) {
+  std::string deep_ok = std::string(64, '[') + std::string(64, ']');
+  std::string too_deep = std::string(65, '[') + std::string(65, ']');
+  for (const std::string& text : std::vector<std::string>{"{}",
+                                                          "[]",
+                                                          "0",
+                                                          "-0",
+                                                          "1.0",
+                                                          "1e21",
+                                                          "0.1",
+                                                          "0.30000000000000004",
+                                                          "123456789012345678901234567890",
+                                                          "1e-400",
+                                                          "1e999999999",
+                                                          "1e9999999999999999999",
+                                                          "\"caf\\u00e9\"",
+                                                          R"({"b":1,"a":[true,false,null,"x"]})",
+                                                          " {\"a\" : 1 } ",
+                                                          "",
+                                                          "nope",
+                                                          "{\"a\":1,\"a\":2}",
+                                                          "1e400",
+                                                          "-1e400",
+                                                          "[1,]",
+                                                          "{} {}",
+                                                          "\"\\ud800\"",
+                                                          "\"\xFF\"",
+                                                          "// c\n1",
+                                                          deep_ok,
+                                                          too_deep}) {
+    Result<ExactJson> parsed = parse_exact_json(text);
+    Result<std::string> canonical = canonical_json(text);
+    ASSERT_EQ(parsed.is_ok(), canonical.is_ok()) << text;
+    if (parsed) {
+      EXPECT_EQ(canonical_json(*parsed), *canonical) << text;
+    } else {
+      EXPECT_EQ(parsed.status().message(), canonical.status().message()) << text;
+    }
+  }
+}
+
+TEST(ExactJson, NumbersKeepTheirExactValue) {
+  Result<ExactJson> v = parse_exact_json("[0.1, 0.30000000000000004, 5e-324, 1.0, 18446744073709551617, -0]");
+  ASSERT_TRUE(v.is_ok());
+  const boost::json::array& a = v->root().as_array();
+  EXPECT_EQ(v->number(a[0]), "0.1");
+  EXPECT_EQ(v->number(a[1]), "0.30000000000000004");
+  EXPECT_EQ(v->number(a[2]), "5e-324");
+  EXPECT_EQ(v->number(a[3]), "1");
+  EXPECT_EQ(v->number(a[4]), "18446744073709551617");
+  EXPECT_EQ(v->number(a[5]), "0");
 }
 
 TEST(ExactJson, StringsAlone) {

@@ -1,4 +1,4 @@
-#include "core/units.h"
+#include "gateway/model/units.h"
 
 #include <array>
 #include <cstdint>
