@@ -27,7 +27,6 @@
 #include "gateway/admin/record_json.h"
 #include "gateway/admin/record_list.h"
 #include "gateway/config/config.h"
-#include "gateway/deferred_store.h"
 #include "gateway/gateway.h"
 #include "gateway/http/server.h"
 #include "gateway/http/upstream.h"
@@ -36,6 +35,7 @@
 #include "idem/open.h"
 #include "idem/store_uri.h"
 #include "idem/version.h"
+#include "stores/deferred/deferred_store.h"
 #include "util/asio_tokens.h"
 
 namespace asio = boost::asio;

@@ -16,7 +16,7 @@
 #include "idem/store.h"
 #include "idem/store_wrapper.h"
 
-namespace idem::gateway {
+namespace idem {
 
 class DeferredStore final : public StoreWrapper {
  public:
@@ -44,4 +44,4 @@ class DeferredStore final : public StoreWrapper {
   std::thread opener_;
 };
 
-}  // namespace idem::gateway
+}  // namespace idem

@@ -1,8 +1,8 @@
-#include "gateway/deferred_store.h"
+#include "stores/deferred/deferred_store.h"
 
 #include <algorithm>
 
-namespace idem::gateway {
+namespace idem {
 
 DeferredStore::DeferredStore(std::string uri, StoreOptions options, Report report, Duration first_retry,
                              Duration max_retry)
@@ -42,4 +42,4 @@ void DeferredStore::keep_opening(Duration first_retry, Duration max_retry) {
   }
 }
 
-}  // namespace idem::gateway
+}  // namespace idem
