@@ -11,10 +11,10 @@
 #include <string_view>
 
 #include "fuzz/fuzz_check.h"
-#include "gateway/config/config.h"
+#include "gateway/model/config/config.h"
+#include "gateway/model/request_identity.h"
+#include "gateway/model/route.h"
 #include "gateway/model/units.h"
-#include "gateway/request_identity.h"
-#include "gateway/route.h"
 
 namespace {
 
