@@ -46,7 +46,7 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME idem-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "libboost1.81-dev, libboost-json1.81-dev, libssl-dev, libsqlite3-dev, libxxhash-dev, libhiredis-dev, libpq-dev, libmariadb-dev, pkg-config"
+    "libboost1.81-dev, libssl-dev, libsqlite3-dev, libxxhash-dev, libhiredis-dev, libpq-dev, libmariadb-dev, pkg-config"
 )
 set(CPACK_COMPONENT_DEV_DESCRIPTION
     "libidem: the idempotency engine of idem for C++20 programs (Asio and blocking), as a\n\

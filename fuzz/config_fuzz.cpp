@@ -10,11 +10,11 @@
 #include <string>
 #include <string_view>
 
-#include "core/units.h"
 #include "fuzz/fuzz_check.h"
-#include "gateway/config/config.h"
-#include "gateway/request_identity.h"
-#include "gateway/route.h"
+#include "gateway/model/config/config.h"
+#include "gateway/model/request_identity.h"
+#include "gateway/model/route.h"
+#include "gateway/model/units.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the seeds of stored_result_fuzz to corpus/stored_result/.
 
-Each seed is a stored result as the gateway's encode() writes it (gateway/stored_result.cpp):
+Each seed is a stored result as the gateway's encode() writes it (gateway/pipeline/stored_result.cpp):
 a kind byte, then for a response a u16 status, a u32 header count, each header as a
 u32-length-prefixed name and value, and the u32-length-prefixed body; for not_stored a u16
 status; for json the u32-length-prefixed text; for uncertain nothing. Little-endian.

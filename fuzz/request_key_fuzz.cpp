@@ -21,13 +21,13 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
-#include "core/canonical_json.h"
-#include "core/key.h"
 #include "fuzz/fuzz_check.h"
-#include "gateway/config/config.h"
-#include "gateway/request_fingerprint.h"
-#include "gateway/request_identity.h"
-#include "gateway/route.h"
+#include "gateway/model/canonical_json.h"
+#include "gateway/model/config/config.h"
+#include "gateway/model/key.h"
+#include "gateway/model/request_fingerprint.h"
+#include "gateway/model/request_identity.h"
+#include "gateway/model/route.h"
 
 namespace {
 
@@ -195,7 +195,7 @@ OwnedRequest read_request(FuzzedDataProvider& in, const Route& route) {
     std::string value = name == "Content-Type" && in.ConsumeBool()
                             ? std::string(in.PickValueInArray(kContentTypes))
                             : in.ConsumeRandomLengthString(80);
-    // HTTP parsers deliver values without surrounding whitespace (request.h).
+    // HTTP parsers deliver values without surrounding whitespace (request_view.h).
     req.headers.emplace_back(std::move(name), std::string(trim_ows(value)));
   }
   req.body = in.ConsumeRemainingBytesAsString();

@@ -10,12 +10,12 @@
 #include <thread>
 
 #include "gateway/admin/admin.h"
-#include "gateway/admin/metrics.h"
-#include "gateway/config/config.h"
-#include "gateway/gateway.h"
 #include "gateway/http/io_pool.h"
 #include "gateway/http/server.h"
 #include "gateway/http/upstream.h"
+#include "gateway/model/config/config.h"
+#include "gateway/pipeline/gateway.h"
+#include "gateway/pipeline/metrics.h"
 #include "idem/clock.h"
 #include "idem/open.h"
 

@@ -23,19 +23,19 @@
 
 #include "cli/service_notify.h"
 #include "gateway/admin/admin.h"
-#include "gateway/admin/metrics.h"
 #include "gateway/admin/record_json.h"
 #include "gateway/admin/record_list.h"
-#include "gateway/config/config.h"
-#include "gateway/deferred_store.h"
-#include "gateway/gateway.h"
 #include "gateway/http/server.h"
 #include "gateway/http/upstream.h"
-#include "gateway/record_drift.h"
-#include "gateway/route.h"
+#include "gateway/model/config/config.h"
+#include "gateway/model/record_drift.h"
+#include "gateway/model/route.h"
+#include "gateway/pipeline/gateway.h"
+#include "gateway/pipeline/metrics.h"
 #include "idem/open.h"
 #include "idem/store_uri.h"
 #include "idem/version.h"
+#include "stores/deferred/deferred_store.h"
 #include "util/asio_tokens.h"
 
 namespace asio = boost::asio;
@@ -352,7 +352,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
 constexpr std::size_t kDriftSample = 10'000;
 
 // The records of the store at `uri` that `c`'s routes would orphan or misread
-// (gateway/record_drift.h), one warning per finding, from a sample of at most
+// (gateway/model/record_drift.h), one warning per finding, from a sample of at most
 // kDriftSample live records. nullopt when the store could not be read (said on standard
 // error).
 std::optional<std::vector<std::string>> store_drift(const Config& c, Store& store, const std::string& uri) {

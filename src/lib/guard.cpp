@@ -15,9 +15,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
-#include "core/units.h"
 #include "engine/claim.h"
 #include "lib/wait_budget.h"
+#include "util/ceil_ms.h"
 
 namespace idem {
 
@@ -47,7 +47,7 @@ GuardResult GuardResult::make_replayed(std::string value, Fence fence) {
 GuardResult GuardResult::make_in_progress(Duration retry_after) {
   GuardResult r(Outcome::in_progress,
                 unavailable("key in progress: another caller is running it; retry after " +
-                            std::to_string(ceil_ms(retry_after)) + " ms"));
+                            std::to_string(util::ceil_ms(retry_after)) + " ms"));
   r.retry_after_ = retry_after;
   return r;
 }

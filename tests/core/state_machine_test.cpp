@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/units.h"
+#include "gateway/model/units.h"  // kMaxDuration, the longest a config may give
 
 namespace idem::core {
 namespace {

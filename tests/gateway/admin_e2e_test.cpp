@@ -11,7 +11,7 @@
 #include <boost/json.hpp>
 
 #include "gateway/e2e_fixture.h"
-#include "gateway/request_identity.h"
+#include "gateway/model/request_identity.h"
 
 namespace idem::e2e {
 namespace {

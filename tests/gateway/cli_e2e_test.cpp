@@ -10,7 +10,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 
 #include "gateway/e2e_fixture.h"
-#include "gateway/request_identity.h"
+#include "gateway/model/request_identity.h"
 #include "testutil/eventually.h"
 #include "testutil/redis_server.h"
 

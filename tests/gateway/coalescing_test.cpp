@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
 
-#include "gateway/coalescer.h"
+#include "gateway/pipeline/coalescer.h"
 #include "gateway/runtime_fixture.h"
 
 namespace idem::gateway {

@@ -10,7 +10,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "gateway/e2e_fixture.h"
-#include "gateway/request_identity.h"
+#include "gateway/model/request_identity.h"
 
 namespace idem::e2e {
 namespace {

@@ -7,12 +7,12 @@
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
 
-#include "gateway/admin/metrics.h"
 #include "gateway/admin/record_json.h"
 #include "gateway/http/head_writer.h"
 #include "gateway/http/http_reply.h"
 #include "gateway/http/upstream.h"
-#include "gateway/stored_result.h"
+#include "gateway/pipeline/metrics.h"
+#include "gateway/pipeline/stored_result.h"
 #include "idem/version.h"
 
 namespace idem::gateway {

@@ -1,7 +1,7 @@
 // The replay cache (docs/gateway.md, "Replays from memory"): what it serves, and the three
 // things that end an entry: expiry (monotonic, never stretched by the wall clock), a removal (also one racing
 // with a put), and a write by someone else.
-#include "gateway/replay_cache.h"
+#include "gateway/pipeline/replay_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -12,10 +12,10 @@
 #include <boost/json.hpp>
 
 #include "gateway/admin/admin.h"
-#include "gateway/config/config.h"
 #include "gateway/e2e_harness.h"
-#include "gateway/gateway.h"
 #include "gateway/http/server.h"
+#include "gateway/model/config/config.h"
+#include "gateway/pipeline/gateway.h"
 #include "idem/open.h"
 #include "idem/store_wrapper.h"
 

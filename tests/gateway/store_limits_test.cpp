@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "gateway/pipeline/stored_result.h"
 #include "gateway/runtime_fixture.h"
-#include "gateway/stored_result.h"
 #include "idem/store_wrapper.h"
 #include "testutil/backends.h"
 

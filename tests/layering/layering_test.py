@@ -41,18 +41,19 @@ ASIO_BEAST = r"^<boost/(asio|beast)\b"
 # util-lowest           src/util/**                  any other folder of src/           direct
 # gateway-on-store-api  src/gateway/**               stores/, lib/, cli/                direct
 # model-no-asio         the model (see below)        Asio, Beast, engine/claim.h        reached
-# model-no-runtime      the model                    gateway.h, admin/admin.h, http/    reached
-#                                                    but http/request.h
-# admin-no-pipeline     src/gateway/admin/**         gateway/gateway.h                  direct
+# model-no-runtime      the model                    gateway/pipeline/, http/, admin/   reached
+# admin-no-pipeline     src/gateway/admin/**         gateway/pipeline/gateway.h         direct
 # gateway-cycles        src/gateway/**               a folder that includes this one    (graph)
 #
 # "direct": the file's own #include lines. "reached": also every project header reached
 # from it, the first one that breaks the rule named with the chain that leads there.
-# The model is what src/gateway/CMakeLists.txt lists as the sources of idem_gateway_core
-# (read from that file, so a source added there is checked too) and every project header
-# they reach.
+# The model is every file of src/gateway/model/, what src/gateway/CMakeLists.txt lists as
+# the sources of idem_gateway_model (read from that file, so a source added there is
+# checked too; each must lie in model/, as the folder is the target), and every project
+# header they reach.
 Rule = collections.namedtuple("Rule", "name files forbidden reach reason")
 MODEL = "the gateway's model"
+MODEL_FOLDER = "src/gateway/model/"
 RULES = [
     Rule("public-no-src", r"^include/idem/", r"^(src|tests)/", False,
          "the public headers are the installed contract: an installed user has no src/ or tests/"),
@@ -83,46 +84,32 @@ RULES = [
          "the gateway runs on any Store through include/idem/ (store.h, open.h) and claims through "
          "src/engine/; cli/ composes it"),
     Rule("model-no-asio", MODEL, ASIO_BEAST + r"|^src/engine/claim\.h$", True,
-         "idem_gateway_core decides without I/O and compiles without Asio (idem/on_uncertain.h "
+         "idem_gateway_model decides without I/O and compiles without Asio (idem/on_uncertain.h "
          "has the claim decisions), so every decision is tested without sockets"),
-    Rule("model-no-runtime", MODEL,
-         r"^src/gateway/(gateway\.h|admin/admin\.h|http/(?!request\.h$))", True,
+    Rule("model-no-runtime", MODEL, r"^src/gateway/(pipeline|http|admin)/", True,
          "the pipeline, the HTTP layer and the admin listener are built on the model, not under "
-         "it; http/request.h is the model's own view of a request"),
-    Rule("admin-no-pipeline", r"^src/gateway/admin/", r"^src/gateway/gateway\.h$", False,
-         "admin/ reads the replay cache, routes and stored results, never the pipeline; "
-         "header fields come from http/header_fields.h"),
+         "it; model/request_view.h is the model's own view of a request"),
+    Rule("admin-no-pipeline", r"^src/gateway/admin/", r"^src/gateway/pipeline/gateway\.h$", False,
+         "admin/ reads the replay cache, routes, stored results and metrics, never the pipeline's "
+         "Gateway; header fields come from http/header_fields.h"),
 ]
 
 # ---- the gateway's folders --------------------------------------------------------------------
 #
-# The folders of src/gateway/ (top: its top-level files), lowest first: what a folder
-# includes comes before it. No include cycle between folders is allowed; when one appears,
-# the includes that go against this order are named. config/ and the top level's
-# decisions are the model; http/ reads and writes HTTP on them; the top level's pipeline
-# drives http/; admin/ serves records and metrics of the pipeline.
-GATEWAY_FOLDERS = ["config", "http", "top", "admin"]
+# The folders of src/gateway/, lowest first: what a folder includes comes before it. No
+# include cycle between folders is allowed; when one appears, the includes that go against
+# this order are named. model/ decides; http/ reads and writes HTTP on it; pipeline/
+# drives http/; admin/ serves records and metrics of the pipeline. Every file is in one of
+# them: none at the top of src/gateway/.
+GATEWAY_FOLDERS = ["model", "http", "pipeline", "admin"]
 
 # The includes that go against that order today, each closing a cycle, and the step of
 # the restructuring (issue 33) that removes it. An entry that no longer exists fails the
 # test, so the list only shrinks.
-STEP_4 = "removed by step 4: the top level splits into model/ (below http/) and pipeline/"
 STEP_5 = "removed by step 5: http sees the pipeline only through a handler interface"
 KNOWN_BACK_EDGES = {
-    # config → top: a config holds routes and policies; step 4 puts all three in model/.
-    ("src/gateway/config/config.h", "src/gateway/policy.h"): STEP_4,
-    ("src/gateway/config/config.h", "src/gateway/route.h"): STEP_4,
-    # http → top: model files the HTTP layer uses.
-    ("src/gateway/http/http_reply.h", "src/gateway/problem.h"): STEP_4,
-    ("src/gateway/http/head_checks.h", "src/gateway/problem.h"): STEP_4,
-    ("src/gateway/http/upstream.h", "src/gateway/request_meta.h"): STEP_4,
-    ("src/gateway/http/request.cpp", "src/gateway/json_body.h"):
-        "removed by step 3: json_body.{h,cpp} is deleted; step 4 moves http/request.h to model/",
-    # top → admin: the pipeline counts into admin's Metrics.
-    ("src/gateway/gateway.h", "src/gateway/admin/metrics.h"):
-        "removed by step 4: admin/metrics moves to pipeline/",
-    # http → top and http → admin: the server calls the pipeline and the admin listener.
-    ("src/gateway/http/server.h", "src/gateway/gateway.h"): STEP_5,
+    # http → pipeline and http → admin: the server calls the pipeline and the admin listener.
+    ("src/gateway/http/server.h", "src/gateway/pipeline/gateway.h"): STEP_5,
     ("src/gateway/http/server.h", "src/gateway/admin/admin.h"): STEP_5,
 }
 
@@ -165,18 +152,18 @@ class Tree:
         return "<%s>" % spelled
 
     def model_sources(self):
-        """The sources of idem_gateway_core, from src/gateway/CMakeLists.txt."""
+        """The sources of idem_gateway_model, from src/gateway/CMakeLists.txt."""
         cmake = os.path.join(self.root, "src", "gateway", "CMakeLists.txt")
         with open(cmake, encoding="utf-8") as f:
             text = re.sub(r"#[^\n]*", "", f.read())
         sources = []
-        for m in re.finditer(r"\b(?:add_library|target_sources)\(\s*idem_gateway_core\b([^)]*)\)", text):
+        for m in re.finditer(r"\b(?:add_library|target_sources)\(\s*idem_gateway_model\b([^)]*)\)", text):
             for word in m.group(1).split():
                 if word in ("STATIC", "SHARED", "OBJECT", "PRIVATE", "PUBLIC", "INTERFACE") or "${" in word:
                     continue  # a keyword, or a file generated at build time
                 sources.append("src/gateway/" + word)
         if not sources:
-            raise SystemExit("%s: no sources of idem_gateway_core found" % cmake)
+            raise SystemExit("%s: no sources of idem_gateway_model found" % cmake)
         return sources
 
 
@@ -192,9 +179,10 @@ def folder_of(path):
 
 
 def model_files(tree, forbidden):
-    """The sources of idem_gateway_core and the headers of src/gateway/ they reach (never
-    through a forbidden include, which is reported where it is)."""
-    files, todo = [], tree.model_sources()
+    """The files of src/gateway/model/, the sources of idem_gateway_model and the headers of
+    src/gateway/ they reach (never through a forbidden include, which is reported where it
+    is)."""
+    files, todo = [], tree.model_sources() + sorted(p for p in tree.includes if p.startswith(MODEL_FOLDER))
     while todo:
         path = todo.pop()
         if path in files or path not in tree.includes:
@@ -248,6 +236,10 @@ def check_cycles(tree):
         src = folder_of(path)
         if src is None:
             continue
+        if src == "top":
+            failures.append("%s: [gateway-cycles] a file at the top of src/gateway/: put it in the folder "
+                            "of its layer (GATEWAY_FOLDERS)" % path)
+            continue
         if src not in GATEWAY_FOLDERS:
             failures.append("%s: [gateway-cycles] src/gateway/%s/ is not in GATEWAY_FOLDERS: give it its "
                             "place in the layer order" % (path, src))
@@ -281,8 +273,10 @@ def check_cycles(tree):
 
 def check(root):
     tree = Tree(root)
-    failures = ["%s: listed as a source of idem_gateway_core in src/gateway/CMakeLists.txt, and not found" % p
+    failures = ["%s: listed as a source of idem_gateway_model in src/gateway/CMakeLists.txt, and not found" % p
                 for p in tree.model_sources() if p not in tree.includes]
+    failures += ["%s: [model-folder] a source of idem_gateway_model outside %s: the folder is the target" %
+                 (p, MODEL_FOLDER) for p in tree.model_sources() if not p.startswith(MODEL_FOLDER)]
     # The model stops where any model rule is broken: that include is reported, not entered.
     model = model_files(tree, re.compile("|".join("(?:%s)" % r.forbidden for r in RULES if r.files == MODEL)))
     for rule in RULES:
@@ -298,29 +292,32 @@ def check(root):
 # rule that must report it, where: the planted file unless a reached header is planted).
 # A file that does not exist is created.
 PLANTS = [
-    ("include/idem/status.h", '#include "core/units.h"', "public-no-src", None),
+    ("include/idem/status.h", '#include "core/listing.h"', "public-no-src", None),
     ("include/idem/record.h", "#include <hiredis/hiredis.h>", "public-std-boost", None),
     ("include/idem/operations.h", "#include <boost/asio/post.hpp>", "on-uncertain-pure",
      "include/idem/on_uncertain.h"),
     ("include/idem/guard.h", '#include "engine/claim.h"', "public-no-engine", None),
-    ("src/core/key.cpp", '#include "gateway/route.h"', "core-below-users", None),
+    ("src/core/listing.cpp", '#include "gateway/model/route.h"', "core-below-users", None),
     ("src/core/listing.h", '#include "idem/async.h"', "core-no-asio", None),
     ("src/stores/memory/memory_store.cpp", '#include "lib/wait_budget.h"', "stores-below-faces", None),
     ("src/engine/claim.cpp", '#include "lib/wait_budget.h"', "engine-on-store-api", None),
     ("src/lib/guard.cpp", '#include "stores/memory/memory_store.h"', "lib-on-engine", None),
-    ("src/util/planted.h", '#include "core/key.h"', "util-lowest", None),
-    ("src/gateway/waiters.cpp", '#include "cli/service_notify.h"', "gateway-on-store-api", None),
-    ("src/gateway/route.cpp", "#include <boost/asio.hpp>", "model-no-asio", None),
-    ("src/gateway/route.h", '#include "idem/async.h"', "model-no-asio", None),
-    ("src/gateway/request_identity.cpp", '#include "gateway/http/upstream.h"', "model-no-runtime", None),
-    ("src/gateway/admin/record_list.cpp", '#include "gateway/gateway.h"', "admin-no-pipeline", None),
+    ("src/util/planted.h", '#include "core/listing.h"', "util-lowest", None),
+    ("src/gateway/pipeline/waiters.cpp", '#include "cli/service_notify.h"', "gateway-on-store-api", None),
+    ("src/gateway/model/route.cpp", "#include <boost/asio.hpp>", "model-no-asio", None),
+    ("src/gateway/model/route.h", '#include "idem/async.h"', "model-no-asio", None),
+    ("src/gateway/model/request_identity.cpp", '#include "gateway/http/upstream.h"', "model-no-runtime", None),
+    ("src/gateway/model/planted.h", '#include "gateway/pipeline/metrics.h"', "model-no-runtime", None),
+    ("src/gateway/admin/record_list.cpp", '#include "gateway/pipeline/gateway.h"', "admin-no-pipeline", None),
     ("src/gateway/http/relay.cpp", '#include "gateway/admin/record_list.h"', "gateway-cycles", None),
+    ("src/gateway/planted.cpp", '#include "idem/status.h"', "gateway-cycles", None),  # outside every layer
 ]
 
 
 def self_test(root):
     """In a copy of the real tree, each plant is reported by its rule, a source added to
-    idem_gateway_core is checked as the model, and a gone KNOWN_BACK_EDGES entry fails."""
+    idem_gateway_model is checked as the model (and must lie in model/), and a gone
+    KNOWN_BACK_EDGES entry fails."""
     scratch = tempfile.mkdtemp(prefix="idem-layering-selftest-")
     try:
         def fresh():
@@ -346,12 +343,14 @@ def self_test(root):
             t = fresh()
             edit(t, path, lambda text: text + line + "\n")
             expect(set(check(t)[0]) - before, rule, where or path)
-        # A source added to idem_gateway_core is part of the model.
+        # A source added to idem_gateway_model is part of the model, and must lie in model/.
         t = fresh()
         edit(t, "src/gateway/CMakeLists.txt", lambda text: text.replace(
-            "add_library(idem_gateway_core STATIC", "add_library(idem_gateway_core STATIC\n  planted_model.cpp"))
-        edit(t, "src/gateway/planted_model.cpp", lambda text: '#include "gateway/gateway.h"\n')
-        expect(set(check(t)[0]) - before, "model-no-runtime", "src/gateway/planted_model.cpp")
+            "add_library(idem_gateway_model STATIC", "add_library(idem_gateway_model STATIC\n  http/planted_model.cpp"))
+        edit(t, "src/gateway/http/planted_model.cpp", lambda text: '#include "gateway/pipeline/gateway.h"\n')
+        found = set(check(t)[0]) - before
+        expect(found, "model-no-runtime", "src/gateway/http/planted_model.cpp")
+        expect(found, "model-folder", "src/gateway/http/planted_model.cpp")
         # An allow-listed back edge that is gone must leave the list.
         t = fresh()
         (path, key), _ = sorted(KNOWN_BACK_EDGES.items())[0]

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "util/ceil_ms.h"
 #include "util/hex.h"
 #include "util/percent.h"
 #include "util/rfc3339.h"
@@ -17,6 +18,22 @@ namespace idem::util {
 namespace {
 
 using namespace std::string_literals;
+
+// --- ceil_ms.h ---
+
+TEST(CeilMs, RoundsUpToWholeMilliseconds) {
+  using std::chrono::microseconds;
+  using namespace std::chrono_literals;
+  static_assert(ceil_ms(1us) == 1);
+  EXPECT_EQ(ceil_ms(microseconds::zero()), 0);
+  EXPECT_EQ(ceil_ms(1us), 1);
+  EXPECT_EQ(ceil_ms(999us), 1);
+  EXPECT_EQ(ceil_ms(1ms), 1);
+  EXPECT_EQ(ceil_ms(1001us), 2);
+  EXPECT_EQ(ceil_ms(1500ms), 1500);
+  EXPECT_EQ(ceil_ms(30s), 30000);
+  EXPECT_EQ(ceil_ms(microseconds::max()), microseconds::max().count() / 1000 + 1);
+}
 
 // --- hex.h ---
 

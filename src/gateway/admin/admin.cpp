@@ -5,17 +5,18 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
-#include "core/canonical_json.h"
-#include "core/units.h"
 #include "gateway/admin/raw_json.h"
 #include "gateway/admin/record_json.h"
 #include "gateway/admin/record_list.h"
 #include "gateway/admin/ui_assets.h"
 #include "gateway/http/header_fields.h"
-#include "gateway/http/request.h"
-#include "gateway/route.h"
-#include "gateway/stored_result.h"
+#include "gateway/model/canonical_json.h"
+#include "gateway/model/request_view.h"
+#include "gateway/model/route.h"
+#include "gateway/model/units.h"
+#include "gateway/pipeline/stored_result.h"
 #include "idem/async.h"
+#include "util/ceil_ms.h"
 #include "util/percent.h"
 
 namespace idem::gateway {
@@ -351,7 +352,7 @@ awaitable<HttpResponse> Admin::control_begin(ControlCall& c) {
     o["recovered"] = r->recovered;
     if (r->recovered) o["previous_fence"] = r->previous_fence;
   } else if (r->kind == BeginOutcome::Kind::in_progress) {
-    o["retry_after_ms"] = ceil_ms(r->retry_after);
+    o["retry_after_ms"] = util::ceil_ms(r->retry_after);
   } else if (r->kind == BeginOutcome::Kind::replay) {
     Result<StoredResult> s = decode_stored_result(r->result);
     if (s && s->kind == StoredResult::Kind::json)  // as committed, byte for byte
@@ -467,7 +468,7 @@ awaitable<HttpResponse> Admin::control_lock(ControlCall& c) {
   if (r->kind == LockOutcome::Kind::locked)
     o["fence"] = r->fence;
   else
-    o["retry_after_ms"] = ceil_ms(r->retry_after);
+    o["retry_after_ms"] = util::ceil_ms(r->retry_after);
   co_return c.ok(json::serialize(o));
 }
 

@@ -14,11 +14,11 @@
 
 #include <boost/asio/awaitable.hpp>
 
-#include "gateway/admin/admin_access.h"
-#include "gateway/admin/metrics.h"
-#include "gateway/config/config.h"
 #include "gateway/http/http_reply.h"
-#include "gateway/replay_cache.h"
+#include "gateway/model/admin_access.h"
+#include "gateway/model/config/config.h"
+#include "gateway/pipeline/metrics.h"
+#include "gateway/pipeline/replay_cache.h"
 #include "idem/store.h"
 
 namespace idem::gateway {

@@ -2,7 +2,7 @@
 
 #include <boost/json.hpp>
 
-#include "core/canonical_json.h"
+#include "gateway/model/canonical_json.h"
 
 namespace idem::gateway {
 namespace {

@@ -5,9 +5,9 @@
 #include <boost/json.hpp>
 
 #include "gateway/admin/record_json.h"
-#include "gateway/http/request.h"
-#include "gateway/route.h"
-#include "gateway/stored_result.h"
+#include "gateway/model/request_view.h"
+#include "gateway/model/route.h"
+#include "gateway/pipeline/stored_result.h"
 
 namespace idem::gateway {
 

@@ -6,7 +6,7 @@
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
 
-#include "gateway/http/request.h"
+#include "gateway/model/request_view.h"
 #include "util/ascii.h"
 #include "util/percent.h"
 

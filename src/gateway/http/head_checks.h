@@ -12,7 +12,7 @@
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/message.hpp>
 
-#include "gateway/problem.h"
+#include "gateway/model/problem.h"
 
 namespace idem::gateway {
 

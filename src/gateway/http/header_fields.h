@@ -1,4 +1,4 @@
-// The one adapter from a Beast request head to the model's view of it (http/request.h): the
+// The one adapter from a Beast request head to the model's view of it (model/request_view.h): the
 // HTTP layer, the pipeline and the admin listener read header fields through it, so no
 // model file needs Beast.
 #pragma once
@@ -10,7 +10,7 @@
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/message.hpp>
 
-#include "gateway/http/request.h"
+#include "gateway/model/request_view.h"
 
 namespace idem::gateway {
 

@@ -8,7 +8,7 @@
 
 #include <boost/json.hpp>
 
-#include "core/units.h"
+#include "gateway/model/units.h"
 #include "util/ascii.h"
 
 namespace idem::gateway {

@@ -14,7 +14,7 @@
 #include <boost/beast/http.hpp>
 
 #include "gateway/http/hop_by_hop.h"
-#include "gateway/problem.h"
+#include "gateway/model/problem.h"
 #include "idem/clock.h"
 
 namespace idem::gateway {

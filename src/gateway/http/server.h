@@ -33,9 +33,9 @@
 #include <boost/beast/core/tcp_stream.hpp>
 
 #include "gateway/admin/admin.h"
-#include "gateway/gateway.h"
 #include "gateway/http/http_body.h"
 #include "gateway/http/io_pool.h"
+#include "gateway/pipeline/gateway.h"
 
 namespace idem::gateway {
 

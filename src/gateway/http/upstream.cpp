@@ -19,7 +19,7 @@
 
 #include "gateway/http/body_parse.h"
 #include "gateway/http/head_writer.h"
-#include "gateway/http/request.h"
+#include "gateway/model/request_view.h"
 #include "util/ascii.h"
 #include "util/asio_tokens.h"
 

@@ -30,9 +30,9 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 
-#include "gateway/config/address.h"
 #include "gateway/http/http_reply.h"
-#include "gateway/request_meta.h"
+#include "gateway/model/config/address.h"
+#include "gateway/model/request_meta.h"
 
 namespace idem::gateway {
 

@@ -1,0 +1,149 @@
+// The gateway's configuration (docs/configuration.md) and how it is read: a YAML file, the defaults
+// `idem serve --upstream URL` runs with, and the command-line flags that override both.
+// Loading validates everything a config can get wrong, so a running gateway never meets
+// an invalid setting; any mistake throws ConfigError naming the file, line and key.
+// Loading has no global state (it reads the environment through a ConfigEnvironment, and
+// the file in load_config_file); a loaded Config is immutable and safe to share between
+// threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/model/config/address.h"
+#include "gateway/model/policy.h"
+#include "gateway/model/route.h"
+#include "idem/clock.h"
+
+namespace idem::gateway {
+
+// An invalid configuration. what() reads "idem.yaml:12: routes[1].match.path: must start
+// with '/'" (source:line: key: reason); parts that do not apply are left out: no line for
+// a file that cannot be read, no source and line for a flag ("--upstream: ..."). Control
+// characters (bytes below 0x20, and 0x7F) in any part are written \xHH, in what() and in
+// the accessors alike.
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(std::string source, int line, std::string key, std::string reason);
+
+  const std::string& source() const noexcept { return source_; }  // file name, or "" for flags
+  int line() const noexcept { return line_; }                     // 1-based; 0 when none applies
+  const std::string& key() const noexcept { return key_; }        // "routes[1].match.path", "--upstream"
+  const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  std::string source_;
+  int line_;
+  std::string key_;
+  std::string reason_;
+};
+
+// How a config reads the environment: the variable admin.token_env names, and `${NAME}` in
+// any string value (docs/configuration.md, "Secrets from the environment").
+struct ConfigEnvironment {
+  // The variable's value, or nullopt when it is unset. Null: the process environment.
+  std::function<std::optional<std::string>(const std::string& name)> lookup = {};
+  // True (`idem serve`, `idem check --strict`): an unset variable is a ConfigError naming
+  // it. False (`idem check`): it is a warning, added to `warnings`, and reads as empty (an
+  // unset token_env as a token that is set), so a config can be checked on a machine that
+  // does not hold its secrets.
+  bool strict = true;
+  std::vector<ConfigError>* warnings = nullptr;
+
+  std::optional<std::string> get(const std::string& name) const;
+};
+
+struct AdminConfig {
+  ListenAddress listen{"127.0.0.1", 9901};
+  std::string token_env;  // the variable named by admin.token_env, or "" for none
+  std::string token;      // its value at load time; never empty when token_env is set
+};
+
+struct TokensConfig {
+  Duration ttl = std::chrono::minutes(10);  // at least 1s
+  Subject subject;                          // defaults to defaults.subject
+};
+
+// `replay_cache` (docs/gateway.md, "Replays from memory").
+struct ReplayCacheConfig {
+  std::size_t max_bytes = 16u << 20;  // 0 turns the cache off
+  // On stores shared by many gateways (Redis, PostgreSQL, MySQL): how long a cached result is
+  // served without asking the store, so how long a removal on another instance may go
+  // unseen. Memory and SQLite stores are exact and ignore it.
+  Duration shared_ttl = std::chrono::seconds(1);
+
+  friend bool operator==(const ReplayCacheConfig&, const ReplayCacheConfig&) = default;
+};
+
+struct Config {
+  std::string source;  // the file it was read from, for errors found later ("" without one)
+  ListenAddress listen{"127.0.0.1", 8080};
+  std::optional<UpstreamUrl> upstream;  // required to serve: from the file or --upstream
+  // `upstream_idle_timeout`: how long an idle upstream connection is kept for reuse (0:
+  // never reused). Keep it below the upstream's own keep-alive timeout; a shorter
+  // Keep-Alive: timeout=N announced by the upstream is honoured too.
+  Duration upstream_idle = std::chrono::seconds(3);
+  std::string store = "sqlite:./idem.db";
+  AdminConfig admin;
+  Policy defaults;
+  TokensConfig tokens;
+  ReplayCacheConfig replay_cache;
+  // In order; the first match wins. Never empty: without `routes` the default route
+  // (default_route(defaults)).
+  std::vector<Route> routes;
+};
+
+// What `idem serve` runs without a config file: listen 127.0.0.1:8080, admin
+// 127.0.0.1:9901 without a token, store sqlite:./idem.db, every default, the default route
+// and no upstream (to be given by --upstream).
+Config default_config();
+
+// Reads the YAML text of a config; `name` is the file name used in messages. Every key is
+// read and checked; unknown or repeated keys, values of the wrong type or out of range, and
+// the rules that tie settings together (token_env set and non-empty; every duration at most
+// 3650d and every size at most 1GiB; lease ≥ 100ms; retention, upstream_timeout > 0;
+// tokens.ttl ≥ 1s; no `key: token` with `mode: lock`; no route-level `subject` on a token
+// route; unique route names; templates naming path parameters the route has) throw
+// ConfigError, as do YAML syntax errors and more than one YAML document. An empty text is
+// the default config.
+// `${NAME}` in a value is replaced by the variable's value (not read again for `${`), `$${`
+// is a literal `${`, and a `$` before anything else is itself; a `${` without its `}` or
+// with a name that is not letters, digits and `_` (not starting with a digit) is an error.
+Config load_config_text(std::string_view yaml, std::string_view name, const ConfigEnvironment& env = {});
+
+// load_config_text of the file at `path`; ConfigError also when it cannot be read.
+Config load_config_file(const std::string& path, const ConfigEnvironment& env = {});
+
+// Command-line flags (docs/configuration.md, "Command line"), which override the config file.
+struct CliOverrides {
+  std::optional<std::string> listen{};    // --listen ADDR
+  std::optional<std::string> upstream{};  // --upstream URL
+  std::optional<std::string> store{};     // --store URI
+  std::optional<std::string> admin{};     // --admin ADDR
+};
+
+// Applies the flags that are set, validated as the config keys are; ConfigError names the
+// flag ("--upstream: https is not supported ...").
+void apply_overrides(Config& config, const CliOverrides& flags);
+
+// What a stored response adds to its body: its status and headers, which the upstream client
+// reads up to 64 KiB of (a longer response head is refused).
+inline constexpr std::uint64_t kStoredHeadersMargin = 64 * 1024;
+
+// ConfigError unless the store holds every route's largest stored response: a route's
+// max_result plus kStoredHeadersMargin must be at most `store_max_result`
+// (Store::max_result_bytes() of the store it will run on, `store_name` its traits' name).
+// The error names the route and the line that set max_result (docs/configuration.md).
+void require_store_holds_results(const Config& config, std::uint64_t store_max_result,
+                                 std::string_view store_name);
+
+// ConfigError unless the config can be served: an upstream is required (from the file or
+// --upstream). `idem check` does not require one, since --upstream may supply it.
+void require_upstream(const Config& config);
+
+}  // namespace idem::gateway

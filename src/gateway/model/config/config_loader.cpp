@@ -1,0 +1,383 @@
+// load_config_text: reads the document key by key through a YamlReader, so every error
+// names its line and dotted key, then checks the rules that tie settings together.
+#include <string>
+#include <vector>
+
+#include "gateway/model/config/config.h"
+#include "gateway/model/config/config_checks.h"
+#include "gateway/model/config/yaml_reader.h"
+#include "gateway/model/key.h"
+
+namespace idem::gateway {
+namespace {
+
+const Names kTopKeys = {"listen",   "upstream", "upstream_idle_timeout", "store", "admin",
+                        "defaults", "tokens",   "replay_cache",          "routes"};
+const Names kPolicyKeys = {"retention",   "lease",          "wait",         "upstream_timeout",
+                           "subject",     "on_store_error", "on_duplicate", "on_uncertain",
+                           "fingerprint", "cache_5xx",      "max_body",     "max_result"};
+const Names kRouteKeys = {"name", "match", "key", "key_space", "required", "mode"};
+
+constexpr Duration kPositive(1);
+
+bool is_tchar(char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool is_token(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!is_tchar(c)) return false;
+  }
+  return true;
+}
+
+bool is_route_name(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+              c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Where the fingerprint templates a route uses were written, for errors found when they
+// are checked against the route (a template in `defaults` is checked against every route).
+struct PolicyOrigin {
+  std::vector<Where> fields;
+  bool from_defaults = true;
+};
+
+class ConfigReader : public YamlReader {
+ public:
+  using YamlReader::YamlReader;
+
+  Config read(const YAML::Node& root);
+
+ private:
+  Subject subject(const Entry& e) const;
+  KeyTemplate key_template(const Entry& e) const;
+  FingerprintRule fingerprint(const Entry& e, PolicyOrigin& origin) const;
+  void read_policy(const std::vector<Entry>& es, Policy& p, PolicyOrigin& origin) const;
+  void read_admin(const Entry& admin, Config& c) const;
+  void read_tokens(const Entry& tokens, Config& c) const;
+  void read_replay_cache(const Entry& cache, Config& c) const;
+  std::vector<std::string> methods(const Entry& e) const;
+  KeyRule key_rule(const Entry& e) const;
+  Route read_route(const Entry& item, const Config& c, const PolicyOrigin& defaults, Where& name_at) const;
+  void check_templates(const KeyTemplate& t, const Route& r, const Where& w, bool from_defaults) const;
+  void check_fingerprint(const Route& r, const PolicyOrigin& origin) const;
+};
+
+Subject ConfigReader::subject(const Entry& e) const {
+  std::string s = scalar(e, "none, header:NAME or header-hash:NAME");
+  if (s == "none") return {};
+  for (auto [prefix, kind] : {std::pair{std::string_view("header:"), Subject::Kind::header},
+                              std::pair{std::string_view("header-hash:"), Subject::Kind::header_hash}}) {
+    if (!s.starts_with(prefix)) continue;
+    std::string name = s.substr(prefix.size());
+    if (!is_token(name)) fail(e, "'" + name + "' is not a header name");
+    return {kind, name};
+  }
+  fail(e, "expected none, header:NAME or header-hash:NAME, got '" + s + "'");
+}
+
+KeyTemplate ConfigReader::key_template(const Entry& e) const {
+  Result<KeyTemplate> t = KeyTemplate::parse(scalar(e, "a template such as \"{json.id}\""));
+  if (!t) fail(e, t.status().message());
+  return std::move(*t);
+}
+
+FingerprintRule ConfigReader::fingerprint(const Entry& e, PolicyOrigin& origin) const {
+  FingerprintRule rule;
+  origin = {{}, false};
+  if (e.value.IsSequence()) {
+    rule.kind = FingerprintRule::Kind::fields;
+    for (const Entry& item : items(e)) {
+      KeyTemplate t = key_template(item);
+      if (!t.has_placeholders())
+        fail(item, "a template without {placeholders} is the same for every request");
+      rule.fields.push_back(std::move(t));
+      origin.fields.push_back(where(item));
+    }
+    if (rule.fields.empty()) fail(e, "an empty list of templates; give some, or write none");
+    return rule;
+  }
+  const std::string expected = "body, json, none or a list of templates such as [\"{json.amount}\"]";
+  std::string s = scalar(e, expected.c_str());
+  if (s == "body")
+    rule.kind = FingerprintRule::Kind::body;
+  else if (s == "json")
+    rule.kind = FingerprintRule::Kind::json;
+  else if (s == "none")
+    rule.kind = FingerprintRule::Kind::none;
+  else
+    fail(e, "expected " + expected + ", got '" + s + "'");
+  return rule;
+}
+
+void ConfigReader::read_policy(const std::vector<Entry>& es, Policy& p, PolicyOrigin& origin) const {
+  for (const Entry& e : es) {
+    const std::string& k = e.key.Scalar();
+    if (k == "retention")
+      p.retention = duration(e, kPositive, "must be greater than 0");
+    else if (k == "lease")
+      p.lease = duration(e, kMinLease, "must be at least 100ms");
+    else if (k == "wait")
+      p.wait = duration(e, Duration::zero(), "must not be negative");
+    else if (k == "upstream_timeout")
+      p.upstream_timeout = duration(e, kPositive, "must be greater than 0");
+    else if (k == "subject")
+      p.subject = subject(e);
+    else if (k == "on_store_error")
+      p.on_store_error = static_cast<OnStoreError>(choice(e, {"reject", "pass"}));
+    else if (k == "on_duplicate")
+      p.on_duplicate = static_cast<OnDuplicate>(choice(e, {"replay", "reject"}));
+    else if (k == "on_uncertain")
+      p.on_uncertain = static_cast<OnUncertain>(choice(e, {"hold", "retry"}));
+    else if (k == "fingerprint")
+      p.fingerprint = fingerprint(e, origin);
+    else if (k == "cache_5xx")
+      p.cache_5xx = boolean(e);
+    else if (k == "max_body")
+      p.max_body = size(e);
+    else if (k == "max_result") {
+      p.max_result = size(e);
+      p.max_result_line = where(e).line;
+      p.max_result_key = e.path;
+    }
+  }
+}
+
+void ConfigReader::read_admin(const Entry& admin, Config& c) const {
+  std::vector<Entry> es = entries(admin.value, where(admin), {{"listen", "token_env"}});
+  const Entry* listen = find(es, "listen");
+  if (listen) {
+    Result<ListenAddress> a = parse_listen_address(scalar(*listen, "HOST:PORT or :PORT"));
+    if (!a) fail(*listen, a.status().message());
+    c.admin.listen = *a;
+  }
+  if (const Entry* e = find(es, "token_env")) {
+    std::string var = scalar(*e, "the name of an environment variable");
+    if (var.empty() || var.find('=') != std::string::npos) fail(*e, "'" + var + "' is not a variable name");
+    std::optional<std::string> value = variable(*e, var);
+    if (value && value->empty()) fail(*e, "the environment variable " + var + " is empty");
+    c.admin.token_env = var;
+    // Unset, under a lenient environment (idem check): a token is configured all the same.
+    c.admin.token = value.value_or("(unset)");
+  }
+  if (auto why = config_checks::admin_exposed(c)) fail(listen ? where(*listen) : where(admin), *why);
+}
+
+void ConfigReader::read_tokens(const Entry& tokens, Config& c) const {
+  std::vector<Entry> es = entries(tokens.value, where(tokens), {{"ttl", "subject"}});
+  if (const Entry* e = find(es, "ttl"))
+    c.tokens.ttl = duration(*e, std::chrono::seconds(1), "must be at least 1s");
+  if (const Entry* e = find(es, "subject")) c.tokens.subject = subject(*e);
+}
+
+void ConfigReader::read_replay_cache(const Entry& cache, Config& c) const {
+  std::vector<Entry> es = entries(cache.value, where(cache), {{"max_bytes", "shared_ttl"}});
+  if (const Entry* e = find(es, "max_bytes")) c.replay_cache.max_bytes = size(*e);
+  if (const Entry* e = find(es, "shared_ttl"))
+    c.replay_cache.shared_ttl = duration(*e, Duration::zero(), "must not be negative");
+}
+
+std::vector<std::string> ConfigReader::methods(const Entry& e) const {
+  std::vector<Entry> list = e.value.IsSequence() ? items(e) : std::vector<Entry>{e};
+  if (list.empty()) fail(e, "an empty list of methods matches nothing");
+  std::vector<std::string> out;
+  for (const Entry& item : list) {
+    std::string m = scalar(item, "a method such as POST, or a list of methods");
+    if (!is_token(m)) fail(item, "'" + m + "' is not an HTTP method");
+    // Methods are case-sensitive on the wire; a config saying `post` means POST.
+    for (char& ch : m) ch = (ch >= 'a' && ch <= 'z') ? static_cast<char>(ch - 'a' + 'A') : ch;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+KeyRule ConfigReader::key_rule(const Entry& e) const {
+  std::string s = scalar(e, "header:NAME, token, or a template such as \"pay:{json.id}\"");
+  KeyRule k;
+  if (s == "token") {
+    k.kind = KeyRule::Kind::token;
+    return k;
+  }
+  if (s.starts_with("header:") && is_token(s.substr(7))) {
+    k.header = s.substr(7);
+    return k;
+  }
+  k.kind = KeyRule::Kind::templated;
+  k.key_template = key_template(e);
+  std::size_t literal_size = 0;
+  for (const KeyTemplate::Part& part : k.key_template.parts()) {
+    if (!part.literal) continue;
+    literal_size += part.text.size();
+    for (char c : part.text) {
+      if (c < 0x21 || c > 0x7E)
+        fail(e, "keys are visible ASCII: the template's text may not hold spaces or other characters");
+    }
+  }
+  if (literal_size > kMaxKeyLength) fail(e, "the template's text alone is longer than a key may be (255)");
+  if (auto why = unseparated_placeholders(k.key_template)) fail(e, *why);
+  return k;
+}
+
+void ConfigReader::check_templates(const KeyTemplate& t, const Route& r, const Where& w,
+                                   bool from_defaults) const {
+  const std::string of_route = from_defaults ? " of route '" + r.name + "'" : "";
+  for (const KeyTemplate::Part& part : t.parts()) {
+    if (part.literal) continue;
+    if (part.source == KeyTemplate::Source::path && !r.path.has_param(part.name)) {
+      fail(w, part.text + " is not a parameter of match.path \"" + r.path.text() + "\"" + of_route);
+    }
+    if (part.source == KeyTemplate::Source::subject && r.policy.subject.kind == Subject::Kind::none) {
+      fail(w, "{subject} needs a subject (header:NAME or header-hash:NAME)" +
+                  (from_defaults ? ", and route '" + r.name + "' has none" : std::string()));
+    }
+  }
+}
+
+void ConfigReader::check_fingerprint(const Route& r, const PolicyOrigin& origin) const {
+  if (r.mode == Mode::lock) return;  // a lock does not fingerprint
+  const std::vector<KeyTemplate>& fields = r.policy.fingerprint.fields;
+  for (std::size_t i = 0; i < fields.size() && i < origin.fields.size(); ++i) {
+    check_templates(fields[i], r, origin.fields[i], origin.from_defaults);
+  }
+}
+
+Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyOrigin& defaults,
+                               Where& name_at) const {
+  const Where at = where(item);
+  if (!item.value.IsMap()) fail(at, "expected a route: a mapping with name and match");
+  std::vector<Entry> es = entries(item.value, at, {kRouteKeys, kPolicyKeys});
+  Route r;
+  r.policy = c.defaults;
+
+  const Entry& name = require(es, "name", at);
+  r.name = scalar(name, "a route name");
+  if (!is_route_name(r.name)) fail(name, "a route name is letters, digits, '-', '_' and '.'");
+  name_at = where(name);
+  r.key_space = r.name;
+  if (const Entry* e = find(es, "key_space")) {
+    r.key_space = scalar(*e, "a key space name");
+    if (!is_key_space(r.key_space)) fail(*e, "a key space is 1-64 letters, digits, '-', '_' and '.'");
+  } else if (!is_key_space(r.key_space)) {
+    fail(name,
+         "a route's records are kept under its name, and a key space is at most 64 characters: give "
+         "this route a shorter name or a key_space");
+  }
+
+  const Entry& match = require(es, "match", at);
+  std::vector<Entry> ms = entries(match.value, where(match), {{"method", "path"}});
+  r.methods = methods(require(ms, "method", where(match)));
+  const Entry& path = require(ms, "path", where(match));
+  Result<PathPattern> pattern = PathPattern::parse(scalar(path, "a path such as /orders"));
+  if (!pattern) fail(path, pattern.status().message());
+  r.path = std::move(*pattern);
+
+  const Entry* key = find(es, "key");
+  if (key) r.key = key_rule(*key);
+  if (const Entry* e = find(es, "required")) r.required = boolean(*e);
+  const Entry* mode = find(es, "mode");
+  if (mode) r.mode = static_cast<Mode>(choice(*mode, {"replay", "lock"}));
+  PolicyOrigin origin = defaults;
+  read_policy(es, r.policy, origin);
+
+  if (r.key.kind == KeyRule::Kind::token) {
+    if (mode && r.mode == Mode::lock) fail(*mode, "lock cannot be used with key: token");
+    if (const Entry* s = find(es, "subject")) {
+      fail(*s, "a token route takes its subject from tokens.subject; remove it here");
+    }
+    r.policy.subject = c.tokens.subject;
+  }
+  if (r.key.kind == KeyRule::Kind::templated) {
+    if (!r.key.key_template.has_placeholders() && r.mode == Mode::replay) {
+      fail(*key,
+           "a key without {placeholders} is the same for every request (write header:NAME for a key "
+           "sent in a header)");
+    }
+    check_templates(r.key.key_template, r, where(*key), false);
+  }
+  check_fingerprint(r, origin);
+  return r;
+}
+
+Config ConfigReader::read(const YAML::Node& root) {
+  Config c;
+  if (!root.IsNull() && !root.IsMap()) {
+    fail({line_of(root), ""}, "expected a mapping of settings (listen, upstream, store, routes, ...)");
+  }
+  std::vector<Entry> es = entries(root, {1, ""}, {kTopKeys});
+
+  const Entry* listen = find(es, "listen");
+  if (listen) {
+    Result<ListenAddress> a = parse_listen_address(scalar(*listen, "HOST:PORT or :PORT"));
+    if (!a) fail(*listen, a.status().message());
+    c.listen = *a;
+  }
+  if (const Entry* e = find(es, "upstream")) {
+    Result<UpstreamUrl> u = parse_upstream_url(scalar(*e, "a URL such as http://127.0.0.1:9000"));
+    if (!u) fail(*e, u.status().message());
+    c.upstream = *u;
+  }
+  if (const Entry* e = find(es, "upstream_idle_timeout"))
+    c.upstream_idle = duration(*e, Duration::zero(), "must not be negative");
+  if (const Entry* e = find(es, "store")) {
+    c.store = scalar(*e, "a store URI such as sqlite:./idem.db");
+    if (Status s = check_store_uri(c.store); !s) fail(*e, s.message());
+  }
+  const Entry* admin = find(es, "admin");
+  if (admin) read_admin(*admin, c);
+  if (auto why = config_checks::listeners_collide(c)) {
+    fail(admin ? where(*admin) : where(*listen), *why);
+  }
+
+  PolicyOrigin defaults_origin;
+  if (const Entry* e = find(es, "defaults")) {
+    read_policy(entries(e->value, where(*e), {kPolicyKeys}), c.defaults, defaults_origin);
+  }
+  defaults_origin.from_defaults = true;
+  c.tokens.subject = c.defaults.subject;
+  if (const Entry* e = find(es, "tokens")) read_tokens(*e, c);
+  if (const Entry* e = find(es, "replay_cache")) read_replay_cache(*e, c);
+
+  const Entry* routes = find(es, "routes");
+  if (routes && !routes->value.IsNull()) {
+    for (const Entry& item : items(*routes)) {
+      Where name_at;
+      Route r = read_route(item, c, defaults_origin, name_at);
+      for (std::size_t i = 0; i < c.routes.size(); ++i) {
+        if (c.routes[i].name == r.name) {
+          fail(name_at, "route name '" + r.name + "' is already used by routes[" + std::to_string(i) + "]");
+        }
+      }
+      c.routes.push_back(std::move(r));
+    }
+  }
+  if (c.routes.empty()) {  // no routes (or an empty list): the default route
+    c.routes.push_back(default_route(c.defaults));
+    check_fingerprint(c.routes.back(), defaults_origin);
+  }
+  return c;
+}
+
+}  // namespace
+
+Config load_config_text(std::string_view yaml, std::string_view name, const ConfigEnvironment& env) {
+  ConfigReader reader{std::string(name), env};
+  YAML::Node root = reader.parse_document(yaml);
+  try {
+    Config c = reader.read(root);
+    c.source = std::string(name);
+    return c;
+  } catch (const YAML::Exception& e) {
+    // Reading a parsed document should not throw; if yaml-cpp does, it is still a config error.
+    reader.fail({e.mark.is_null() ? 0 : e.mark.line + 1, ""}, "invalid YAML: " + e.msg);
+  }
+}
+
+}  // namespace idem::gateway

@@ -1,0 +1,119 @@
+#include "gateway/model/request_identity.h"
+
+#include <new>
+
+#include <openssl/evp.h>
+
+#include "gateway/model/key.h"
+#include "gateway/model/key_template.h"
+#include "gateway/model/request_fingerprint.h"
+#include "idem/fingerprint.h"
+
+namespace idem::gateway {
+namespace {
+
+// Step 1: the subject's value, "" when the route has none.
+ProblemOr<std::string> subject_of(const Subject& subject, const RequestView& head) {
+  if (subject.kind == Subject::Kind::none) return std::string();
+  std::optional<std::string> value = find_header(head.headers, subject.header);
+  if (!value || value->empty()) {
+    return Rejection{Problem::subject_missing, "the " + subject.header + " header is missing"};
+  }
+  if (subject.kind == Subject::Kind::header_hash) return hash_subject(*value);
+  return std::move(*value);
+}
+
+// Step 2 for header and token keys: the key, or nothing when absent (the caller decides
+// between `*_missing` and unprotected).
+ProblemOr<std::optional<std::string>> key_from_header(const RequestView& head, std::string_view name,
+                                                      Problem invalid) {
+  std::size_t n = count_headers(head.headers, name);
+  if (n == 0) return std::optional<std::string>();
+  if (n > 1) return Rejection{invalid, "the " + std::string(name) + " header is sent more than once"};
+  Result<std::string> key = parse_key_header(*find_header(head.headers, name));
+  if (!key) return Rejection{invalid, std::string(name) + ": " + key.status().message()};
+  return std::optional<std::string>(std::move(*key));
+}
+
+}  // namespace
+
+Decision check_head(const Route& route, const RequestView& head) {
+  ProblemOr<std::string> scope = subject_of(route.policy.subject, head);
+  if (!scope) return Decision::reject(std::move(scope).rejection());
+
+  Decision d;
+  d.identity.scope = std::move(*scope);
+  if (route.key.kind == KeyRule::Kind::templated) return d;  // rendered after the body is read
+
+  const bool token = route.key.kind == KeyRule::Kind::token;
+  const std::string_view header = token ? kTokenHeader : std::string_view(route.key.header);
+  auto key = key_from_header(head, header, token ? Problem::token_invalid : Problem::key_invalid);
+  if (!key) return Decision::reject(std::move(key).rejection());
+  if (!key->has_value()) {
+    if (!route.required) return Decision::unprotected();
+    return Decision::reject({token ? Problem::token_missing : Problem::key_missing,
+                             "the " + std::string(header) + " header is missing"});
+  }
+  d.identity.key = std::move(**key);
+  return d;
+}
+
+std::optional<Rejection> check_body_size(const Route& route, std::uint64_t size) {
+  if (size <= route.policy.max_body) return std::nullopt;
+  return Rejection{Problem::body_too_large,
+                   "the request body is larger than " + std::to_string(route.policy.max_body) + " bytes"};
+}
+
+Decision identify(const Route& route, const PathParams& params, const RequestView& request, Decision head) {
+  if (head.verdict != Verdict::protect) return head;
+  // One context for the key and the fingerprint, so the body is parsed at most once.
+  RequestContext context(request, params, head.identity.scope);
+
+  if (route.key.kind == KeyRule::Kind::templated) {
+    ProblemOr<std::string> key = render_key(route.key.key_template, context);
+    if (!key) {
+      if (key.problem() == Problem::key_missing && !route.required) return Decision::unprotected();
+      return Decision::reject(std::move(key).rejection());
+    }
+    head.identity.key = std::move(*key);
+  }
+  head.identity.record_key = stored_key(route.key_space, head.identity.key);
+
+  // A lock only excludes; there is no stored result for a fingerprint to protect.
+  if (route.mode == Mode::replay) {
+    ProblemOr<std::string> fingerprint = request_fingerprint(route.policy.fingerprint, context);
+    if (!fingerprint) return Decision::reject(std::move(fingerprint).rejection());
+    head.identity.fingerprint = std::move(*fingerprint);
+  }
+  return head;
+}
+
+Decision identify_request(const RouteMatch& match, const RequestView& request) {
+  Decision head = check_head(*match.route, request);
+  if (head.verdict != Verdict::protect) return head;
+  if (auto too_large = check_body_size(*match.route, request.body.size())) {
+    return Decision::reject(std::move(*too_large));
+  }
+  return identify(*match.route, match.params, request, std::move(head));
+}
+
+std::string hash_subject(std::string_view value) {
+  // The algorithm is fetched once and each thread keeps its context: EVP_Digest fetches
+  // and allocates on every call, which cost more than hashing a short value.
+  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  struct Context {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    ~Context() { EVP_MD_CTX_free(ctx); }
+  };
+  thread_local Context context;
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_MD_CTX* ctx = context.ctx;
+  if (sha256 == nullptr || ctx == nullptr || EVP_DigestInit_ex2(ctx, sha256, nullptr) != 1 ||
+      EVP_DigestUpdate(ctx, value.data(), value.size()) != 1 || EVP_DigestFinal_ex(ctx, digest, &size) != 1) {
+    throw std::bad_alloc();  // SHA-256 fails only when it cannot allocate
+  }
+  return to_hex(std::string_view(reinterpret_cast<const char*>(digest), size));
+}
+
+}  // namespace idem::gateway

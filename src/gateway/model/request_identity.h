@@ -1,0 +1,86 @@
+// Who a protected request belongs to and what it is: the (scope, key) of its record and
+// its fingerprint, decided in the order docs/http.md, "Every problem", gives, cheapest checks first:
+//
+//   check_head        subject → key present and valid (header and token keys)
+//   (HTTP layer)      read the body, refusing more than check_body_size allows
+//   identify          render and validate template keys → fingerprint
+//   (HTTP layer)      claim → forward → store or release → answer
+//
+// Every check runs before anything is claimed: a request rejected here leaves no record,
+// consumes no token and takes no lock. Pure (no I/O); safe for concurrent use.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "gateway/model/problem.h"
+#include "gateway/model/request_view.h"
+#include "gateway/model/route.h"
+
+namespace idem::gateway {
+
+enum class Verdict {
+  protect,      // claim (scope, key) with the fingerprint
+  unprotected,  // required: false and no key: forward as is (counted `unprotected`)
+  reject,       // answer the rejection's problem; nothing is claimed
+};
+
+struct Identity {
+  std::string scope;  // the subject's value, or "" without a subject
+  // The client's key, the token, or the rendered template: what the upstream receives as
+  // Idempotency-Key, and what token operations take.
+  std::string key;
+  // stored_key(route.key_space, key): what record and lock operations take, so that no
+  // key a client chooses reaches the records of another key space.
+  std::string record_key;
+  std::string fingerprint;  // 16 bytes (none_fingerprint() under `none`); "" in lock mode
+};
+
+struct Decision {
+  Verdict verdict = Verdict::protect;
+  Rejection rejection{};  // only when verdict == reject
+  Identity identity;      // only when verdict == protect
+
+  static Decision reject(Rejection r) { return {Verdict::reject, std::move(r), {}}; }
+  static Decision unprotected() { return {Verdict::unprotected, {}, {}}; }
+};
+
+// The checks that need only the request head (method, target, headers; the body is not
+// looked at), in order:
+//   1. subject (route.policy.subject; on a token route that is tokens.subject):
+//      header:NAME → its value, header-hash:NAME → hash_subject(value);
+//      header absent or empty → subject_missing (also when `required: false`)
+//   2. header key (parse_key_header: plain or Structured Field string): absent →
+//      key_missing, or unprotected under `required: false`; malformed or sent twice →
+//      key_invalid. Token key (Idempotency-Token): absent → token_missing, or unprotected
+//      under `required: false`; malformed or sent twice → token_invalid (whether the token
+//      was issued is for the store to say). Template keys: left to identify().
+// On protect, identity holds the scope and, for header and token keys, the key.
+Decision check_head(const Route& route, const RequestView& head);
+
+// body_too_large when a body of `size` bytes exceeds the route's max_body; the HTTP layer
+// checks Content-Length with it before reading, and stops reading beyond it.
+std::optional<Rejection> check_body_size(const Route& route, std::uint64_t size);
+
+// The checks that need the body, after check_head said protect (any other `head` is
+// returned unchanged):
+//   3. template key: render_key; key_missing under `required: false` → unprotected;
+//      key_missing, key_invalid, body_invalid otherwise → reject
+//   4. fingerprint (replay mode only): request_fingerprint; body_invalid → reject
+// On protect, identity is complete, record_key included.
+// The body is parsed as JSON at most once for both. `params` are the route's captures.
+Decision identify(const Route& route, const PathParams& params, const RequestView& request, Decision head);
+
+// All of the above for a request whose body is already read: check_head →
+// check_body_size → identify. For tests and fuzzers, and for callers holding the whole
+// request.
+Decision identify_request(const RouteMatch& match, const RequestView& request);
+
+// The scope of a header-hash subject: the lowercase hex SHA-256 of `value` (64 characters),
+// which an operator can compute to find a user's records. Throws bad_alloc when OpenSSL
+// cannot allocate.
+std::string hash_subject(std::string_view value);
+
+}  // namespace idem::gateway

@@ -1,0 +1,113 @@
+// Routes (the `routes` of a config): which requests are protected and how. A route matches by
+// method and path pattern; the first matching route wins; unmatched requests are proxied
+// untouched. Pure; a loaded route table is immutable and safe to share between threads.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/model/key.h"
+#include "gateway/model/key_template.h"
+#include "gateway/model/policy.h"
+#include "gateway/model/request_view.h"
+#include "idem/limits.h"
+#include "idem/status.h"
+
+namespace idem::gateway {
+
+// `match.path`: "/orders" (exact), "/forms/*" (every path below "/forms/", the trailing
+// "/*" only), "/skus/{sku}/deduct" ({name} segments capture path parameters).
+// Matching errs on the side of protection (docs/gateway.md, "Route matching"): a request
+// path is compared the way common upstream frameworks route it, so that no spelling of a
+// protected path reaches the upstream unprotected: ASCII case folded, repeated '/' merged,
+// a trailing '/' ignored, ";parameters" in a segment ignored, percent-encoding decoded.
+// Captured parameters keep their case (two ids that differ only by case are two ids).
+// "/*" matches every path. The HTTP layer refuses targets that frameworks disagree on
+// (an encoded '/', '\', dot segments) before they get here.
+class PathPattern {
+ public:
+  // invalid_argument naming the reason: not starting with '/', a '?' or '#', a '*' other
+  // than a trailing "/*", a '{' or '}' that does not enclose a whole segment, a parameter
+  // name that is not letters, digits and '_', a parameter named twice.
+  static Result<PathPattern> parse(std::string_view text);
+
+  PathPattern() = default;  // matches nothing
+
+  const std::string& text() const noexcept { return text_; }
+  bool is_prefix() const noexcept { return prefix_; }
+  bool has_param(std::string_view name) const noexcept;
+
+  // The captured parameters when `path` (the path of an origin-form target, still
+  // percent-encoded, without the query) matches; nullopt otherwise.
+  std::optional<PathParams> match(std::string_view path) const;
+
+ private:
+  struct Segment {
+    bool param = false;
+    std::string text;  // a literal segment (decoded), or the parameter's name
+  };
+  std::string text_;
+  std::vector<Segment> segments_;
+  bool prefix_ = false;
+};
+
+enum class Mode { replay, lock };
+
+// `key`: header:NAME (a client-chosen key, default header:Idempotency-Key), token (a
+// one-time token sent as Idempotency-Token), or a template ("pay:{json.out_trade_no}").
+struct KeyRule {
+  enum class Kind { header, token, templated };
+  Kind kind = Kind::header;
+  std::string header = "Idempotency-Key";  // kind == header
+  KeyTemplate key_template;                // kind == templated
+};
+
+inline constexpr std::string_view kTokenHeader = "Idempotency-Token";
+
+struct Route {
+  std::string name;  // unique; the `route` label of metrics and logs
+  // The key space its records live in (docs/gateway.md, "Key spaces"): `key_space`, by
+  // default the name. Routes naming the same key space share records; no other route can
+  // reach them, whatever key a client sends.
+  std::string key_space;
+  std::vector<std::string> methods;  // upper case; a request's method must be one of them
+  PathPattern path;
+  KeyRule key;
+  bool required = true;  // false: a request without a key is forwarded unprotected
+  Mode mode = Mode::replay;
+  // defaults overridden by the route's own keys. On a token route, policy.subject is
+  // tokens.subject, so the identity code reads the subject in one place.
+  Policy policy;
+};
+
+// The longest key space: the longest key a record is stored under, "<key_space>:<key>" with
+// a key of kMaxKeyLength, is what every store holds (idem/limits.h).
+inline constexpr std::size_t kMaxKeySpaceLength = kMaxStoredKeyBytes - 1 - kMaxKeyLength;
+static_assert(kMaxKeySpaceLength == 64, "messages and docs say a key space is 1-64 characters");
+
+// True when `name` can name a key space: 1-64 of A-Z a-z 0-9 . _ -
+bool is_key_space(std::string_view name) noexcept;
+
+// The key a record is stored under: "<key_space>:<key>", where `key` is the key as the
+// route rendered it (the client's key, the token or the template's result).
+std::string stored_key(std::string_view key_space, std::string_view key);
+
+// The route protecting requests when the config has no `routes`: POST and PATCH on every
+// path, with an optional (required: false) Idempotency-Key header, named "default" (and
+// so is its key space).
+Route default_route(const Policy& defaults);
+
+struct RouteMatch {
+  const Route* route;  // points into the table given to match_route
+  PathParams params;
+};
+
+// The first route whose methods include `method` and whose path pattern matches the path
+// of `target` (origin-form; the query is ignored); nullopt when none does.
+std::optional<RouteMatch> match_route(std::span<const Route> routes, std::string_view method,
+                                      std::string_view target);
+
+}  // namespace idem::gateway

@@ -1,0 +1,550 @@
+#include "gateway/pipeline/gateway.h"
+
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include "gateway/http/header_fields.h"
+#include "gateway/model/request_meta.h"
+#include "gateway/model/request_view.h"
+#include "gateway/model/upstream_end.h"
+#include "gateway/pipeline/stored_result.h"
+#include "idem/async.h"
+#include "util/asio_tokens.h"
+#include "util/rfc3339.h"
+
+namespace idem::gateway {
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::use_awaitable;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+// What is read of a response that is passed on but never stored, before the rest streams.
+constexpr std::size_t kStreamedPrefix = 64 * 1024;
+// How often a waiter asks the store again, for holders on other instances.
+constexpr auto kPollInterval = std::chrono::milliseconds(200);
+// The most of each client-chosen value a log line holds (docs/observability.md).
+constexpr std::size_t kLoggedMethod = 32;
+constexpr std::size_t kLoggedPath = 1024;
+constexpr std::size_t kLoggedClient = 64;
+
+Duration since(Steady::time_point t0) { return std::chrono::duration_cast<Duration>(Steady::now() - t0); }
+
+// The upstream's response as its record keeps it (StoredResult codec).
+std::string stored_response(const HttpResponse& res) {
+  std::vector<std::pair<std::string_view, std::string_view>> fields;
+  fields.reserve(16);
+  for (const auto& f : res) fields.emplace_back(f.name_string(), f.value());
+  return encode_response(res.result_int(), fields, res.body());
+}
+
+Problem failure_problem(UpstreamResult::Kind k) {
+  return k == UpstreamResult::Kind::timeout ? Problem::upstream_timeout : Problem::upstream_unavailable;
+}
+
+// The record of an uncertain outcome, as the claim runner stores it (StoredResult codec).
+std::string_view uncertain_marker() {
+  static const std::string marker = [] {
+    StoredResult r;
+    r.kind = StoredResult::Kind::uncertain;
+    return encode(r);
+  }();
+  return marker;
+}
+
+ClaimPolicy claim_policy(const Policy& p) {
+  return ClaimPolicy{p.lease, p.retention, true, p.on_uncertain, uncertain_marker()};
+}
+
+}  // namespace
+
+ForwardRequest Gateway::forward_with_claim(const HttpRequest& req, const RequestMeta& meta,
+                                           std::string_view key, Fence fence) const {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, fence).ptr;
+  const std::array<std::pair<std::string_view, std::string_view>, 2> set{
+      {{"Idempotency-Key", key},
+       {kFenceHeader, std::string_view(digits, static_cast<std::size_t>(end - digits))}}};
+  return forward_request(req, upstream_.url(), meta, set);
+}
+
+Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,
+                 std::shared_ptr<const Clock> clock)
+    : config_(std::make_shared<const Config>(config)),
+      store_(store),
+      upstream_(upstream),
+      metrics_(metrics),
+      cache_(store, {config.replay_cache.max_bytes, config.replay_cache.shared_ttl}, std::move(clock)),
+      runner_(store, ClaimHooks{
+                         .settled = [this](const std::string& scope,
+                                           const std::string& key) { waiters_.notify(scope, key); },
+                         .observed = [this](const char* op, Duration latency,
+                                            const Status& status) { observed(op, latency, status); },
+                         .conflict = [this] { metrics_.count_store_conflict(); },
+                     }) {}
+
+void Gateway::observed(const char* op, Duration latency, const Status& status) {
+  metrics_.observe_store(op, latency);
+  if (!status.is_ok()) {
+    metrics_.count_store_error();
+    std::fprintf(stderr, "idem: store %s failed: %s\n", op, status.to_string().c_str());
+  }
+}
+
+template <class T>
+awaitable<Result<T>> Gateway::observe(const char* op, awaitable<Result<T>> call) {
+  const auto t0 = Steady::now();
+  Result<T> r = co_await std::move(call);
+  observed(op, since(t0), r ? Status::ok() : r.status());
+  if (r) runner_.store_answered();  // settles retried in the background go at once
+  co_return r;
+}
+
+Gateway::Reply Gateway::problem(const HttpRequest& req, Problem p, std::string_view detail,
+                                std::optional<Duration> retry_after) const {
+  return {problem_response(p, detail, req.version(), req.keep_alive(), retry_after), problem_metric_name(p)};
+}
+
+void Gateway::log(const Route& route, const Identity* id, std::string_view method, std::string_view target,
+                  const RequestMeta& meta, std::string_view outcome, unsigned status, Duration latency) {
+  // Written by hand into the batch: boost::json's object cost more than the rest of a
+  // replay. A route name is [A-Za-z0-9._-] (config checks it), an outcome one of ours, and
+  // the key hash hex: they need no escaping. The method, path and request id are the
+  // client's: escaped and bounded (append_json_string), so any bytes still make one line
+  // of valid JSON.
+  std::string key_hash;
+  if (id && !id->key.empty()) key_hash = hash_subject(id->scope + '\n' + id->record_key).substr(0, 12);
+  char numbers[64];
+  char* p = numbers;
+  p = std::to_chars(p, numbers + 20, status).ptr;
+  const std::size_t status_end = static_cast<std::size_t>(p - numbers);
+  p = std::to_chars(p, numbers + sizeof numbers, static_cast<long long>(latency.count())).ptr;
+  const std::string_view digits(numbers, static_cast<std::size_t>(p - numbers));
+  const auto now = std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
+  std::lock_guard lock(log_mu_);
+  std::string& b = log_buffer_;
+  b.append(R"({"time":")");
+  util::append_rfc3339(b, now, util::SubSecond::milliseconds);
+  b.append(R"(","route":")").append(route.name).append(R"(","method":)");
+  append_json_string(b, method, kLoggedMethod);
+  b.append(R"(,"path":)");
+  append_json_string(b, target_path(target), kLoggedPath);
+  b.append(R"(,"outcome":")").append(outcome);
+  b.append(R"(","status":)").append(digits.substr(0, status_end));
+  b.append(R"(,"latency_us":)").append(digits.substr(status_end));
+  b.append(R"(,"request_id":)");
+  append_json_string(b, meta.request_id.view(), kMaxRequestIdLength);
+  b.append(R"(,"client":)");
+  append_json_string(b, meta.client, kLoggedClient);
+  if (!key_hash.empty()) b.append(R"(,"key_hash":")").append(key_hash).append("\"");
+  b.append("}\n");
+  if (b.size() >= 16 * 1024) write_log_locked();
+}
+
+void Gateway::flush_log() {
+  std::lock_guard lock(log_mu_);
+  write_log_locked();
+}
+
+void Gateway::write_log_locked() {
+  if (log_buffer_.empty()) return;
+  std::fwrite(log_buffer_.data(), 1, log_buffer_.size(), stdout);
+  std::fflush(stdout);
+  log_buffer_.clear();
+}
+
+HttpResponse Gateway::reject_early(const Route& route, const http::request_header<>& req,
+                                   const RequestMeta& meta, const Rejection& r, bool keep_alive,
+                                   std::optional<Duration> retry_after) {
+  auto res = problem_response(r.problem, r.detail, req.version(), keep_alive, retry_after);
+  metrics_.count_request(route.name, problem_metric_name(r.problem));
+  log(route, nullptr, req.method_string(), req.target(), meta, problem_metric_name(r.problem),
+      res.result_int(), Duration{});
+  return res;
+}
+
+awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& req, Decision head,
+                                   const RequestMeta& meta) {
+  const auto t0 = Steady::now();
+  const Route& route = *match.route;
+  const auto headers = header_fields(req);
+  const RequestView view{req.method_string(), req.target(), headers, req.body()};
+  Decision d = identify(route, match.params, view, std::move(head));
+
+  Reply reply;
+  if (d.verdict == Verdict::reject) {
+    reply = problem(req, d.rejection.problem, d.rejection.detail);
+  } else if (d.verdict == Verdict::unprotected) {
+    reply = co_await forward_unprotected(route, req, meta, false);
+  } else if (route.mode == Mode::lock) {
+    reply = co_await lock_mode(route, d.identity, req, meta);
+  } else {
+    // Up to the claim, then the work: one after the other, so the upstream exchange is
+    // awaited few frames deep (docs/gateway-internals.md).
+    Claimed c = co_await replay_mode(route, d.identity, req, meta);
+    if (c.reply) {
+      reply = std::move(*c.reply);
+    } else {
+      const ClaimPolicy policy = claim_policy(route.policy);
+      reply = co_await run_claimed(route, d.identity, req, meta, *c.claim, policy, c.lead);
+    }
+  }
+  metrics_.count_request(route.name, reply.outcome);
+  log(route, d.verdict == Verdict::protect ? &d.identity : nullptr, req.method_string(), req.target(), meta,
+      reply.outcome, reply.response.result_int(), since(t0));
+  co_return Answer{std::move(reply.response), std::move(reply.tail)};
+}
+
+void Gateway::count_unprotected(const Route& route, std::string_view method, std::string_view target,
+                                const RequestMeta& meta, unsigned status, Duration latency) {
+  metrics_.count_request(route.name, "unprotected");
+  log(route, nullptr, method, target, meta, "unprotected", status, latency);
+}
+
+awaitable<Gateway::Claimed> Gateway::replay_mode(const Route& route, const Identity& id,
+                                                 const HttpRequest& req, const RequestMeta& meta) {
+  const Policy& p = route.policy;
+  const auto wait_until = Steady::now() + p.wait;
+  if (auto hit = cache_.get(id.scope, id.record_key, id.fingerprint))
+    co_return Claimed{answer_replay(route, req, *hit, false)};
+  // A duplicate of a request in flight here waits for its outcome without asking the store
+  // (docs/gateway.md, "Duplicates in flight"). With wait 0 a duplicate is answered at once,
+  // by the store.
+  Coalescer::Lead lead;
+  bool waited = false;
+  while (p.wait > Duration::zero()) {
+    Coalescer::Joined j = coalescer_.join(id.scope, id.record_key, id.fingerprint);
+    if (j.lead) {
+      lead = std::move(j.lead);
+      // A leader that finished between this request's cache lookup and its join left its
+      // result in the cache.
+      if (auto hit = cache_.get(id.scope, id.record_key, id.fingerprint))
+        co_return Claimed{answer_replay(route, req, *hit, waited)};
+      break;
+    }
+    if (!j.follow) break;  // in flight with another fingerprint: the store answers
+    std::optional<Coalescer::Outcome> o = co_await coalescer_.wait(std::move(j.follow), wait_until);
+    waited = true;
+    if (!o) break;  // the deadline passed: the store says how long the holder may still take
+    if (*o) co_return Claimed{answer_replay(route, req, **o, true)};
+    // The leader gave its claim back (a 5xx, a failure): lead or follow anew.
+  }
+  co_return co_await claim_from_store(route, id, req, meta, wait_until, waited, std::move(lead));
+}
+
+awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, const Identity& id,
+                                                      const HttpRequest& req, const RequestMeta& meta,
+                                                      Steady::time_point wait_until, bool waited,
+                                                      Coalescer::Lead lead) {
+  const ClaimPolicy policy = claim_policy(route.policy);
+  // Registered on the first in_progress, then the store is asked again before waiting, so a
+  // commit between the store's answer and the registration is not missed.
+  std::unique_ptr<Waiters::Registration> reg;
+  const std::string owner = runner_.next_owner();  // one per request, also across waits
+  for (;;) {
+    // Taken before the begin is sent, for a replay the store answers: see below.
+    const ReplayCache::Ticket ticket = cache_.ticket();
+    Acquired a = co_await runner_.acquire(id.scope, id.record_key, id.fingerprint, policy, owner);
+    switch (a.step) {
+      case BeginStep::not_applied:
+      case BeginStep::unknown:
+        // A claim an unknown begin may have made is given back by the runner, so it never
+        // turns into an uncertain key (docs/gateway.md, "When the store fails").
+        {
+          // Named, not beside the co_await: g++ 12 destroys such temporaries twice.
+          Reply failed = co_await store_failed(route, req, meta, a.begun.status());
+          co_return Claimed{std::move(failed)};
+        }
+      case BeginStep::mismatch:
+        co_return Claimed{problem(req, Problem::key_reused, "this key was used with a different request")};
+      case BeginStep::replay:
+      case BeginStep::uncertain: {
+        auto stored = std::make_shared<const std::string>(std::move(a.begun->result));
+        // The next repeat is answered from memory too (a record committed by another
+        // instance, or one that left the cache). Kept for what the record still lives,
+        // counted from before the begin went out: never past its expiry. Not an uncertain
+        // record: a late commit of its claim's answer may still replace it.
+        if (a.step == BeginStep::replay)
+          cache_.put(ticket, id.scope, id.record_key, id.fingerprint, stored, a.begun->expires_in);
+        lead.publish(stored);
+        co_return Claimed{answer_replay(route, req, *stored, waited)};
+      }
+      case BeginStep::hold_uncertain: {
+        // The previous holder died mid-request: its outcome is unknown, so nothing runs again.
+        // Duplicates waiting here are told the same; nothing is kept in memory, since the
+        // holder's late commit may still replace the mark with the answer.
+        Status settled = co_await runner_.settle(*a.claim, policy, Settlement::mark_uncertain);
+        log_unsettled(route, settled);
+        if (settled.is_ok()) lead.publish(std::make_shared<const std::string>(uncertain_marker()));
+        co_return Claimed{problem(req, Problem::outcome_uncertain,
+                                  "the first request with this key did not finish; its outcome is unknown")};
+      }
+      case BeginStep::run:
+        reg.reset();
+        co_return Claimed{std::nullopt, std::move(a.claim), std::move(lead)};
+      case BeginStep::busy:
+        break;
+    }
+    const auto now = Steady::now();
+    if (now >= wait_until)
+      co_return Claimed{
+          problem(req, Problem::in_progress, "a request with this key is in progress", a.begun->retry_after)};
+    if (!reg) {
+      reg = waiters_.add(id.scope, id.record_key, co_await asio::this_coro::executor);
+      continue;
+    }
+    auto& w = reg->waiter();
+    if (!w.notified.exchange(false)) {
+      const auto left = wait_until - now;
+      w.timer.expires_after(left < kPollInterval ? left : Steady::duration(kPollInterval));
+      co_await w.timer.async_wait(util::kUseTuple);
+      w.notified.store(false);
+    }
+    waited = true;
+  }
+}
+
+Gateway::Reply Gateway::answer_replay(const Route& route, const HttpRequest& req, std::string_view stored,
+                                      bool waited) const {
+  Result<StoredResult> r = decode_stored_result(stored);
+  if (!r || r->kind == StoredResult::Kind::json)
+    return problem(req, Problem::result_not_stored, "the record of this key holds no HTTP response");
+  if (r->kind == StoredResult::Kind::uncertain)
+    return problem(req, Problem::outcome_uncertain,
+                   "the outcome of the first request with this key is unknown; an operator must decide");
+  if (route.policy.on_duplicate == OnDuplicate::reject)
+    return problem(req, Problem::duplicate, "a request with this key was already completed");
+  if (r->kind == StoredResult::Kind::not_stored)
+    return problem(
+        req, Problem::result_not_stored,
+        "the first response (status " + std::to_string(r->response.status) + ") was too large to store");
+  HttpResponse res{static_cast<http::status>(r->response.status), req.version()};
+  for (const auto& [name, value] : r->response.headers) res.insert(name, value);
+  res.set(kReplayedHeader, "true");
+  res.body() = std::move(r->response.body);
+  res.keep_alive(req.keep_alive());
+  res.prepare_payload();
+  return {std::move(res), waited ? "waited" : "replayed"};
+}
+
+awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identity& id, const HttpRequest& req,
+                                               const RequestMeta& meta, Claim& claim,
+                                               const ClaimPolicy& policy, Coalescer::Lead& lead) {
+  const Policy& p = route.policy;
+  const bool token_route = route.key.kind == KeyRule::Kind::token;
+  if (token_route && !claim.recovered()) {
+    TokenArgs args{id.scope, id.key};
+    auto call = async_consume_token(store_, std::move(args), use_awaitable);
+    Result<ConsumeOutcome> c = co_await observe("consume_token", std::move(call));
+    if (!c || *c == ConsumeOutcome::invalid) {
+      // The claim was ours only while the token was checked: give it back, token untouched.
+      (void)co_await runner_.settle(claim, policy, Settlement::release);
+      if (!c) co_return co_await store_failed(route, req, meta, c.status());
+      co_return problem(req, Problem::token_invalid,
+                        "the Idempotency-Token is unknown, expired or already used");
+    }
+  }
+
+  const ForwardRequest fwd = forward_with_claim(req, meta, id.key, claim.fence());
+  claim.started();
+  // The lease is renewed while the upstream works, by a timer beside this frame; the
+  // exchange is awaited here directly (docs/gateway-internals.md).
+  const auto t0 = Steady::now();
+  UpstreamResult up;
+  {
+    const asio::any_io_executor ex = co_await asio::this_coro::executor;
+    const ClaimRunner::RenewalScope renewal = runner_.renew_while(claim, policy, ex);
+    const auto deadline = Steady::now() + p.upstream_timeout;
+    UpstreamClient::Connected sent = co_await upstream_.send(fwd, deadline);
+    if (sent.conn)
+      up = co_await upstream_.receive(std::move(*sent.conn), fwd.head_request, deadline, p.max_result);
+    else
+      up = std::move(sent.failure);
+  }
+  metrics_.observe_upstream(since(t0));
+
+  const Exchange exchange = up.kind == UpstreamResult::Kind::response  ? Exchange::answered
+                            : up.kind == UpstreamResult::Kind::refused ? Exchange::not_sent
+                                                                       : Exchange::unknown;
+  const unsigned status = exchange == Exchange::answered ? up.response.result_int() : 0;
+  const WorkEnd end = work_end(exchange, status, p.cache_5xx);
+  std::string result;
+  if (end == WorkEnd::succeeded) {
+    const bool within_max_result = !up.tail && up.response.body().size() <= p.max_result;
+    if (within_max_result) result = stored_response(up.response);
+    if (!within_max_result || result.size() > store_.max_result_bytes()) {
+      // Too large to replay (over max_result, or more than the store holds): the record
+      // says so, and the body streams through to this client only.
+      StoredResult marker;
+      marker.kind = StoredResult::Kind::not_stored;
+      marker.response.status = status;
+      result = encode(marker);
+    }
+  }
+  const Settlement how = settle_for(end, policy.on_uncertain, claim.lost());
+  // On a token route the user may submit again with the same token (docs/http.md,
+  // "One-time tokens"): the store re-arms it in the same step that releases the claim, so
+  // a duplicate waiting for the key finds both, and a claim that was not ours to release
+  // (taken over, removed by an operator) re-arms nothing.
+  std::optional<TokenRestore> restore;
+  if (how == Settlement::release && token_route) restore = TokenRestore{id.key, config()->tokens.ttl};
+  // Duplicates waiting here replay what was committed; after a release they go to the
+  // store, where one of them may run again.
+  std::shared_ptr<const std::string> committed;
+  if (how == Settlement::commit) committed = std::make_shared<const std::string>(result);
+  const ReplayCache::Ticket ticket = cache_.ticket();
+  Status settled = co_await runner_.settle(claim, policy, how, std::move(result), std::move(restore));
+  log_unsettled(route, settled);
+  if (committed && settled.is_ok()) {
+    cache_.put(ticket, id.scope, id.record_key, id.fingerprint, committed, p.retention);
+    lead.publish(std::move(committed));
+  } else {
+    lead.publish(nullptr);
+  }
+
+  if (up.kind == UpstreamResult::Kind::response) co_return forwarded(req, std::move(up), "forwarded");
+  if (up.kind == UpstreamResult::Kind::refused)
+    co_return problem(req, Problem::upstream_unavailable, "the upstream is unavailable: " + up.error);
+  co_return problem(req, failure_problem(up.kind), "the upstream did not answer: " + up.error);
+}
+
+void Gateway::log_unsettled(const Route& route, const Status& settled) const {
+  // The client still gets the upstream's answer; the store failure was logged and counted
+  // as it happened, and the runner retries it in the background.
+  if (settled.code() == StatusCode::failed_precondition)
+    std::fprintf(stderr,
+                 "idem: route %s: claim lost (lease taken over or record removed); result not stored\n",
+                 route.name.c_str());
+}
+
+awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity& id, const HttpRequest& req,
+                                             const RequestMeta& meta) {
+  const Policy& p = route.policy;
+  const std::string name = id.scope.empty() ? id.record_key : id.scope + "\n" + id.record_key;
+  const std::string owner = runner_.next_owner();
+  LockArgs args{name, owner, p.lease};
+  auto call = async_lock(store_, std::move(args), use_awaitable);
+  Result<LockOutcome> r = co_await observe("lock", std::move(call));
+  if (!r) co_return co_await store_failed(route, req, meta, r.status());
+  if (r->kind == LockOutcome::Kind::busy)
+    co_return problem(req, Problem::locked, "another request holds this key", r->retry_after);
+
+  const ForwardRequest fwd = forward_with_claim(req, meta, id.key, r->fence);
+  UpstreamResult up = co_await exchange_locked(fwd, route, name, owner);
+  if (up.kind == UpstreamResult::Kind::response || up.kind == UpstreamResult::Kind::refused) {
+    // The service answered, or never got the request: the work is over, the lock opens.
+    UnlockArgs unlock{name, owner};
+    auto ucall = async_unlock(store_, std::move(unlock), use_awaitable);
+    Result<UnlockOutcome> u = co_await observe("unlock", std::move(ucall));
+    if (u && *u == UnlockOutcome::not_owner) metrics_.count_store_conflict();
+  }
+  // Otherwise (a timeout, a broken connection) the service may still be working: the lock
+  // runs out on its lease, never earlier (docs/http.md, "409 locked").
+  if (up.kind == UpstreamResult::Kind::refused)
+    co_return problem(req, Problem::upstream_unavailable, "the upstream is unavailable: " + up.error);
+  if (up.kind != UpstreamResult::Kind::response)
+    co_return problem(req, failure_problem(up.kind), "the upstream did not answer: " + up.error);
+  co_return forwarded(req, std::move(up), "forwarded");
+}
+
+awaitable<UpstreamResult> Gateway::exchange_locked(const ForwardRequest& fwd, const Route& route,
+                                                   const std::string& name, const std::string& owner) {
+  using namespace asio::experimental::awaitable_operators;
+  const auto t0 = Steady::now();
+  auto exchange = upstream_.exchange(fwd, route.policy.upstream_timeout, kStreamedPrefix);
+  auto renewal = renew_lock(route, name, owner);
+  auto both = co_await (std::move(exchange) || std::move(renewal));
+  metrics_.observe_upstream(since(t0));
+  if (both.index() == 0) co_return std::get<0>(std::move(both));
+  UpstreamResult r;
+  r.kind = UpstreamResult::Kind::broken;
+  r.error = "interrupted";
+  co_return r;
+}
+
+awaitable<void> Gateway::renew_lock(const Route& route, const std::string& name, const std::string& owner) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  const Duration lease = route.policy.lease;
+  for (bool lost = false;;) {
+    timer.expires_after(lease / 3);
+    auto [ec] = co_await timer.async_wait(util::kUseTuple);
+    if (ec) co_return;  // the exchange finished
+    if (lost) continue;
+    LockArgs args{name, owner, lease};
+    auto call = async_extend_lock(store_, std::move(args), use_awaitable);
+    Result<LockExtendOutcome> r = co_await observe("extend_lock", std::move(call));
+    if (r && *r == LockExtendOutcome::not_owner) {
+      lost = true;
+      metrics_.count_store_conflict();
+    }
+    auto cs = co_await asio::this_coro::cancellation_state;
+    if (cs.cancelled() != asio::cancellation_type::none) co_return;
+  }
+}
+
+// The client learns that the store failed, never its address or error: observe() logged those.
+awaitable<Gateway::Reply> Gateway::store_failed(const Route& route, const HttpRequest& req,
+                                                const RequestMeta& meta, const Status&) {
+  if (route.policy.on_store_error == OnStoreError::pass)
+    co_return co_await forward_unprotected(route, req, meta, true);
+  co_return problem(req, Problem::store_unavailable, "the idempotency store is unavailable",
+                    Duration(1'000'000));
+}
+
+awaitable<Gateway::Reply> Gateway::forward_unprotected(const Route& route, const HttpRequest& req,
+                                                       const RequestMeta& meta, bool mark) {
+  const ForwardRequest fwd = forward_request(req, upstream_.url(), meta, {});
+  const auto t0 = Steady::now();
+  UpstreamResult up = co_await upstream_.exchange(fwd, route.policy.upstream_timeout, kStreamedPrefix);
+  metrics_.observe_upstream(since(t0));
+  Reply r = up.kind == UpstreamResult::Kind::response
+                ? forwarded(req, std::move(up), "unprotected")
+                : problem(req, failure_problem(up.kind), "the upstream did not answer: " + up.error);
+  if (mark) r.response.set(kStatusHeader, "unprotected");
+  r.outcome = "unprotected";
+  co_return r;
+}
+
+Gateway::Reply Gateway::forwarded(const HttpRequest& req, UpstreamResult up, std::string_view outcome) const {
+  const bool streamed = up.tail != nullptr;
+  return Reply{make_client_response(std::move(up.response), req.version(), req.keep_alive(),
+                                    req.method() == http::verb::head, streamed),
+               outcome, std::move(up.tail)};
+}
+
+awaitable<HttpResponse> Gateway::issue_token(const HttpRequest& req) {
+  const std::shared_ptr<const Config> config = this->config();
+  const Subject& subject = config->tokens.subject;
+  std::string scope;
+  if (subject.kind != Subject::Kind::none) {
+    auto it = req.find(subject.header);
+    if (it == req.end() || it->value().empty())
+      co_return problem_response(Problem::subject_missing, "the " + subject.header + " header is missing",
+                                 req.version(), req.keep_alive());
+    scope = subject.kind == Subject::Kind::header_hash ? hash_subject(it->value()) : std::string(it->value());
+  }
+  IssueTokenArgs args{scope, config->tokens.ttl};
+  auto call = async_issue_token(store_, std::move(args), use_awaitable);
+  Result<std::string> token = co_await observe("issue_token", std::move(call));
+  if (!token)
+    co_return problem_response(Problem::store_unavailable, "the idempotency store is unavailable",
+                               req.version(), req.keep_alive(), Duration(1'000'000));
+  metrics_.count_token_issued();
+  boost::json::object o;
+  o["token"] = *token;
+  o["expires_in"] = std::chrono::duration_cast<std::chrono::seconds>(config->tokens.ttl).count();
+  co_return json_response(http::status::created, boost::json::serialize(o), req.version(), req.keep_alive());
+}
+
+}  // namespace idem::gateway

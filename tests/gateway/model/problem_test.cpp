@@ -1,0 +1,42 @@
+// The problem table (gateway/model/problem.h): the one place problems meet HTTP statuses.
+#include "gateway/model/problem.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+namespace idem::gateway {
+namespace {
+
+constexpr Problem kLast = Problem::method_not_allowed;
+
+TEST(ProblemTable, EveryProblemHasItsOwnNameItsMetricLabelATitleAndAnErrorStatus) {
+  std::set<std::string> names;
+  for (int i = 0; i <= static_cast<int>(kLast); ++i) {
+    const auto p = static_cast<Problem>(i);
+    const std::string name(problem_name(p));
+    EXPECT_NE(name, "internal") << i << " falls through the table";
+    EXPECT_TRUE(names.insert(name).second) << name << " named twice";
+    std::string metric = name;
+    for (char& c : metric)
+      if (c == '-') c = '_';
+    EXPECT_EQ(problem_metric_name(p), metric);
+    EXPECT_FALSE(problem_title(p).empty()) << name;
+    EXPECT_GE(problem_status(p), 400) << name;
+    EXPECT_LE(problem_status(p), 599) << name;
+  }
+}
+
+// Admin and framing answers that once were written by hand beside the table.
+TEST(ProblemTable, TheHttpLevelRefusalsAreRows) {
+  EXPECT_EQ(problem_status(Problem::not_found), 404);
+  EXPECT_EQ(problem_name(Problem::not_found), "not-found");
+  EXPECT_EQ(problem_status(Problem::method_not_allowed), 405);
+  EXPECT_EQ(problem_name(Problem::method_not_allowed), "method-not-allowed");
+  EXPECT_EQ(problem_status(Problem::header_too_large), 431);
+  EXPECT_EQ(problem_name(Problem::header_too_large), "header-too-large");
+}
+
+}  // namespace
+}  // namespace idem::gateway

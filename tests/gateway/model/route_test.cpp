@@ -1,0 +1,190 @@
+// Path patterns and route matching (docs/gateway.md `match`).
+#include "gateway/model/route.h"
+
+#include <gtest/gtest.h>
+
+#include "gateway/model/config/config.h"
+
+namespace idem::gateway {
+namespace {
+
+PathPattern pattern(std::string_view text) {
+  Result<PathPattern> p = PathPattern::parse(text);
+  EXPECT_TRUE(p.is_ok()) << text << ": " << p.status().message();
+  return p ? *p : PathPattern();
+}
+
+bool matches(std::string_view pat, std::string_view path) { return pattern(pat).match(path).has_value(); }
+
+std::string parse_error(std::string_view text) {
+  Result<PathPattern> p = PathPattern::parse(text);
+  return p ? "no error" : p.status().message();
+}
+
+TEST(PathPattern, Exact) {
+  EXPECT_TRUE(matches("/orders", "/orders"));
+  EXPECT_FALSE(matches("/orders", "/orders/1"));
+  EXPECT_FALSE(matches("/orders", "/order"));
+  EXPECT_FALSE(matches("/orders", "/ordersx"));
+  EXPECT_FALSE(matches("/orders", "/"));
+  EXPECT_FALSE(matches("/orders", "orders"));
+  EXPECT_FALSE(matches("/orders", ""));
+  EXPECT_TRUE(matches("/", "/"));
+  EXPECT_FALSE(matches("/", "/a"));
+  EXPECT_TRUE(matches("/a/b/c", "/a/b/c"));
+}
+
+// Every spelling under which a framework would route a request to /orders (Express folds
+// case and ignores a trailing '/', nginx merges slashes, Tomcat strips ";params") is
+// /orders to the route table too: none reaches the upstream unprotected.
+TEST(PathPattern, SpellingsFrameworksRouteAlikeMatchAlike) {
+  for (std::string_view path : {"/orders", "/orders/", "//orders", "/ORDERS", "/Orders", "/orders;x=1",
+                                "/orders;jsessionid=1/", "///orders//", "/%6Frders", "/%4F%52DERS"})
+    EXPECT_TRUE(matches("/orders", path)) << path;
+  EXPECT_TRUE(matches("/Orders/New", "/orders/new"));  // the pattern is folded too
+  EXPECT_TRUE(matches("/a/b", "/a//b"));
+  EXPECT_TRUE(matches("/a/b", "/a;x/b;y"));
+  EXPECT_TRUE(matches("/a//b/", "/a/b"));  // and so are patterns
+  EXPECT_TRUE(matches("/", "//"));
+  EXPECT_TRUE(matches("/", "/;x"));
+  EXPECT_FALSE(matches("/orders", "/orders/x"));
+  EXPECT_FALSE(matches("/orders", "/orders.json"));
+}
+
+TEST(PathPattern, PercentDecodedSegments) {
+  EXPECT_TRUE(matches("/caf%C3%A9", "/caf\xC3\xA9"));
+  EXPECT_TRUE(matches("/a b", "/a%20b"));
+  EXPECT_FALSE(matches("/a+b", "/a%20b"));  // '+' is not a space in paths
+  EXPECT_TRUE(matches("/a%", "/a%"));       // a stray '%' is itself
+}
+
+TEST(PathPattern, Prefix) {
+  EXPECT_TRUE(matches("/forms/*", "/forms/x"));
+  EXPECT_TRUE(matches("/forms/*", "/forms/x/y/z"));
+  EXPECT_TRUE(matches("/forms/*", "/forms/"));
+  EXPECT_TRUE(matches("/forms/*", "/FORMS//"));
+  EXPECT_TRUE(matches("/forms/*", "//forms;a/x"));
+  EXPECT_FALSE(matches("/forms/*", "/forms"));
+  EXPECT_FALSE(matches("/forms/*", "/forms;a"));
+  EXPECT_FALSE(matches("/forms/*", "/formsx/y"));
+  EXPECT_FALSE(matches("/forms/*", "/other/x"));
+  EXPECT_TRUE(pattern("/forms/*").is_prefix());
+  EXPECT_FALSE(pattern("/forms").is_prefix());
+  // "/*" is every path.
+  for (std::string_view path : {"/", "/a", "/a/b/", "//"}) EXPECT_TRUE(matches("/*", path)) << path;
+}
+
+TEST(PathPattern, Params) {
+  PathPattern p = pattern("/skus/{sku}/deduct");
+  EXPECT_TRUE(p.has_param("sku"));
+  EXPECT_FALSE(p.has_param("id"));
+  std::optional<PathParams> m = p.match("/skus/A-17/deduct");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(*m, (PathParams{{"sku", "A-17"}}));
+  EXPECT_EQ(*p.match("/skus/a%20c/deduct"), (PathParams{{"sku", "a c"}}));
+  // Parameters come from the normalized path but keep their case: ids differing only by
+  // case are different ids to a case-sensitive service, so they must not share a key.
+  EXPECT_EQ(*p.match("//SKUS/Ab;v=2/deduct/"), (PathParams{{"sku", "Ab"}}));
+  EXPECT_EQ(*p.match("/skus/%E8%AE%A2%E5%8D%95/deduct"), (PathParams{{"sku", "\xE8\xAE\xA2\xE5\x8D\x95"}}));
+  EXPECT_FALSE(p.match("/skus//deduct").has_value());  // slashes merged: no sku
+  EXPECT_FALSE(p.match("/skus/1/2/deduct").has_value());
+  EXPECT_FALSE(p.match("/skus/1").has_value());
+
+  PathPattern two = pattern("/u/{user_id}/o/{order}/*");
+  EXPECT_EQ(*two.match("/u/7/o/9/items/3"), (PathParams{{"user_id", "7"}, {"order", "9"}}));
+  EXPECT_FALSE(two.match("/u/7/o/9").has_value());
+}
+
+TEST(PathPattern, Errors) {
+  EXPECT_EQ(parse_error("orders"), "must start with '/'");
+  EXPECT_EQ(parse_error(""), "must start with '/'");
+  EXPECT_EQ(parse_error("/a?b=1"), "a path pattern has no query or fragment ('?', '#')");
+  EXPECT_EQ(parse_error("/a/*/b"), "'*' is allowed only as a trailing \"/*\" (a prefix match)");
+  EXPECT_EQ(parse_error("/a*"), "'*' is allowed only as a trailing \"/*\" (a prefix match)");
+  EXPECT_EQ(parse_error("/a/{b}c"), "a {parameter} must be a whole path segment (\"/a/{name}/b\")");
+  EXPECT_EQ(parse_error("/a/{b"), "a {parameter} must be a whole path segment (\"/a/{name}/b\")");
+  EXPECT_EQ(parse_error("/a/{}"), "parameter {}: names are letters, digits and '_'");
+  EXPECT_EQ(parse_error("/a/{b-c}"), "parameter {b-c}: names are letters, digits and '_'");
+  EXPECT_EQ(parse_error("/{a}/{a}"), "parameter {a} appears twice");
+  EXPECT_EQ(parse_error("/a/{b}/*"), "no error");
+}
+
+TEST(PathPattern, DefaultConstructedMatchesNothing) {
+  PathPattern p;
+  EXPECT_FALSE(p.match("/").has_value());
+  EXPECT_FALSE(p.match("/a").has_value());
+}
+
+std::vector<Route> table() {
+  Config c = load_config_text(R"(
+routes:
+  - name: one-order
+    match: {method: [POST, PUT], path: "/orders/{id}"}
+  - name: orders
+    match: {method: POST, path: /orders/*}
+  - name: catch-all
+    match: {method: POST, path: /*}
+  - name: patch-exact
+    match: {method: patch, path: /orders/special}
+)",
+                              "routes.yaml");
+  return c.routes;
+}
+
+std::string matched(const std::vector<Route>& routes, std::string_view method, std::string_view target) {
+  std::optional<RouteMatch> m = match_route(routes, method, target);
+  return m ? m->route->name : "none";
+}
+
+TEST(MatchRoute, FirstMatchWins) {
+  std::vector<Route> routes = table();
+  EXPECT_EQ(matched(routes, "POST", "/orders/7"), "one-order");
+  EXPECT_EQ(matched(routes, "PUT", "/orders/7"), "one-order");
+  EXPECT_EQ(matched(routes, "POST", "/orders/7/items"), "orders");
+  EXPECT_EQ(matched(routes, "POST", "/orders"), "catch-all");
+  EXPECT_EQ(matched(routes, "POST", "/"), "catch-all");
+  // Even where a later route is more specific.
+  EXPECT_EQ(matched(routes, "POST", "/orders/special"), "one-order");
+  EXPECT_EQ(matched(routes, "PATCH", "/orders/special"), "patch-exact");
+}
+
+TEST(MatchRoute, MethodMustBeListed) {
+  std::vector<Route> routes = table();
+  EXPECT_EQ(matched(routes, "GET", "/orders/7"), "none");
+  EXPECT_EQ(matched(routes, "DELETE", "/x"), "none");
+  // Methods are case-sensitive on the wire; the HTTP layer refuses "post" (400) before
+  // the route table is asked.
+  EXPECT_EQ(matched(routes, "post", "/x"), "none");
+  EXPECT_EQ(matched(routes, "PATCH", "/orders/7"), "none");
+}
+
+TEST(MatchRoute, QueryIsIgnoredAndParamsAreReturned) {
+  std::vector<Route> routes = table();
+  std::optional<RouteMatch> m = match_route(routes, "PUT", "/orders/a%20b?x=1&y=/2");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->route, &routes[0]);
+  EXPECT_EQ(m->params, (PathParams{{"id", "a b"}}));
+  EXPECT_TRUE(match_route(routes, "POST", "/orders/1/x?")->params.empty());
+}
+
+TEST(MatchRoute, UnmatchedTargets) {
+  std::vector<Route> routes = table();
+  EXPECT_EQ(matched(routes, "POST", "*"), "none");  // asterisk-form
+  EXPECT_EQ(matched(routes, "POST", ""), "none");
+  EXPECT_EQ(matched({}, "POST", "/"), "none");
+}
+
+TEST(MatchRoute, DefaultRoute) {
+  std::vector<Route> routes = default_config().routes;
+  for (std::string_view target : {"/", "/orders", "/a/b/c?x=1"}) {
+    EXPECT_EQ(matched(routes, "POST", target), "default") << target;
+    EXPECT_EQ(matched(routes, "PATCH", target), "default") << target;
+  }
+  for (std::string_view method : {"GET", "PUT", "DELETE", "HEAD", "OPTIONS"}) {
+    EXPECT_EQ(matched(routes, method, "/orders"), "none") << method;
+  }
+  EXPECT_FALSE(routes[0].required);
+}
+
+}  // namespace
+}  // namespace idem::gateway
