@@ -5,22 +5,18 @@
 #include <chrono>
 #include <cstdio>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/json.hpp>
 
 #include "gateway/http/header_fields.h"
 #include "gateway/model/request_meta.h"
 #include "gateway/model/request_view.h"
 #include "gateway/model/upstream_end.h"
+#include "gateway/pipeline/gateway_parts.h"
 #include "gateway/pipeline/stored_result.h"
 #include "idem/async.h"
 #include "util/asio_tokens.h"
-#include "util/rfc3339.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -30,27 +26,14 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
-// What is read of a response that is passed on but never stored, before the rest streams.
-constexpr std::size_t kStreamedPrefix = 64 * 1024;
 // How often a waiter asks the store again, for holders on other instances.
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
-// The most of each client-chosen value a log line holds (docs/observability.md).
-constexpr std::size_t kLoggedMethod = 32;
-constexpr std::size_t kLoggedPath = 1024;
-constexpr std::size_t kLoggedClient = 64;
-
-Duration since(Steady::time_point t0) { return std::chrono::duration_cast<Duration>(Steady::now() - t0); }
-
 // The upstream's response as its record keeps it (StoredResult codec).
 std::string stored_response(const HttpResponse& res) {
   std::vector<std::pair<std::string_view, std::string_view>> fields;
   fields.reserve(16);
   for (const auto& f : res) fields.emplace_back(f.name_string(), f.value());
   return encode_response(res.result_int(), fields, res.body());
-}
-
-Problem failure_problem(UpstreamResult::Kind k) {
-  return k == UpstreamResult::Kind::timeout ? Problem::upstream_timeout : Problem::upstream_unavailable;
 }
 
 // The record of an uncertain outcome, as the claim runner stores it (StoredResult codec).
@@ -102,66 +85,9 @@ void Gateway::observed(const char* op, Duration latency, const Status& status) {
   }
 }
 
-template <class T>
-awaitable<Result<T>> Gateway::observe(const char* op, awaitable<Result<T>> call) {
-  const auto t0 = Steady::now();
-  Result<T> r = co_await std::move(call);
-  observed(op, since(t0), r ? Status::ok() : r.status());
-  if (r) runner_.store_answered();  // settles retried in the background go at once
-  co_return r;
-}
-
 Gateway::Reply Gateway::problem(const HttpRequest& req, Problem p, std::string_view detail,
                                 std::optional<Duration> retry_after) const {
   return {problem_response(p, detail, req.version(), req.keep_alive(), retry_after), problem_metric_name(p)};
-}
-
-void Gateway::log(const Route& route, const Identity* id, std::string_view method, std::string_view target,
-                  const RequestMeta& meta, std::string_view outcome, unsigned status, Duration latency) {
-  // Written by hand into the batch: boost::json's object cost more than the rest of a
-  // replay. A route name is [A-Za-z0-9._-] (config checks it), an outcome one of ours, and
-  // the key hash hex: they need no escaping. The method, path and request id are the
-  // client's: escaped and bounded (append_json_string), so any bytes still make one line
-  // of valid JSON.
-  std::string key_hash;
-  if (id && !id->key.empty()) key_hash = hash_subject(id->scope + '\n' + id->record_key).substr(0, 12);
-  char numbers[64];
-  char* p = numbers;
-  p = std::to_chars(p, numbers + 20, status).ptr;
-  const std::size_t status_end = static_cast<std::size_t>(p - numbers);
-  p = std::to_chars(p, numbers + sizeof numbers, static_cast<long long>(latency.count())).ptr;
-  const std::string_view digits(numbers, static_cast<std::size_t>(p - numbers));
-  const auto now = std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
-  std::lock_guard lock(log_mu_);
-  std::string& b = log_buffer_;
-  b.append(R"({"time":")");
-  util::append_rfc3339(b, now, util::SubSecond::milliseconds);
-  b.append(R"(","route":")").append(route.name).append(R"(","method":)");
-  append_json_string(b, method, kLoggedMethod);
-  b.append(R"(,"path":)");
-  append_json_string(b, target_path(target), kLoggedPath);
-  b.append(R"(,"outcome":")").append(outcome);
-  b.append(R"(","status":)").append(digits.substr(0, status_end));
-  b.append(R"(,"latency_us":)").append(digits.substr(status_end));
-  b.append(R"(,"request_id":)");
-  append_json_string(b, meta.request_id.view(), kMaxRequestIdLength);
-  b.append(R"(,"client":)");
-  append_json_string(b, meta.client, kLoggedClient);
-  if (!key_hash.empty()) b.append(R"(,"key_hash":")").append(key_hash).append("\"");
-  b.append("}\n");
-  if (b.size() >= 16 * 1024) write_log_locked();
-}
-
-void Gateway::flush_log() {
-  std::lock_guard lock(log_mu_);
-  write_log_locked();
-}
-
-void Gateway::write_log_locked() {
-  if (log_buffer_.empty()) return;
-  std::fwrite(log_buffer_.data(), 1, log_buffer_.size(), stdout);
-  std::fflush(stdout);
-  log_buffer_.clear();
 }
 
 HttpResponse Gateway::reject_early(const Route& route, const http::request_header<>& req,
@@ -428,72 +354,6 @@ void Gateway::log_unsettled(const Route& route, const Status& settled) const {
                  route.name.c_str());
 }
 
-awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity& id, const HttpRequest& req,
-                                             const RequestMeta& meta) {
-  const Policy& p = route.policy;
-  const std::string name = id.scope.empty() ? id.record_key : id.scope + "\n" + id.record_key;
-  const std::string owner = runner_.next_owner();
-  LockArgs args{name, owner, p.lease};
-  auto call = async_lock(store_, std::move(args), use_awaitable);
-  Result<LockOutcome> r = co_await observe("lock", std::move(call));
-  if (!r) co_return co_await store_failed(route, req, meta, r.status());
-  if (r->kind == LockOutcome::Kind::busy)
-    co_return problem(req, Problem::locked, "another request holds this key", r->retry_after);
-
-  const ForwardRequest fwd = forward_with_claim(req, meta, id.key, r->fence);
-  UpstreamResult up = co_await exchange_locked(fwd, route, name, owner);
-  if (up.kind == UpstreamResult::Kind::response || up.kind == UpstreamResult::Kind::refused) {
-    // The service answered, or never got the request: the work is over, the lock opens.
-    UnlockArgs unlock{name, owner};
-    auto ucall = async_unlock(store_, std::move(unlock), use_awaitable);
-    Result<UnlockOutcome> u = co_await observe("unlock", std::move(ucall));
-    if (u && *u == UnlockOutcome::not_owner) metrics_.count_store_conflict();
-  }
-  // Otherwise (a timeout, a broken connection) the service may still be working: the lock
-  // runs out on its lease, never earlier (docs/http.md, "409 locked").
-  if (up.kind == UpstreamResult::Kind::refused)
-    co_return problem(req, Problem::upstream_unavailable, "the upstream is unavailable: " + up.error);
-  if (up.kind != UpstreamResult::Kind::response)
-    co_return problem(req, failure_problem(up.kind), "the upstream did not answer: " + up.error);
-  co_return forwarded(req, std::move(up), "forwarded");
-}
-
-awaitable<UpstreamResult> Gateway::exchange_locked(const ForwardRequest& fwd, const Route& route,
-                                                   const std::string& name, const std::string& owner) {
-  using namespace asio::experimental::awaitable_operators;
-  const auto t0 = Steady::now();
-  auto exchange = upstream_.exchange(fwd, route.policy.upstream_timeout, kStreamedPrefix);
-  auto renewal = renew_lock(route, name, owner);
-  auto both = co_await (std::move(exchange) || std::move(renewal));
-  metrics_.observe_upstream(since(t0));
-  if (both.index() == 0) co_return std::get<0>(std::move(both));
-  UpstreamResult r;
-  r.kind = UpstreamResult::Kind::broken;
-  r.error = "interrupted";
-  co_return r;
-}
-
-awaitable<void> Gateway::renew_lock(const Route& route, const std::string& name, const std::string& owner) {
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  const Duration lease = route.policy.lease;
-  for (bool lost = false;;) {
-    timer.expires_after(lease / 3);
-    auto [ec] = co_await timer.async_wait(util::kUseTuple);
-    if (ec) co_return;  // the exchange finished
-    if (lost) continue;
-    LockArgs args{name, owner, lease};
-    auto call = async_extend_lock(store_, std::move(args), use_awaitable);
-    Result<LockExtendOutcome> r = co_await observe("extend_lock", std::move(call));
-    if (r && *r == LockExtendOutcome::not_owner) {
-      lost = true;
-      metrics_.count_store_conflict();
-    }
-    auto cs = co_await asio::this_coro::cancellation_state;
-    if (cs.cancelled() != asio::cancellation_type::none) co_return;
-  }
-}
-
-// The client learns that the store failed, never its address or error: observe() logged those.
 awaitable<Gateway::Reply> Gateway::store_failed(const Route& route, const HttpRequest& req,
                                                 const RequestMeta& meta, const Status&) {
   if (route.policy.on_store_error == OnStoreError::pass)
@@ -521,30 +381,6 @@ Gateway::Reply Gateway::forwarded(const HttpRequest& req, UpstreamResult up, std
   return Reply{make_client_response(std::move(up.response), req.version(), req.keep_alive(),
                                     req.method() == http::verb::head, streamed),
                outcome, std::move(up.tail)};
-}
-
-awaitable<HttpResponse> Gateway::issue_token(const HttpRequest& req) {
-  const std::shared_ptr<const Config> config = this->config();
-  const Subject& subject = config->tokens.subject;
-  std::string scope;
-  if (subject.kind != Subject::Kind::none) {
-    auto it = req.find(subject.header);
-    if (it == req.end() || it->value().empty())
-      co_return problem_response(Problem::subject_missing, "the " + subject.header + " header is missing",
-                                 req.version(), req.keep_alive());
-    scope = subject.kind == Subject::Kind::header_hash ? hash_subject(it->value()) : std::string(it->value());
-  }
-  IssueTokenArgs args{scope, config->tokens.ttl};
-  auto call = async_issue_token(store_, std::move(args), use_awaitable);
-  Result<std::string> token = co_await observe("issue_token", std::move(call));
-  if (!token)
-    co_return problem_response(Problem::store_unavailable, "the idempotency store is unavailable",
-                               req.version(), req.keep_alive(), Duration(1'000'000));
-  metrics_.count_token_issued();
-  boost::json::object o;
-  o["token"] = *token;
-  o["expires_in"] = std::chrono::duration_cast<std::chrono::seconds>(config->tokens.ttl).count();
-  co_return json_response(http::status::created, boost::json::serialize(o), req.version(), req.keep_alive());
 }
 
 }  // namespace idem::gateway

@@ -1,0 +1,38 @@
+// POST /_idem/tokens (docs/http.md, "One-time tokens"): a one-time token for the
+// request's subject.
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include "gateway/pipeline/gateway.h"
+#include "gateway/pipeline/gateway_parts.h"
+#include "idem/async.h"
+
+namespace idem::gateway {
+using boost::asio::awaitable;
+using boost::asio::use_awaitable;
+
+awaitable<HttpResponse> Gateway::issue_token(const HttpRequest& req) {
+  const std::shared_ptr<const Config> config = this->config();
+  const Subject& subject = config->tokens.subject;
+  std::string scope;
+  if (subject.kind != Subject::Kind::none) {
+    auto it = req.find(subject.header);
+    if (it == req.end() || it->value().empty())
+      co_return problem_response(Problem::subject_missing, "the " + subject.header + " header is missing",
+                                 req.version(), req.keep_alive());
+    scope = subject.kind == Subject::Kind::header_hash ? hash_subject(it->value()) : std::string(it->value());
+  }
+  IssueTokenArgs args{scope, config->tokens.ttl};
+  auto call = async_issue_token(store_, std::move(args), use_awaitable);
+  Result<std::string> token = co_await observe("issue_token", std::move(call));
+  if (!token)
+    co_return problem_response(Problem::store_unavailable, "the idempotency store is unavailable",
+                               req.version(), req.keep_alive(), Duration(1'000'000));
+  metrics_.count_token_issued();
+  boost::json::object o;
+  o["token"] = *token;
+  o["expires_in"] = std::chrono::duration_cast<std::chrono::seconds>(config->tokens.ttl).count();
+  co_return json_response(http::status::created, boost::json::serialize(o), req.version(), req.keep_alive());
+}
+
+}  // namespace idem::gateway
