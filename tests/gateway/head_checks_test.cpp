@@ -101,6 +101,14 @@ TEST(RefuseHead, MethodsInAnotherCaseAndUnservableTargetsAreRefused) {
   EXPECT_EQ(problem_of(head("POST", "/x/../orders")), Problem::request_invalid);
 }
 
+TEST(RefuseHead, ARefusalIsAnsweredInTheRequestsVersionUnlessItIsOneNotSpoken) {
+  auto h10 = head("post", "/orders", 10);
+  EXPECT_EQ(refuse_head(h10, false)->version, 10u);
+  auto h20 = head("POST", "/orders", 20);
+  EXPECT_EQ(refuse_head(h20, false)->version, 11u);
+  EXPECT_EQ(another_version_refusal().problem, Problem::version_not_supported);
+}
+
 TEST(RefuseHead, AnAbsoluteFormTargetIsRewrittenToItsOriginForm) {
   auto h = head("POST", "http://shop.example/orders?x=1");
   EXPECT_FALSE(refuse_head(h, false));

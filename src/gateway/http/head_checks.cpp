@@ -68,11 +68,16 @@ std::optional<std::string> origin_form(std::string_view target, bool admin) {
   return out;
 }
 
+HeadRefusal another_version_refusal() {
+  return HeadRefusal{Problem::version_not_supported, "this gateway speaks HTTP/1.1 (and 1.0) only", 11};
+}
+
 std::optional<HeadRefusal> refuse_head(http::request_header<>& head, bool admin) {
   const unsigned version = head.version();
-  if (version != 10 && version != 11)
-    return HeadRefusal{Problem::version_not_supported, "this gateway speaks HTTP/1.1 (and 1.0) only"};
-  auto invalid = [](std::string detail) { return HeadRefusal{Problem::request_invalid, std::move(detail)}; };
+  if (version != 10 && version != 11) return another_version_refusal();
+  auto invalid = [version](std::string detail) {
+    return HeadRefusal{Problem::request_invalid, std::move(detail), version};
+  };
   if (head.method() == http::verb::unknown && is_standard_method_in_another_case(head.method_string()))
     return invalid("methods are case-sensitive: send the standard spelling in upper case");
   // RFC 9112 §6.3: only "chunked" frames a request body here; any other coding (or a list)

@@ -16,11 +16,16 @@
 
 namespace idem::gateway {
 
-// Why a head is refused; the connection closes after the answer.
+// Why a head is refused, and the HTTP version to answer in (the request's, or 1.1 for a
+// version this gateway does not speak); the connection closes after the answer.
 struct HeadRefusal {
   Problem problem;
   std::string detail;
+  unsigned version = 11;
 };
+
+// The refusal of an HTTP version other than 1.0 and 1.1 (505, answered in HTTP/1.1).
+HeadRefusal another_version_refusal();
 
 // The refusal `head` earns, or nullopt when it may be served. `admin`: the admin listener,
 // where an encoded '/' or '\' in the path passes (see origin_form). Rewrites an

@@ -307,11 +307,11 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
       if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
         res = header_too_large(11);
       else if (ec == http::error::bad_version &&
-               speaks_another_version({static_cast<const char*>(buffer.data().data()), buffer.size()}))
-        res = problem_response(Problem::version_not_supported, "this gateway speaks HTTP/1.1 (and 1.0) only",
-                               11, false);
-      else if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
-               ec != http::error::end_of_stream && ec != http::error::partial_message)
+               speaks_another_version({static_cast<const char*>(buffer.data().data()), buffer.size()})) {
+        const HeadRefusal r = another_version_refusal();
+        res = problem_response(r.problem, r.detail, r.version, false);
+      } else if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
+                 ec != http::error::end_of_stream && ec != http::error::partial_message)
         res =
             problem_response(Problem::request_invalid, "malformed HTTP request: " + ec.message(), 11, false);
       if (res) {
@@ -328,9 +328,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     RequestMeta meta;
     if (!admin) meta = request_meta(req.head.get(), conn->peer);
     if (auto refusal = refuse_head(req.head.get(), admin))
-      answer.emplace(problem_response(
-          refusal->problem, refusal->detail,
-          refusal->problem == Problem::version_not_supported ? 11 : req.head.get().version(), false));
+      answer.emplace(problem_response(refusal->problem, refusal->detail, refusal->version, false));
     else if (admin)
       answer = co_await handle_admin(*conn, buffer, req);
     else

@@ -12,11 +12,15 @@ namespace {
 constexpr Problem kLast = Problem::method_not_allowed;
 
 TEST(ProblemTable, EveryProblemHasItsOwnNameItsMetricLabelATitleAndAnErrorStatus) {
+  // The rows up to the table's fall-through: a problem added after kLast is checked too,
+  // and kLast has to follow it.
+  int rows = 0;
+  while (problem_name(static_cast<Problem>(rows)) != "internal") ++rows;
+  EXPECT_EQ(rows, static_cast<int>(kLast) + 1) << "kLast is not the last problem";
   std::set<std::string> names;
-  for (int i = 0; i <= static_cast<int>(kLast); ++i) {
+  for (int i = 0; i < rows; ++i) {
     const auto p = static_cast<Problem>(i);
     const std::string name(problem_name(p));
-    EXPECT_NE(name, "internal") << i << " falls through the table";
     EXPECT_TRUE(names.insert(name).second) << name << " named twice";
     std::string metric = name;
     for (char& c : metric)
