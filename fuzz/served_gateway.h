@@ -33,7 +33,7 @@ class ServedGateway {
         upstream_(*config_.upstream),
         gateway_(config_, *store_, upstream_, metrics_, clock_),
         admin_(config_, *store_, metrics_, &gateway_.replay_cache()),
-        server_(pool_, gateway_, admin_, metrics_, limits()) {
+        server_(pool_, gateway_, admin_, metrics_.gauges(), limits()) {
     port_ = server_.listen_client({"127.0.0.1", 0}).port();
     thread_ = std::thread([this] { pool_.run(); });
   }

@@ -280,7 +280,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   Metrics metrics(MetricsOptions{longest_upstream_timeout(config), StoreOptions{}.op_timeout});
   Gateway gateway(config, *store, upstream, metrics);
   Admin admin(config, *store, metrics, &gateway.replay_cache());
-  Server server(pool, gateway, admin, metrics, server_limits());
+  Server server(pool, gateway, admin, metrics.gauges(), server_limits());
   std::ostringstream serving;
   try {
     auto client = server.listen_client(config.listen);

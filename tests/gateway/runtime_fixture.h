@@ -128,7 +128,7 @@ routes:
     upstream_client_ = std::make_unique<UpstreamClient>(*config_.upstream);
     gateway_ = std::make_unique<Gateway>(config_, store_, *upstream_client_, metrics_);
     admin_ = std::make_unique<Admin>(config_, store_, metrics_, &gateway_->replay_cache());
-    server_ = std::make_unique<Server>(pool_, *gateway_, *admin_, metrics_, limits());
+    server_ = std::make_unique<Server>(pool_, *gateway_, *admin_, metrics_.gauges(), limits());
     port_ = server_->listen_client({"127.0.0.1", 0}).port();
     admin_port_ = server_->listen_admin({"127.0.0.1", 0}).port();
     runner_ = std::thread([this] { pool_.run(); });

@@ -50,7 +50,7 @@ routes:
   UpstreamClient upstream_client(*config.upstream);
   Gateway gateway(config, store, upstream_client, metrics);
   Admin admin(config, store, metrics, &gateway.replay_cache());
-  Server server(pool, gateway, admin, metrics, ServerLimits{});
+  Server server(pool, gateway, admin, metrics.gauges(), ServerLimits{});
   const unsigned short port = server.listen_client({"127.0.0.1", 0}).port();
   std::thread runner([&] { pool.run(); });
 

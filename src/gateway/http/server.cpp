@@ -14,18 +14,15 @@
 #include <boost/beast/http.hpp>
 
 #include "gateway/http/head_checks.h"
-#include "gateway/http/header_fields.h"
 #include "gateway/http/relay.h"
 #include "util/ascii.h"
 #include "util/asio_tokens.h"
-#include "util/percent.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using asio::awaitable;
 using asio::ip::tcp;
-using Steady = std::chrono::steady_clock;
 
 namespace {
 
@@ -34,21 +31,18 @@ namespace {
 constexpr std::size_t kBufferSlack = 4096;
 // A head is read this much at a time; an idle connection keeps this much buffer.
 constexpr std::size_t kReadPiece = 4096;
-// POST /_idem/tokens takes no body; a small one is read and ignored.
-constexpr std::uint64_t kTokenBodyLimit = 4096;
-constexpr std::uint64_t kAdminBodyLimit = 1024 * 1024;
 
 // Counts a request from its head to its answer: for shutdown, and (client listener only)
 // for the idem_inflight gauge.
 struct ActiveGuard {
   std::atomic<int>& active;
-  Metrics* metrics;
-  ActiveGuard(std::atomic<int>& a, Metrics* m) : active(a), metrics(m) {
+  std::atomic<std::int64_t>& inflight;
+  ActiveGuard(std::atomic<int>& a, std::atomic<std::int64_t>& i) : active(a), inflight(i) {
     active.fetch_add(1);
-    if (metrics) metrics->inflight_add(1);
+    inflight.fetch_add(1, std::memory_order_relaxed);
   }
   ~ActiveGuard() {
-    if (metrics) metrics->inflight_add(-1);
+    inflight.fetch_sub(1, std::memory_order_relaxed);
     active.fetch_sub(1);
   }
   ActiveGuard(const ActiveGuard&) = delete;
@@ -144,11 +138,46 @@ void bind_every_interface(tcp::acceptor& acceptor, std::uint16_t port) {
 
 }  // namespace
 
-Server::Server(IoPool& pool, Gateway& gateway, Admin& admin, Metrics& metrics, ServerLimits limits)
+class Server::ConnExchange final : public HttpExchange {
+ public:
+  ConnExchange(Server& server, Conn& conn, beast::flat_buffer& buffer, Request& req, const RequestMeta& meta)
+      : server_(server), conn_(conn), buffer_(buffer), req_(req), meta_(meta), reservation_(server.budget_) {}
+
+  const http::request_header<>& head() const override {
+    return body_ ? body_->get().base() : req_.head.get().base();
+  }
+  const RequestMeta& meta() const override { return meta_; }
+  std::optional<std::uint64_t> content_length() const override {
+    if (body_)
+      return body_->content_length() ? std::optional<std::uint64_t>(*body_->content_length()) : std::nullopt;
+    return req_.head.content_length() ? std::optional<std::uint64_t>(*req_.head.content_length())
+                                      : std::nullopt;
+  }
+  bool keep_alive() const override { return body_ ? body_->keep_alive() : req_.head.keep_alive(); }
+  bool body_done() const override { return req_.body_done; }
+  awaitable<BodyRead> read_body(std::uint64_t limit) override;
+  awaitable<std::optional<Answer>> relay(UpstreamClient& upstream, Duration timeout) override;
+
+ private:
+  // Tells a client that waits for permission before sending its body (curl does, above
+  // 1 KiB) to go on. False when the client is gone.
+  awaitable<bool> continue_if_expected(const http::request_header<>& head);
+
+  Server& server_;
+  Conn& conn_;
+  beast::flat_buffer& buffer_;
+  Request& req_;
+  const RequestMeta& meta_;
+  BodyReservation reservation_;
+  std::optional<BodyParser> body_;  // once read_body() took the head
+};
+
+Server::Server(IoPool& pool, RequestHandler& client, RequestHandler& admin, ServerGauges& gauges,
+               ServerLimits limits)
     : pool_(pool),
-      gateway_(gateway),
+      client_(client),
       admin_(admin),
-      metrics_(metrics),
+      gauges_(gauges),
       limits_(limits),
       budget_(limits.buffered_bodies) {}
 
@@ -275,7 +304,7 @@ bool Server::closed() const noexcept {
 }
 
 HttpResponse Server::overloaded(unsigned version) {
-  metrics_.count_overloaded();
+  gauges_.overloaded.fetch_add(1, std::memory_order_relaxed);
   return problem_response(Problem::overloaded, "too many request bodies are being received; retry shortly",
                           version, false, std::chrono::seconds(1));
 }
@@ -323,16 +352,18 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
 
     // Admin requests are not waited for by the drain: only client requests are counted.
     std::optional<ActiveGuard> guard;
-    if (!admin) guard.emplace(active_, &metrics_);
+    if (!admin) guard.emplace(active_, gauges_.inflight);
     std::optional<Answer> answer;
     RequestMeta meta;
     if (!admin) meta = request_meta(req.head.get(), conn->peer);
-    if (auto refusal = refuse_head(req.head.get(), admin))
+    if (auto refusal = refuse_head(req.head.get(), admin)) {
       answer.emplace(problem_response(refusal->problem, refusal->detail, refusal->version, false));
-    else if (admin)
-      answer = co_await handle_admin(*conn, buffer, req);
-    else
-      answer = co_await handle(*conn, buffer, req, meta);
+    } else {
+      // The exchange (and the body it read, and its share of the body budget) ends before
+      // the answer is written.
+      ConnExchange exchange(*this, *conn, buffer, req, meta);
+      answer = co_await (admin ? admin_ : client_).serve(exchange);
+    }
     if (!answer) break;
     // Every answer on the client listener names its request (docs/observability.md): the
     // id the upstream received and the request log shows; a replay too (its body and the
@@ -362,152 +393,63 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
   stream.close();
 }
 
-awaitable<Server::Body> Server::read_body(Conn& conn, beast::flat_buffer& buffer, Request& req,
-                                          std::uint64_t limit, BodyReservation& reservation) {
-  const unsigned version = req.head.get().version();
-  Body body;
-  body.parser = std::make_unique<BodyParser>(std::move(req.head));
-  BodyParser& parser = *body.parser;
+awaitable<bool> Server::ConnExchange::continue_if_expected(const http::request_header<>& head) {
+  auto expect = head.find(http::field::expect);
+  if (expect == head.end() || !util::iequals(expect->value(), "100-continue")) co_return true;
+  HttpResponse go{http::status::continue_, 11};
+  conn_.stream.expires_after(server_.limits_.write_timeout);
+  auto [wec, wn] = co_await http::async_write(conn_.stream, go, util::kUseTuple);
+  co_return !wec;
+}
+
+awaitable<BodyRead> Server::ConnExchange::read_body(std::uint64_t limit) {
+  const unsigned version = req_.head.get().version();
+  body_.emplace(std::move(req_.head));
+  BodyParser& parser = *body_;
   parser.body_limit(limit);
+  const auto too_large = [&] {
+    return BodyRead::refused(
+        problem_response(Problem::body_too_large, "the request body is too large", version, false), true);
+  };
   if (parser.is_done()) {
-    req.body_done = true;
-    co_return body;
+    req_.body_done = true;
+    co_return BodyRead::whole(parser.get());
   }
   if (auto length = parser.content_length()) {
-    if (*length > limit) {
-      body.refusal =
-          problem_response(Problem::body_too_large, "the request body is too large", version, false);
-      co_return body;
-    }
-    if (!reservation.take(*length)) {
-      body.refusal = overloaded(version);
-      co_return body;
-    }
+    if (*length > limit) co_return too_large();
+    if (!reservation_.take(*length)) co_return BodyRead::refused(server_.overloaded(version));
   }
-  ChunkGuard guard(limits_.header_limit, req.head_bytes, &reservation);
+  ChunkGuard guard(server_.limits_.header_limit, req_.head_bytes, &reservation_);
   guard.attach(parser);
-  // A client that waits for permission before sending its body (curl does, above 1 KiB).
-  auto expect = parser.get().find(http::field::expect);
-  if (expect != parser.get().end() && util::iequals(expect->value(), "100-continue")) {
-    HttpResponse go{http::status::continue_, 11};
-    conn.stream.expires_after(limits_.write_timeout);
-    auto [wec, wn] = co_await http::async_write(conn.stream, go, util::kUseTuple);
-    if (wec) {
-      body.client_gone = true;
-      co_return body;
-    }
-  }
-  conn.stream.expires_after(limits_.body_timeout);
-  auto [ec, n] = co_await http::async_read(conn.stream, buffer, parser, util::kUseTuple);
+  if (!co_await continue_if_expected(parser.get().base())) co_return BodyRead::gone();
+  conn_.stream.expires_after(server_.limits_.body_timeout);
+  auto [ec, n] = co_await http::async_read(conn_.stream, buffer_, parser, util::kUseTuple);
   if (ec && ec != http::error::body_limit) guard.read_failed(ec);
-  if (guard.failure() == ChunkGuard::Failure::head_too_large) {
-    body.refusal = header_too_large(version);
-  } else if (guard.failure() == ChunkGuard::Failure::overloaded) {
-    body.refusal = overloaded(version);
-  } else if (ec == http::error::body_limit) {
-    body.refusal = problem_response(Problem::body_too_large, "the request body is too large", version, false);
-  } else if (guard.failure() == ChunkGuard::Failure::malformed) {
-    body.refusal = malformed_body(version);
-  } else if (ec) {
-    body.client_gone = true;
-  } else if (!guard.finish(parser.get().base())) {
-    body.refusal = header_too_large(version);
-  } else {
-    req.body_done = true;
-  }
-  co_return body;
+  if (guard.failure() == ChunkGuard::Failure::head_too_large)
+    co_return BodyRead::refused(header_too_large(version));
+  if (guard.failure() == ChunkGuard::Failure::overloaded)
+    co_return BodyRead::refused(server_.overloaded(version));
+  if (ec == http::error::body_limit) co_return too_large();
+  if (guard.failure() == ChunkGuard::Failure::malformed) co_return BodyRead::refused(malformed_body(version));
+  if (ec) co_return BodyRead::gone();
+  if (!guard.finish(parser.get().base())) co_return BodyRead::refused(header_too_large(version));
+  req_.body_done = true;
+  co_return BodyRead::whole(parser.get());
 }
 
-awaitable<std::optional<Answer>> Server::handle(Conn& conn, beast::flat_buffer& buffer, Request& req,
-                                                const RequestMeta& meta) {
-  const auto& head = req.head.get();
-  const bool keep_alive = head.keep_alive();
-
-  if (head.method() == http::verb::post && target_path(head.target()) == "/_idem/tokens") {
-    BodyReservation reservation(budget_);
-    Body body = co_await read_body(conn, buffer, req, kTokenBodyLimit, reservation);
-    if (body.client_gone) co_return std::nullopt;
-    if (body.refusal) co_return Answer{std::move(*body.refusal)};
-    co_return Answer{co_await gateway_.issue_token(body.parser->get())};
-  }
-
-  // Held until the answer: the route matched stays valid across a reload.
-  const std::shared_ptr<const Config> config = gateway_.config();
-  auto match = match_route(config->routes, head.method_string(), head.target());
-  if (!match) co_return co_await relay(conn, buffer, req, nullptr, meta);
-
-  // Cheap checks first: nothing is read or claimed for a request rejected on its head.
-  const Route& route = *match->route;
-  const auto fields = header_fields(head);
-  const RequestView view{head.method_string(), head.target(), fields, {}};
-  Decision decision = check_head(route, view);
-  if (decision.verdict == Verdict::reject)
-    co_return Answer{
-        gateway_.reject_early(route, head, meta, decision.rejection, keep_alive && req.head.is_done())};
-  // Forwarded as it is (no key on a `required: false` route): streamed, like a request on
-  // no route.
-  if (decision.verdict == Verdict::unprotected && route.key.kind != KeyRule::Kind::templated)
-    co_return co_await relay(conn, buffer, req, &route, meta);
-  if (auto length = req.head.content_length())
-    if (auto r = check_body_size(route, *length))
-      co_return Answer{gateway_.reject_early(route, head, meta, *r, keep_alive && req.head.is_done())};
-
-  BodyReservation reservation(budget_);
-  Body body = co_await read_body(conn, buffer, req, route.policy.max_body, reservation);
-  if (body.client_gone) co_return std::nullopt;
-  if (body.refusal) {
-    // A body over max_body is counted and logged as the route's problem.
-    if (body.refusal->result_int() == 413) {
-      auto r = check_body_size(route, route.policy.max_body + 1);
-      co_return Answer{gateway_.reject_early(route, body.parser->get(), meta, *r, false)};
-    }
-    co_return Answer{std::move(*body.refusal)};
-  }
-  co_return co_await gateway_.protect(*match, body.parser->get(), std::move(decision), meta);
-}
-
-awaitable<std::optional<Answer>> Server::relay(Conn& conn, beast::flat_buffer& buffer, Request& req,
-                                               const Route* route, const RequestMeta& meta) {
-  StreamParser parser(std::move(req.head));
+awaitable<std::optional<Answer>> Server::ConnExchange::relay(UpstreamClient& upstream, Duration timeout) {
+  StreamParser parser(std::move(req_.head));
   parser.body_limit(boost::none);  // streamed: it costs a fixed buffer, whatever its size
-  ChunkGuard guard(limits_.header_limit, req.head_bytes, nullptr);
+  ChunkGuard guard(server_.limits_.header_limit, req_.head_bytes, nullptr);
   // The body is streamed: a client waiting for 100-continue may send it at once.
-  auto expect = parser.get().find(http::field::expect);
-  if (expect != parser.get().end() && util::iequals(expect->value(), "100-continue") && !parser.is_done()) {
-    HttpResponse go{http::status::continue_, 11};
-    conn.stream.expires_after(limits_.write_timeout);
-    auto [wec, wn] = co_await http::async_write(conn.stream, go, util::kUseTuple);
-    if (wec) co_return std::nullopt;
-  }
-  const auto t0 = Steady::now();
-  const Duration timeout =
-      route ? route->policy.upstream_timeout : gateway_.config()->defaults.upstream_timeout;
-  // The head moves to the forwarded request: what the log line of a route's request names
-  // is kept first.
-  std::string method, target;
-  if (route) {
-    method = parser.get().method_string();
-    target = parser.get().target();
-  }
-  auto answer = co_await relay_request(conn.stream, buffer, parser, guard, gateway_.upstream(), meta,
-                                       {limits_.body_timeout, timeout}, req.body_done, conn.head);
-  metrics_.observe_upstream(std::chrono::duration_cast<Duration>(Steady::now() - t0));
+  if (!parser.is_done() && !co_await continue_if_expected(parser.get().base())) co_return std::nullopt;
+  auto answer = co_await relay_request(conn_.stream, buffer_, parser, guard, upstream, meta_,
+                                       {server_.limits_.body_timeout, timeout}, req_.body_done, conn_.head);
   if (!answer && guard.failure() == ChunkGuard::Failure::head_too_large)
     answer.emplace(header_too_large(parser.get().version()));
   if (!answer && guard.failure() == ChunkGuard::Failure::malformed)
     answer.emplace(malformed_body(parser.get().version()));
-  if (answer && route)
-    gateway_.count_unprotected(*route, method, target, meta, answer->response.result_int(),
-                               std::chrono::duration_cast<Duration>(Steady::now() - t0));
   co_return answer;
-}
-
-awaitable<std::optional<Answer>> Server::handle_admin(Conn& conn, beast::flat_buffer& buffer, Request& req) {
-  BodyReservation reservation(budget_);
-  Body body = co_await read_body(conn, buffer, req, kAdminBodyLimit, reservation);
-  if (body.client_gone) co_return std::nullopt;
-  if (body.refusal) co_return Answer{std::move(*body.refusal)};
-  co_return Answer{co_await admin_.handle(body.parser->get())};
 }
 
 }  // namespace idem::gateway

@@ -91,21 +91,20 @@ Gateway::Reply Gateway::problem(const HttpRequest& req, Problem p, std::string_v
 }
 
 HttpResponse Gateway::reject_early(const Route& route, const http::request_header<>& req,
-                                   const RequestMeta& meta, const Rejection& r, bool keep_alive,
-                                   std::optional<Duration> retry_after) {
-  auto res = problem_response(r.problem, r.detail, req.version(), keep_alive, retry_after);
+                                   const RequestMeta& meta, const Rejection& r, bool keep_alive) {
+  auto res = problem_response(r.problem, r.detail, req.version(), keep_alive);
   metrics_.count_request(route.name, problem_metric_name(r.problem));
   log(route, nullptr, req.method_string(), req.target(), meta, problem_metric_name(r.problem),
       res.result_int(), Duration{});
   return res;
 }
 
-awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& req, Decision head,
+awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& req,
+                                   std::span<const HeaderField> fields, Decision head,
                                    const RequestMeta& meta) {
   const auto t0 = Steady::now();
   const Route& route = *match.route;
-  const auto headers = header_fields(req);
-  const RequestView view{req.method_string(), req.target(), headers, req.body()};
+  const RequestView view{req.method_string(), req.target(), fields, req.body()};
   Decision d = identify(route, match.params, view, std::move(head));
 
   Reply reply;
