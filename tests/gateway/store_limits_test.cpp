@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "gateway/pipeline/stored_result.h"
+#include "gateway/model/stored_result.h"
 #include "gateway/runtime_fixture.h"
 #include "idem/store_wrapper.h"
 #include "testutil/backends.h"

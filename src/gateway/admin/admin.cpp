@@ -14,7 +14,7 @@
 #include "gateway/model/request_view.h"
 #include "gateway/model/route.h"
 #include "gateway/model/units.h"
-#include "gateway/pipeline/stored_result.h"
+#include "gateway/model/stored_result.h"
 #include "idem/async.h"
 #include "util/ceil_ms.h"
 #include "util/percent.h"

@@ -9,12 +9,12 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "gateway/http/header_fields.h"
+#include "gateway/model/reply_plan.h"
 #include "gateway/model/request_meta.h"
 #include "gateway/model/request_view.h"
+#include "gateway/model/stored_result.h"
 #include "gateway/model/upstream_end.h"
 #include "gateway/pipeline/gateway_parts.h"
-#include "gateway/pipeline/stored_result.h"
 #include "idem/async.h"
 #include "util/asio_tokens.h"
 
@@ -243,17 +243,8 @@ awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, const 
 Gateway::Reply Gateway::answer_replay(const Route& route, const HttpRequest& req, std::string_view stored,
                                       bool waited) const {
   Result<StoredResult> r = decode_stored_result(stored);
-  if (!r || r->kind == StoredResult::Kind::json)
-    return problem(req, Problem::result_not_stored, "the record of this key holds no HTTP response");
-  if (r->kind == StoredResult::Kind::uncertain)
-    return problem(req, Problem::outcome_uncertain,
-                   "the outcome of the first request with this key is unknown; an operator must decide");
-  if (route.policy.on_duplicate == OnDuplicate::reject)
-    return problem(req, Problem::duplicate, "a request with this key was already completed");
-  if (r->kind == StoredResult::Kind::not_stored)
-    return problem(
-        req, Problem::result_not_stored,
-        "the first response (status " + std::to_string(r->response.status) + ") was too large to store");
+  const ReplyPlan plan = reply_for(r, route.policy.on_duplicate);
+  if (plan.problem) return problem(req, *plan.problem, plan.detail);
   HttpResponse res{static_cast<http::status>(r->response.status), req.version()};
   for (const auto& [name, value] : r->response.headers) res.insert(name, value);
   res.set(kReplayedHeader, "true");
