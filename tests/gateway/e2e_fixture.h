@@ -103,6 +103,11 @@ routes:
     match: { method: POST, path: /renewed }
     lease: 900ms
     wait: 0
+  - name: renewed-lock
+    match: { method: POST, path: "/renewed-skus/{sku}/deduct" }
+    key: "stock:{path.sku}"
+    mode: lock
+    lease: 900ms
 )";
 }
 

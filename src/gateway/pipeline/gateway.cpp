@@ -280,7 +280,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
   UpstreamResult up;
   {
     const asio::any_io_executor ex = co_await asio::this_coro::executor;
-    const ClaimRunner::RenewalScope renewal = runner_.renew_while(claim, policy, ex);
+    const Renewal renewal = runner_.renew_while(claim, policy, ex);
     const auto deadline = Steady::now() + p.upstream_timeout;
     UpstreamClient::Connected sent = co_await upstream_.send(fwd, deadline);
     if (sent.conn)

@@ -142,14 +142,15 @@ class Gateway final : public RequestHandler {
   // The forwarded request of a claimed key: the client's, with the key and the claim's fence.
   ForwardRequest forward_with_claim(const HttpRequest& req, const RequestMeta& meta, std::string_view key,
                                     Fence fence) const;
-  // The upstream exchange while the lock is renewed (renew_lock) every lease/3, as the claim
-  // runner renews a claim (run_claimed); a renewal answered not_owner is counted as a
-  // conflict and not tried again. The renewal ends when the response's head and first
+  // The upstream exchange while the lock is renewed (renew_lock), as the claim runner
+  // renews a claim (run_claimed). The renewal ends when the response's head and first
   // bytes are in: the rest of a larger body streams after the lock is released.
   boost::asio::awaitable<UpstreamResult> exchange_locked(const ForwardRequest& fwd, const Route& route,
                                                          const std::string& name, const std::string& owner);
-  boost::asio::awaitable<void> renew_lock(const Route& route, const std::string& name,
-                                          const std::string& owner);
+  // Extends the lock every lease/3 on `ex`; a renewal answered not_owner is counted as a
+  // conflict and not tried again.
+  Renewal renew_lock(const boost::asio::any_io_executor& ex, Duration lease, const std::string& name,
+                     const std::string& owner);
   // Logs a settle answered fenced (the claim was lost while the upstream worked).
   void log_unsettled(const Route& route, const Status& settled) const;
 
