@@ -107,9 +107,9 @@ RULES = [
 # The folders of src/gateway/, lowest first: what a folder includes comes before it. No
 # include cycle between folders is allowed; when one appears, the includes that go against
 # this order are named. model/ decides; http/ reads and writes HTTP on it; pipeline/
-# drives http/; admin/ serves records and metrics of the pipeline. Every file is in one of
-# them: none at the top of src/gateway/.
-GATEWAY_FOLDERS = ["model", "http", "pipeline", "admin"]
+# drives http/; admin/ serves records and metrics of the pipeline; app/ puts them together.
+# Every file is in one of them: none at the top of src/gateway/.
+GATEWAY_FOLDERS = ["model", "http", "pipeline", "admin", "app"]
 
 # ---- reading the tree -------------------------------------------------------------------------
 
