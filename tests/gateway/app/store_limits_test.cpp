@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "gateway/model/stored_result.h"
-#include "gateway/runtime_fixture.h"
+#include "gateway/app/runtime_fixture.h"
 #include "idem/store_wrapper.h"
 #include "testutil/backends.h"
 

@@ -14,7 +14,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/json.hpp>
 
-#include "gateway/runtime_fixture.h"
+#include "gateway/app/runtime_fixture.h"
 
 namespace idem::gateway {
 namespace {

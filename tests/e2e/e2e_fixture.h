@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
 
-#include "gateway/e2e_harness.h"
+#include "testutil/e2e_harness.h"
 #include "testutil/eventually.h"
 
 namespace idem::e2e {

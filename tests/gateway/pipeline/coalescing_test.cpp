@@ -11,7 +11,7 @@
 #include <boost/json.hpp>
 
 #include "gateway/pipeline/coalescer.h"
-#include "gateway/runtime_fixture.h"
+#include "gateway/app/runtime_fixture.h"
 
 namespace idem::gateway {
 namespace {

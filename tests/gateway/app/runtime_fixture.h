@@ -12,7 +12,7 @@
 #include <boost/json.hpp>
 
 #include "gateway/app/runtime.h"
-#include "gateway/e2e_harness.h"
+#include "testutil/e2e_harness.h"
 #include "gateway/http/server.h"
 #include "gateway/model/config/config.h"
 #include "gateway/pipeline/gateway.h"
