@@ -178,6 +178,11 @@ awaitable<Acquired> ClaimRunner::acquire(std::string scope, std::string key, std
 // ---- renew ------------------------------------------------------------------------------------
 
 Renewal ClaimRunner::renew_while(Claim& claim, const ClaimPolicy& policy, const asio::any_io_executor& ex) {
+  return renew_on(claim, policy, ex, Renewal::Caller::on_executor);
+}
+
+Renewal ClaimRunner::renew_on(Claim& claim, const ClaimPolicy& policy, const asio::any_io_executor& ex,
+                              Renewal::Caller caller) {
   if (!policy.renew) return {};
   ExtendArgs args{claim.scope(), claim.key(), claim.fence(), policy.lease};
   auto renew = [this, args]() -> awaitable<Renewal::Renewed> {
@@ -192,7 +197,7 @@ Renewal ClaimRunner::renew_while(Claim& claim, const ClaimPolicy& policy, const 
     lost->store(true);
     if (hooks_.conflict) hooks_.conflict();
   };
-  return Renewal::start(ex, policy.lease / 3, std::move(renew), std::move(on_lost));
+  return Renewal::start(ex, caller, policy.lease / 3, std::move(renew), std::move(on_lost));
 }
 
 awaitable<void> ClaimRunner::renewing(Claim& claim, const ClaimPolicy& policy, awaitable<void> work) {
@@ -204,7 +209,7 @@ awaitable<void> ClaimRunner::renewing(Claim& claim, const ClaimPolicy& policy, a
 }
 
 Renewal ClaimRunner::renew_in_background(Claim& claim, const ClaimPolicy& policy) {
-  return renew_while(claim, policy, executor());
+  return renew_on(claim, policy, executor(), Renewal::Caller::elsewhere);
 }
 
 // ---- settle -----------------------------------------------------------------------------------

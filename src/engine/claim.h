@@ -209,6 +209,8 @@ class ClaimRunner {
   boost::asio::any_io_executor executor() const;
 
  private:
+  Renewal renew_on(Claim& claim, const ClaimPolicy& policy, const boost::asio::any_io_executor& ex,
+                   Renewal::Caller caller);
   friend class Claim;
   struct Background;
   struct Pending;

@@ -4,7 +4,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "util/asio_tokens.h"
@@ -12,26 +12,15 @@
 namespace idem {
 namespace asio = boost::asio;
 
-struct Renewal::State {
-  State(const asio::any_io_executor& ex, Duration e, Renew r, std::function<void()> l)
-      : timer(ex),
-        every(std::max<Duration>(e, std::chrono::milliseconds(1))),
-        renew(std::move(r)),
-        on_lost(std::move(l)) {}
-  asio::steady_timer timer;  // touched on its executor only
-  const Duration every;
-  const Renew renew;
-  const std::function<void()> on_lost;
-  std::atomic<bool> stopped{false};
-};
+Renewal::State::State(const asio::any_io_executor& ex, Caller c, Duration e)
+    : timer(ex), caller(c), every(std::max<Duration>(e, std::chrono::milliseconds(1))) {}
 
-Renewal Renewal::start(const asio::any_io_executor& ex, Duration every, Renew renew,
-                       std::function<void()> on_lost) {
-  Renewal r;
-  r.state_ = std::make_shared<State>(ex, every, std::move(renew), std::move(on_lost));
+void Renewal::begin(const std::shared_ptr<State>& s) {
   // On the executor, as everything that touches the timer.
-  asio::dispatch(ex, [s = r.state_] { arm(s); });
-  return r;
+  if (s->caller == Caller::on_executor)
+    arm(s);
+  else
+    asio::post(s->timer.get_executor(), [s] { arm(s); });
 }
 
 void Renewal::arm(const std::shared_ptr<State>& s) {
@@ -48,7 +37,7 @@ asio::awaitable<void> Renewal::renew_due(std::shared_ptr<State> s) {
     const Renewed r = co_await s->renew();
     if (s->stopped.load()) co_return;  // the work ended meanwhile: what follows it decides
     if (r == Renewed::lost) {
-      if (s->on_lost) s->on_lost();
+      s->on_lost();
       co_return;
     }
     s->timer.expires_after(s->every);
@@ -63,8 +52,10 @@ void Renewal::stop() noexcept {
   std::shared_ptr<State> s = std::exchange(state_, nullptr);
   if (!s) return;
   s->stopped.store(true);
-  // At once when called on the timer's executor (the work's own coroutine), else posted.
-  asio::dispatch(s->timer.get_executor(), [s] { s->timer.cancel(); });
+  if (s->caller == Caller::on_executor)
+    s->timer.cancel();
+  else
+    asio::post(s->timer.get_executor(), [s] { s->timer.cancel(); });
 }
 
 Renewal& Renewal::operator=(Renewal&& o) noexcept {

@@ -68,7 +68,8 @@ Renewal Gateway::renew_lock(const asio::any_io_executor& ex, Duration lease, con
     if (!r) co_return Renewal::Renewed::failed;
     co_return *r == LockExtendOutcome::not_owner ? Renewal::Renewed::lost : Renewal::Renewed::kept;
   };
-  return Renewal::start(ex, lease / 3, std::move(renew), [this] { metrics_.count_store_conflict(); });
+  return Renewal::start(ex, Renewal::Caller::on_executor, lease / 3, std::move(renew),
+                        [this] { metrics_.count_store_conflict(); });
 }
 
 // The client learns that the store failed, never its address or error: observe() logged those.
