@@ -532,7 +532,9 @@ public final class ClaimRunner implements AutoCloseable {
           return;
         }
         pauseMs = Math.min(pauseMs * 2, MAX_PAUSE_MS);
-        schedule(pauseMs);
+        // A pending commit extends its claim with each try: it tries at least every lease/3, so the
+        // lease never runs out while the result waits.
+        schedule(commits(how) ? Math.max(1, Math.min(pauseMs, lease.toMillis() / 3)) : pauseMs);
       }
     }
 
