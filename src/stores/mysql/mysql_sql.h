@@ -93,8 +93,11 @@ struct Widening {
   std::string alter_sql;
 };
 std::vector<Widening> widenings(const std::string& prefix);
-// The GET_LOCK name: idem_schema_PREFIX (at most 64 characters, as MySQL requires).
+// The GET_LOCK name: idem_schema_PREFIX (at most 64 characters, as MySQL requires); the statements
+// that take it, waiting up to `wait_seconds` (answering 1 when taken), and give it back.
 std::string schema_lock(const std::string& prefix);
+std::string schema_lock_sql(const std::string& prefix, std::int64_t wait_seconds);
+std::string schema_unlock_sql(const std::string& prefix);
 
 // The settings every connection starts with; the last statement's row is @@max_allowed_packet.
 std::string session_sql(std::int64_t lock_wait_seconds);
