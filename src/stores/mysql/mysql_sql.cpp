@@ -40,7 +40,7 @@ Sql Statements::begin(const BeginArgs& a) const {
   return {expand("begin", p_,
                  {hex(a.scope), hex(a.key), hex(a.fingerprint), num(us(a.lease)), num(us(a.retention)),
                   hex(a.owner)}),
-          2, 1};
+          4, 3};
 }
 Sql Statements::commit(const CommitArgs& a, std::int64_t fence) const {
   return {expand("commit", p_,
@@ -88,7 +88,7 @@ Sql Statements::restore_token(const RestoreTokenArgs& a) const {
   return one(expand("restore_token", p_, {hex(a.scope), hex(a.token), num(us(a.ttl))}));
 }
 Sql Statements::lock(const LockArgs& a) const {
-  return {expand("lock", p_, {hex(a.name), hex(a.owner), num(us(a.ttl))}), 2, 1};
+  return {expand("lock", p_, {hex(a.name), hex(a.owner), num(us(a.ttl))}), 3, 2};
 }
 Sql Statements::unlock(const UnlockArgs& a) const {
   return one(expand("unlock", p_, {hex(a.name), hex(a.owner)}));
