@@ -34,6 +34,7 @@
 #include "core/state_machine.h"
 #include "stores/mysql/mysql_ops.h"
 #include "stores/mysql/mysql_target.h"
+#include "stores/protocol/protocol_files.h"
 #include "util/asio_tokens.h"
 
 namespace idem::mysql {
@@ -325,7 +326,7 @@ class MysqlStore final : public batching::BatchingStore<Op> {
   awaitable<bool> keepalive(Connection& c) {
     c.state = Connection::State::busy;  // no batch meanwhile
     c.call_deadline = SteadyClock::now() + op_timeout_;
-    static const std::string kWord = "DO 0";
+    static const std::string kWord(protocol::body("mysql/keepalive.sql"));
     OnResult ignore = [](std::size_t, const Reply&) {};
     const Exec ex = co_await exec(c, kWord, ignore);
     c.state = Connection::State::ready;
@@ -743,9 +744,8 @@ Result<std::unique_ptr<Store>> open(std::string_view uri, const StoreOptions& op
   const auto wait_s =
       std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(options.op_timeout).count());
   std::string got;
-  if (Status s =
-          run_blocking(*target, conn.get(), "SELECT GET_LOCK(" + lock + ", " + std::to_string(wait_s) + ")",
-                       "cannot lock the schema", &got);
+  if (Status s = run_blocking(*target, conn.get(), schema_lock_sql(target->prefix, wait_s),
+                              "cannot lock the schema", &got);
       !s) {
     return s;
   }
@@ -757,12 +757,13 @@ Result<std::unique_ptr<Store>> open(std::string_view uri, const StoreOptions& op
   if (created) created = widen_columns(*target, conn.get());
   // Closing the connection releases the lock too; releasing it at once lets the next opener in.
   Status released =
-      run_blocking(*target, conn.get(), "SELECT RELEASE_LOCK(" + lock + ")", "cannot unlock the schema");
+      run_blocking(*target, conn.get(), schema_unlock_sql(target->prefix), "cannot unlock the schema");
   if (!created) return created;
   if (!released) return released;
   std::string packet;
-  if (Status s = run_blocking(*target, conn.get(), "SELECT @@max_allowed_packet",
-                              "cannot read max_allowed_packet", &packet);
+  if (Status s =
+          run_blocking(*target, conn.get(), std::string(protocol::body("mysql/max_allowed_packet.sql")),
+                       "cannot read max_allowed_packet", &packet);
       !s) {
     return s;
   }

@@ -26,6 +26,7 @@
 #include "core/state_machine.h"
 #include "stores/postgres/postgres_ops.h"
 #include "stores/postgres/postgres_target.h"
+#include "stores/protocol/protocol_files.h"
 
 namespace idem::postgres {
 namespace {
@@ -352,8 +353,8 @@ class PostgresStore final : public batching::BatchingStore<Op> {
     // stuck behind a connection we abandoned.
     const std::string timeout = std::to_string((op_timeout_ + 1s).count() / 1000) + "ms";
     const char* value = timeout.c_str();
-    ok = ok && PQsendQueryParams(c.pg, "SELECT set_config('statement_timeout', $1, false)", 1, nullptr,
-                                 &value, nullptr, nullptr, 0) == 1;
+    static const std::string kSession(protocol::body("postgres/session.sql"));
+    ok = ok && PQsendQueryParams(c.pg, kSession.c_str(), 1, nullptr, &value, nullptr, nullptr, 0) == 1;
     for (const auto& st : statements_) {
       ok = ok && PQsendPrepare(c.pg, st.name.c_str(), st.sql.c_str(), static_cast<int>(st.types.size()),
                                st.types.data()) == 1;
