@@ -42,7 +42,9 @@ public final class GatewayProcess implements AutoCloseable {
   /** A gateway in front of {@code upstream}; {@code extraYaml} is appended to the config (routes:). */
   public static GatewayProcess start(String upstream, String extraYaml) throws Exception {
     String bin = System.getProperty("idem.bin", System.getenv("IDEM_BIN"));
-    if (bin == null || bin.isEmpty()) throw new IllegalStateException("-Didem.bin (or IDEM_BIN) names the idem binary");
+    // Without the binary (a machine that did not build it) the tests that need a gateway are skipped.
+    org.junit.jupiter.api.Assumptions.assumeTrue(bin != null && !bin.isEmpty() && new java.io.File(bin).canExecute(),
+        "-Didem.bin (or IDEM_BIN) names no idem binary");
     Path dir = Files.createTempDirectory("idem-java-test");
     IOException last = null;
     for (int tries = 0; tries < 5; tries++) {  // a free port can be taken between probe and bind
