@@ -10,7 +10,12 @@ public sealed interface BeginOutcome
    * The caller holds the key now: do the work, then commit or release with this fence.
    * {@code recovered}: an earlier holder's lease expired mid-run, so its outcome is unknown.
    */
-  record Acquired(long fence, boolean recovered) implements BeginOutcome {}
+  record Acquired(long fence, boolean recovered, long previousFence) implements BeginOutcome {
+    /** previousFence: when recovered, the fence of the claim taken over (0 otherwise). */
+    public Acquired(long fence, boolean recovered) {
+      this(fence, recovered, 0);
+    }
+  }
 
   /**
    * The key was completed: {@code result} is what was committed, byte for byte as JSON.

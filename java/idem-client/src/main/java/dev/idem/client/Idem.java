@@ -152,7 +152,8 @@ public final class Idem {
       String outcome = outcome(o);
       return switch (outcome) {
         case "acquired" -> new BeginOutcome.Acquired(
-            positiveFence(o), o.get("recovered").map(JsonValue::asBoolean).orElse(false));
+            positiveFence(o), o.get("recovered").map(JsonValue::asBoolean).orElse(false),
+            o.get("previous_fence").map(JsonValue::asLong).orElse(0L));
         case "replay" -> new BeginOutcome.Replay(o.get("result").orElse(JsonValue.NULL));
         case "in_progress" -> new BeginOutcome.InProgress(Duration.ofMillis(o.require("retry_after_ms").asLong()));
         case "mismatch" -> new BeginOutcome.Mismatch();

@@ -60,6 +60,15 @@ public abstract class StoreContract {
     return "contract-" + run + "-" + name;
   }
 
+  /** A result as this store holds it: the bytes themselves; a backend holding only JSON maps them. */
+  protected byte[] res(byte[] raw) {
+    return raw;
+  }
+
+  protected byte[] res(String raw) {
+    return res(b(raw));
+  }
+
   protected static byte[] b(String s) {
     return s.getBytes(StandardCharsets.UTF_8);
   }
@@ -104,16 +113,16 @@ public abstract class StoreContract {
   void commitThenBeginReplaysTheResultByteForByte() {
     String k = key("replay");
     BeginOutcome.Acquired a = acquire("s", k);
-    byte[] result = new byte[1 << 20];
+    byte[] result = new byte[(int) Math.min(1 << 20, store().maxResultBytes() / 4)];
     for (int i = 0; i < result.length; i++) result[i] = (byte) (i * 31);
     result[0] = 0;
-    assertThat(store().commit(new CommitArgs("s", k, a.fence(), result, DAY))).isEqualTo(CommitOutcome.COMMITTED);
+    assertThat(store().commit(new CommitArgs("s", k, a.fence(), res(result), DAY))).isEqualTo(CommitOutcome.COMMITTED);
     BeginOutcome o = begin("s", k, "fp", LONG, DAY);
     assertThat(o).isInstanceOf(BeginOutcome.Replay.class);
     BeginOutcome.Replay r = (BeginOutcome.Replay) o;
-    assertThat(r.result()).isEqualTo(result);
-    assertThat(r.fence()).isEqualTo(a.fence());
-    assertThat(r.expiresIn()).isPositive().isLessThanOrEqualTo(DAY);
+    assertThat(r.result()).isEqualTo(res(result));
+    if (r.fence() != 0) assertThat(r.fence()).isEqualTo(a.fence());  // 0: the store does not say (the control API)
+    if (!r.expiresIn().isZero()) assertThat(r.expiresIn()).isPositive().isLessThanOrEqualTo(DAY);
   }
 
   @Test
@@ -121,20 +130,20 @@ public abstract class StoreContract {
     String k = key("mismatch");
     BeginOutcome.Acquired a = acquire("", k);
     assertThat(begin("", k, "other", LONG, DAY)).isInstanceOf(BeginOutcome.Mismatch.class);
-    store().commit(new CommitArgs("", k, a.fence(), b("r"), DAY));
+    store().commit(new CommitArgs("", k, a.fence(), res("r"), DAY));
     assertThat(begin("", k, "other", LONG, DAY)).isInstanceOf(BeginOutcome.Mismatch.class);
-    assertThat(((BeginOutcome.Replay) begin("", k, "fp", LONG, DAY)).result()).isEqualTo(b("r"));
+    assertThat(((BeginOutcome.Replay) begin("", k, "fp", LONG, DAY)).result()).isEqualTo(res("r"));
   }
 
   @Test
   void anEmptyFingerprintMatchesAnyFingerprint() {
     String k = key("empty-fp");
     BeginOutcome.Acquired a = acquire("", k);
-    store().commit(new CommitArgs("", k, a.fence(), b("r"), DAY));
+    store().commit(new CommitArgs("", k, a.fence(), res("r"), DAY));
     assertThat(begin("", k, "", LONG, DAY)).isInstanceOf(BeginOutcome.Replay.class);
     String k2 = key("empty-fp-2");
     BeginOutcome.Acquired a2 = (BeginOutcome.Acquired) begin("", k2, "", LONG, DAY);
-    store().commit(new CommitArgs("", k2, a2.fence(), b("r"), DAY));
+    store().commit(new CommitArgs("", k2, a2.fence(), res("r"), DAY));
     assertThat(begin("", k2, "anything", LONG, DAY)).isInstanceOf(BeginOutcome.Replay.class);
   }
 
@@ -158,7 +167,7 @@ public abstract class StoreContract {
     assertThat(second.previousFence()).isEqualTo(first.fence());
     assertThat(second.fence()).isGreaterThan(first.fence());
     // The lost holder can do nothing any more.
-    assertThat(store().commit(new CommitArgs("", k, first.fence(), b("late"), DAY))).isEqualTo(CommitOutcome.FENCED);
+    assertThat(store().commit(new CommitArgs("", k, first.fence(), res("late"), DAY))).isEqualTo(CommitOutcome.FENCED);
     assertThat(store().extend("", k, first.fence(), LONG)).isEqualTo(ExtendOutcome.FENCED);
     assertThat(store().release(new ReleaseArgs("", k, first.fence()))).isEqualTo(ReleaseOutcome.FENCED);
   }
@@ -167,17 +176,17 @@ public abstract class StoreContract {
   void commitIsFencedUnlessPendingWithThatFence() {
     String k = key("fenced");
     BeginOutcome.Acquired a = acquire("", k);
-    assertThat(store().commit(new CommitArgs("", k, a.fence() + 1, b("x"), DAY))).isEqualTo(CommitOutcome.FENCED);
-    assertThat(store().commit(new CommitArgs("", key("absent"), 5, b("x"), DAY))).isEqualTo(CommitOutcome.FENCED);
+    assertThat(store().commit(new CommitArgs("", k, a.fence() + 1, res("x"), DAY))).isEqualTo(CommitOutcome.FENCED);
+    assertThat(store().commit(new CommitArgs("", key("absent"), 5, res("x"), DAY))).isEqualTo(CommitOutcome.FENCED);
   }
 
   @Test
   void aRetriedCommitIsCommittedAndKeepsTheFirstResult() {
     String k = key("retried");
     BeginOutcome.Acquired a = acquire("", k);
-    store().commit(new CommitArgs("", k, a.fence(), b("first"), DAY));
-    assertThat(store().commit(new CommitArgs("", k, a.fence(), b("second"), DAY))).isEqualTo(CommitOutcome.COMMITTED);
-    assertThat(((BeginOutcome.Replay) begin("", k, "fp", LONG, DAY)).result()).isEqualTo(b("first"));
+    store().commit(new CommitArgs("", k, a.fence(), res("first"), DAY));
+    assertThat(store().commit(new CommitArgs("", k, a.fence(), res("second"), DAY))).isEqualTo(CommitOutcome.COMMITTED);
+    assertThat(((BeginOutcome.Replay) begin("", k, "fp", LONG, DAY)).result()).isEqualTo(res("first"));
   }
 
   @Test
@@ -195,7 +204,7 @@ public abstract class StoreContract {
   void releaseAndExtendOfADoneRecordAreFenced() {
     String k = key("done-fenced");
     BeginOutcome.Acquired a = acquire("", k);
-    store().commit(new CommitArgs("", k, a.fence(), b("r"), DAY));
+    store().commit(new CommitArgs("", k, a.fence(), res("r"), DAY));
     assertThat(store().release(new ReleaseArgs("", k, a.fence()))).isEqualTo(ReleaseOutcome.FENCED);
     assertThat(store().extend("", k, a.fence(), LONG)).isEqualTo(ExtendOutcome.FENCED);
     assertThat(store().abandon("", k, "nobody")).isEqualTo(ReleaseOutcome.FENCED);
@@ -215,11 +224,12 @@ public abstract class StoreContract {
   void theOwnerIsStoredAndATakeoverReplacesIt() {
     String k = key("owner");
     store().begin(new BeginArgs("", k, b("fp"), SHORT, DAY, "first-owner"));
-    assertThat(store().get("", k).orElseThrow().owner()).isEqualTo("first-owner");
+    if (showsOwners()) assertThat(store().get("", k).orElseThrow().owner()).isEqualTo("first-owner");
     sleepPast(SHORT);
     store().begin(new BeginArgs("", k, b("fp"), LONG, DAY, "second-owner"));
-    assertThat(store().get("", k).orElseThrow().owner()).isEqualTo("second-owner");
+    if (showsOwners()) assertThat(store().get("", k).orElseThrow().owner()).isEqualTo("second-owner");
     assertThat(store().abandon("", k, "first-owner")).isEqualTo(ReleaseOutcome.FENCED);
+    assertThat(store().abandon("", k, "second-owner")).isEqualTo(ReleaseOutcome.RELEASED);
   }
 
   @Test
@@ -234,6 +244,11 @@ public abstract class StoreContract {
 
   @Test
   void getShowsTheRecordAsStored() {
+    getShowsTheRecordAsStoredCase();
+  }
+
+  /** The case body; a backend whose get shows no fingerprint or owner (the control API) overrides it. */
+  protected void getShowsTheRecordAsStoredCase() {
     String k = key("get");
     Instant before = Instant.now().minusSeconds(5);
     BeginOutcome.Acquired a = (BeginOutcome.Acquired) store().begin(new BeginArgs("sc", k, b("fp"), LONG, DAY, "o"));
@@ -247,10 +262,10 @@ public abstract class StoreContract {
     assertThat(p.leaseUntil().get()).isAfter(before);
     assertThat(p.expiresAt()).isAfter(p.leaseUntil().get());
     assertThat(p.owner()).isEqualTo("o");
-    store().commit(new CommitArgs("sc", k, a.fence(), b("res"), DAY));
+    store().commit(new CommitArgs("sc", k, a.fence(), res("res"), DAY));
     IdemRecord d = store().get("sc", k).orElseThrow();
     assertThat(d.state()).isEqualTo(RecordState.DONE);
-    assertThat(d.result()).isEqualTo(b("res"));
+    assertThat(d.result()).isEqualTo(res("res"));
     assertThat(d.leaseUntil()).isEmpty();
     assertThat(d.owner()).isEqualTo("o");
     assertThat(store().get("sc", key("none"))).isEmpty();
@@ -260,7 +275,7 @@ public abstract class StoreContract {
   void aDoneRecordExpiresAfterItsRetention() {
     String k = key("expire");
     BeginOutcome.Acquired a = acquire("", k);
-    store().commit(new CommitArgs("", k, a.fence(), b("r"), SHORT));
+    store().commit(new CommitArgs("", k, a.fence(), res("r"), SHORT));
     assertThat(store().get("", k)).isPresent();
     sleepPast(SHORT);
     assertThat(store().get("", k)).isEmpty();
@@ -275,7 +290,7 @@ public abstract class StoreContract {
     BeginOutcome.Acquired a = acquire("", k);
     assertThat(store().delete("", k)).isTrue();
     assertThat(store().delete("", k)).isFalse();
-    assertThat(store().commit(new CommitArgs("", k, a.fence(), b("r"), DAY))).isEqualTo(CommitOutcome.FENCED);
+    assertThat(store().commit(new CommitArgs("", k, a.fence(), res("r"), DAY))).isEqualTo(CommitOutcome.FENCED);
     assertThat(acquire("", k).fence()).isGreaterThan(a.fence());
   }
 
@@ -304,28 +319,28 @@ public abstract class StoreContract {
     store().commit(new CommitArgs("", k, second.fence(), mark, DAY));
     // Another claim's prefix is fenced; the marked claim's own commit lands and takes its fence.
     byte[] otherPrefix = b("Ufence=" + (first.fence() + 7) + ";");
-    assertThat(store().commit(new CommitArgs("", k, first.fence() + 7, b("x"), DAY, otherPrefix)))
+    assertThat(store().commit(new CommitArgs("", k, first.fence() + 7, res("x"), DAY, otherPrefix)))
         .isEqualTo(CommitOutcome.FENCED);
     byte[] prefix = b("Ufence=" + first.fence() + ";");
     assertThat(Bytes.startsWith(mark, marker)).isTrue();
-    assertThat(store().commit(new CommitArgs("", k, first.fence(), b("known"), DAY, prefix)))
+    assertThat(store().commit(new CommitArgs("", k, first.fence(), res("known"), DAY, prefix)))
         .isEqualTo(CommitOutcome.COMMITTED);
     BeginOutcome.Replay r = (BeginOutcome.Replay) begin("", k, "fp", LONG, DAY);
-    assertThat(r.result()).isEqualTo(b("known"));
+    assertThat(r.result()).isEqualTo(res("known"));
     assertThat(r.fence()).isEqualTo(first.fence());
     // A retry of it is the plain retried commit.
-    assertThat(store().commit(new CommitArgs("", k, first.fence(), b("again"), DAY, prefix)))
+    assertThat(store().commit(new CommitArgs("", k, first.fence(), res("again"), DAY, prefix)))
         .isEqualTo(CommitOutcome.COMMITTED);
-    assertThat(((BeginOutcome.Replay) begin("", k, "fp", LONG, DAY)).result()).isEqualTo(b("known"));
+    assertThat(((BeginOutcome.Replay) begin("", k, "fp", LONG, DAY)).result()).isEqualTo(res("known"));
   }
 
   @Test
   void overUncertainLeavesAPendingClaimAlone() {
     String k = key("over-pending");
     BeginOutcome.Acquired a = acquire("", k);
-    assertThat(store().commit(new CommitArgs("", k, a.fence() + 1, b("x"), DAY, b(""))))
+    assertThat(store().commit(new CommitArgs("", k, a.fence() + 1, res("x"), DAY, b(""))))
         .isEqualTo(CommitOutcome.FENCED);
-    assertThat(store().commit(new CommitArgs("", k, a.fence() + 1, b("x"), DAY, b("U"))))
+    assertThat(store().commit(new CommitArgs("", k, a.fence() + 1, res("x"), DAY, b("U"))))
         .isEqualTo(CommitOutcome.FENCED);
     assertThat(store().get("", k).orElseThrow().state()).isEqualTo(RecordState.PENDING);
   }
@@ -335,7 +350,7 @@ public abstract class StoreContract {
     String scope = "s".repeat(Args.MAX_SCOPE_BYTES);
     String k = key("long-").concat("k".repeat(Args.MAX_KEY_BYTES - key("long-").length()));
     BeginOutcome.Acquired a = acquire(scope, k);
-    store().commit(new CommitArgs(scope, k, a.fence(), b("r"), DAY));
+    store().commit(new CommitArgs(scope, k, a.fence(), res("r"), DAY));
     assertThat(store().get(scope, k).orElseThrow().key()).isEqualTo(k);
     String name = "n".repeat(Args.MAX_LOCK_NAME_BYTES - run.length()) + run;
     assertThat(store().lock(name, "o", LONG)).isInstanceOf(LockOutcome.Locked.class);
@@ -371,7 +386,7 @@ public abstract class StoreContract {
   void listFiltersByKeyPrefixScopeAndState() {
     String p = key("list-");
     BeginOutcome.Acquired a = acquire("ls", p + "a");
-    store().commit(new CommitArgs("ls", p + "a", a.fence(), b("r"), DAY));
+    store().commit(new CommitArgs("ls", p + "a", a.fence(), res("r"), DAY));
     acquire("ls", p + "b");
     acquire("other", p + "c");
     List<IdemRecord> all = listAll(new ListArgs(p, Optional.empty(), Optional.empty(), 2, ""));
@@ -445,8 +460,14 @@ public abstract class StoreContract {
     assertThat(store().consumeToken("u", t)).isEqualTo(ConsumeOutcome.INVALID);
   }
 
+  /** False for a backend whose get shows no owner (the control API). */
+  protected boolean showsOwners() {
+    return true;
+  }
+
   @Test
   void aReleaseReArmsAConsumedTokenInTheSameStepAndAFencedOneDoesNot() {
+    if (!store().traits().tokenRestoreOnRelease()) return;
     String t = store().issueToken("tok", LONG);
     String k = "space:" + t;
     store().consumeToken("tok", t);
