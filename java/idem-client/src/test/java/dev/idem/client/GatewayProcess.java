@@ -41,6 +41,15 @@ public final class GatewayProcess implements AutoCloseable {
 
   /** A gateway in front of {@code upstream}; {@code extraYaml} is appended to the config (routes:). */
   public static GatewayProcess start(String upstream, String extraYaml) throws Exception {
+    return start(upstream, extraYaml, null);
+  }
+
+  /** A control-API gateway on the store {@code storeUri} (a Redis, MySQL... shared with the Java engine). */
+  public static GatewayProcess onStore(String storeUri) throws Exception {
+    return start("http://127.0.0.1:9", "", storeUri);
+  }
+
+  private static GatewayProcess start(String upstream, String extraYaml, String storeUri) throws Exception {
     String bin = System.getProperty("idem.bin", System.getenv("IDEM_BIN"));
     // Without the binary (a machine that did not build it) the tests that need a gateway are skipped.
     org.junit.jupiter.api.Assumptions.assumeTrue(bin != null && !bin.isEmpty() && new java.io.File(bin).canExecute(),
@@ -51,7 +60,7 @@ public final class GatewayProcess implements AutoCloseable {
       int port = freePort(), admin = freePort();
       String config = "listen: 127.0.0.1:" + port + "\n"
           + "upstream: " + upstream + "\n"
-          + "store: \"sqlite:" + dir.resolve("idem.db") + "\"\n"
+          + "store: \"" + (storeUri != null ? storeUri : "sqlite:" + dir.resolve("idem.db")) + "\"\n"
           + "admin:\n  listen: 127.0.0.1:" + admin + "\n  token_env: " + TOKEN_ENV + "\n"
           + "defaults:\n  lease: 10s\n  wait: 5s\n"
           + extraYaml;
