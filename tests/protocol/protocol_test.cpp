@@ -12,6 +12,7 @@
 #include "stores/mysql/mysql_sql.h"
 #include "stores/postgres/postgres_sql.h"
 #include "stores/protocol/protocol_files.h"
+#include "stores/redis/redis_keys.h"
 #include "stores/redis/redis_scripts.h"
 
 namespace idem::protocol {
@@ -123,6 +124,19 @@ TEST(ProtocolFiles, EveryPlaceholderIsReplaced) {
                            m.lock({"n", "o", Duration(1)}).text + mysql::schema_sql("t_");
   EXPECT_FALSE(contains(text, "{")) << text;
   EXPECT_FALSE(contains(text, "$")) << text;
+}
+
+// protocol/README.md, "Redis", shows these keys for another implementation to check its own
+// against.
+TEST(ProtocolFiles, TheReadmesRedisKeysAreTheStoresKeys) {
+  const auto record = redis::record_keys("idem:", "s", "orders:42");
+  EXPECT_EQ(record.main, "idem:{fe1c7d9bfbdae184}r:1:sorders:42");
+  EXPECT_EQ(record.fence, "idem:{fe1c7d9bfbdae184}rf:1:sorders:42");
+  EXPECT_EQ(redis::token_key("idem:", "s", "42"), "idem:{fe1c7d9bfbdae184}t:1:s42");
+  EXPECT_EQ(redis::key_slot(record.main), 4419);
+  const auto lock = redis::lock_keys("idem:", "inventory");
+  EXPECT_EQ(lock.main, "idem:{f494ba3f48ea5db6}l:inventory");
+  EXPECT_EQ(lock.fence, "idem:{f494ba3f48ea5db6}lf:inventory");
 }
 
 }  // namespace

@@ -114,10 +114,13 @@ Sql Statements::sweep(SweepStep step) const {
 
 std::string schema_sql(const std::string& prefix) { return expand("schema", prefix, {}); }
 
+std::string check_schema_sql(const std::string& prefix) { return expand("check_schema", prefix, {}); }
+
 std::vector<Widening> widenings(const std::string& prefix) {
-  return {
-      {expand("records_key_width", prefix, {}), kMaxStoredKeyBytes, expand("widen_records_key", prefix, {})},
-      {expand("locks_name_width", prefix, {}), kMaxLockNameBytes, expand("widen_locks_name", prefix, {})}};
+  return {{prefix + "records.key", expand("records_key_width", prefix, {}), kMaxStoredKeyBytes,
+           expand("widen_records_key", prefix, {})},
+          {prefix + "locks.name", expand("locks_name_width", prefix, {}), kMaxLockNameBytes,
+           expand("widen_locks_name", prefix, {})}};
 }
 std::string schema_lock(const std::string& prefix) { return "idem_schema_" + prefix; }
 std::string schema_lock_sql(const std::string& prefix, std::int64_t wait_seconds) {

@@ -83,10 +83,14 @@ class Statements {
 // by itself). Run while holding the named lock schema_lock(prefix), so that several processes
 // opening the store at once do not collide.
 std::string schema_sql(const std::string& prefix);
+// Fails (1146, 1054) unless the tables and every column this version uses are there: what a store
+// opened with create_tables=false runs instead of schema_sql (and the widenings' width_sql).
+std::string check_schema_sql(const std::string& prefix);
 // A column that tables created by an earlier version hold narrower (the keys were 255 bytes,
 // lock names 2,048): `width_sql` answers its width in bytes; when that is less than `width`,
 // `alter_sql` widens it (rebuilding the table). Run under the schema lock, after schema_sql.
 struct Widening {
+  std::string column;  // "<prefix>records.key", for messages
   std::string width_sql;
   std::size_t width = 0;
   std::string alter_sql;

@@ -54,6 +54,10 @@ std::string schema_sql(const std::string& prefix) {
   return expand(protocol::body("postgres/schema.sql"), prefix);
 }
 
+std::string check_schema_sql(const std::string& prefix) {
+  return expand(protocol::body("postgres/check_schema.sql"), prefix);
+}
+
 bool valid_prefix(const std::string& prefix) { return batching::valid_table_prefix(prefix); }
 
 }  // namespace idem::postgres
