@@ -1,6 +1,7 @@
 // The `idem` command (docs/configuration.md, "Command line"; docs/operations.md): serve, check, record
-// get|delete|list, sweep, version. Exit codes: 0 ok, 2 usage or config error, 1 runtime failure. Diagnostics
-// go to standard error; `idem serve` writes one JSON line per protected request to standard output.
+// get|delete|list, sweep, schema, version. Exit codes: 0 ok, 2 usage or config error, 1 runtime failure.
+// Diagnostics go to standard error; `idem serve` writes one JSON line per protected request to standard
+// output.
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -27,6 +28,7 @@
 #include "idem/store_uri.h"
 #include "idem/version.h"
 #include "stores/deferred/deferred_store.h"
+#include "stores/schema_ddl.h"
 #include "util/asio_tokens.h"
 
 namespace asio = boost::asio;
@@ -296,6 +298,18 @@ int check(const std::string& file, bool strict, const std::string& store_uri) {
   }
 }
 
+// `idem schema --store URI`: the DDL of a SQL store's tables, for a DBA (docs/stores.md, "The
+// protocol folder and the DDL"). Asks no server. A store without tables, or a bad URI: exit 2.
+int schema(const std::string& uri) {
+  Result<std::string> ddl = store_ddl(uri);
+  if (!ddl) {
+    std::cerr << "idem: " << redact_secrets(ddl.status().message(), uri) << "\n";
+    return kUsage;
+  }
+  std::cout << *ddl;
+  return kOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -356,6 +370,12 @@ int main(int argc, char** argv) {
   auto* sweep_cmd = app.add_subcommand("sweep", "Remove expired records");
   sweep_cmd->add_option("--store", sweep_store, "Store URI")->required();
 
+  std::string schema_store;
+  auto* schema_cmd = app.add_subcommand("schema", "Print the DDL of a PostgreSQL or MySQL store's tables");
+  schema_cmd
+      ->add_option("--store", schema_store, "Store URI (postgres:// or mysql://; its table_prefix applies)")
+      ->required();
+
   auto* version_cmd = app.add_subcommand("version", "Print the version");
 
   try {
@@ -407,6 +427,7 @@ int main(int argc, char** argv) {
     std::cout << *n << "\n";
     return kOk;
   }
+  if (*schema_cmd) return schema(schema_store);
   if (*version_cmd) {
     std::cout << "idem " << kVersion << "\n";
     return kOk;

@@ -28,9 +28,9 @@ Ports: the pages write the gateway as 127.0.0.1:8080 (or localhost:8080), the ad
 listener as 127.0.0.1:9901 and the upstream as 127.0.0.1:9000; the test replaces them by
 free ports in configs and commands, and back in the output it compares. `idem` is on the
 PATH, IDEM_ADMIN_TOKEN is set, and each page runs in an empty directory of its own.
-Also: every relative link between the pages leads to a file, and every
-`docs/PAGE.md, "Section"` a comment in include/ or src/ cites names a page and a section
-that exist. Exits 1 naming the file and line of every block (or citation) that failed.
+Also: every relative link between the pages (and protocol/'s READMEs) leads to a file,
+and every `docs/PAGE.md, "Section"` a comment in include/, src/ or protocol/ cites names a
+page and a section that exist. Exits 1 naming the file and line of every block (or citation) that failed.
 """
 
 import argparse
@@ -475,7 +475,8 @@ def check_references(root):
     for page in pages:
         with open(page, encoding="utf-8") as f:
             headings[os.path.relpath(page, root)] = [l.lstrip("#").strip() for l in f if l.startswith("#")]
-    for page in pages + [os.path.join(root, f) for f in ("README.md", "README.zh-CN.md")]:
+    protocol_pages = glob.glob(os.path.join(root, "protocol", "**", "*.md"), recursive=True)
+    for page in pages + protocol_pages + [os.path.join(root, f) for f in ("README.md", "README.zh-CN.md")]:
         if not os.path.exists(page):
             continue
         with open(page, encoding="utf-8") as f:
@@ -487,10 +488,12 @@ def check_references(root):
             if not os.path.exists(os.path.join(os.path.dirname(page), target)):
                 failures.append("%s: a link to %s, which does not exist" % (os.path.relpath(page, root), target))
     sources = glob.glob(os.path.join(root, "include", "**", "*.h"), recursive=True) + \
-        glob.glob(os.path.join(root, "src", "**", "*.[ch]*"), recursive=True)
+        glob.glob(os.path.join(root, "src", "**", "*.[ch]*"), recursive=True) + \
+        glob.glob(os.path.join(root, "protocol", "**", "*.sql"), recursive=True) + \
+        glob.glob(os.path.join(root, "protocol", "**", "*.lua"), recursive=True) + protocol_pages
     for source in sources:
         with open(source, encoding="utf-8") as f:
-            text = re.sub(r"\n\s*//\s*", " ", f.read())  # comments joined across lines
+            text = re.sub(r"\n\s*(//|--)\s*", " ", f.read())  # comments joined across lines
         for m in re.finditer(r'(docs/[\w/.-]+\.(?:md|yaml))(?:,? "([^"]+)")?', text):
             cited, section = m.group(1), m.group(2)
             where = os.path.relpath(source, root)

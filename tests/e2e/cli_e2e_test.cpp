@@ -1,4 +1,4 @@
-// End to end: the command line (README.md) — serve with flags, check, record, exit codes,
+// End to end: the command line (README.md) — serve with flags, check, record, schema, exit codes,
 // admin token rules, SIGTERM and a crash mid-request.
 #include <signal.h>
 
@@ -65,6 +65,44 @@ TEST(GatewayProcess, CheckExitCodes) {
   EXPECT_EQ(run({IDEM_BIN, "serve", "--store", "memory:"}), 2);  // no upstream
   EXPECT_EQ(run({IDEM_BIN}), 2);
   EXPECT_EQ(run({IDEM_BIN, "version"}), 0);
+}
+
+// `idem schema --store URI` (docs/stores.md, "The protocol folder and the DDL"): the DDL of a
+// PostgreSQL or MySQL store with the URI's table prefix, asking no server and never printing the
+// password; a store without tables or a bad URI is a usage error (2) that says why.
+TEST(GatewayProcess, SchemaPrintsTheDdlOfSqlStoresOnly) {
+  const auto has = [](const std::string& out, const std::string& part) {
+    return out.find(part) != std::string::npos;
+  };
+  std::string out;
+  EXPECT_EQ(
+      run({IDEM_BIN, "schema", "--store", "postgres://app:s3cret@db.invalid:5432/shop?table_prefix=shop_"},
+          &out),
+      0)
+      << out;
+  EXPECT_TRUE(has(out, "CREATE TABLE IF NOT EXISTS shop_records (")) << out;
+  EXPECT_TRUE(has(out, "hashtext('idem schema shop_')")) << out;
+  EXPECT_TRUE(has(out, "COMMIT;")) << out;
+  EXPECT_FALSE(has(out, "s3cret")) << out;
+  EXPECT_FALSE(has(out, "{p}")) << out;
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "schema", "--store", "mysql://app:s3cret@db.invalid/shop"}, &out), 0) << out;
+  EXPECT_TRUE(has(out, "CREATE TABLE IF NOT EXISTS idem_locks (")) << out;
+  EXPECT_TRUE(has(out, "--   ALTER TABLE idem_records MODIFY `key` VARBINARY(320) NOT NULL;")) << out;
+  EXPECT_FALSE(has(out, "s3cret")) << out;
+  for (const std::string store :
+       {"redis://127.0.0.1:6379", "redis-cluster://127.0.0.1:7000", "memory:", "sqlite:./idem.db"}) {
+    out.clear();
+    EXPECT_EQ(run({IDEM_BIN, "schema", "--store", store}, &out), 2) << store;
+    EXPECT_TRUE(has(out, "idem schema is for postgres:// and mysql://")) << out;
+  }
+  for (const std::string store : {"mysql://u:s3cret@h/db?table_prefix=Bad-",
+                                  "postgres://h/db?create_tables=no", "ftp://s3cret@h/x", "no-scheme"}) {
+    out.clear();
+    EXPECT_EQ(run({IDEM_BIN, "schema", "--store", store}, &out), 2) << store;
+    EXPECT_FALSE(has(out, "s3cret")) << out;
+  }
+  EXPECT_EQ(run({IDEM_BIN, "schema"}), 2);
 }
 
 // A route whose max_result the store cannot hold is a config error, named at the line that set

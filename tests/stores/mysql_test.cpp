@@ -19,6 +19,7 @@
 #include "idem/open.h"
 #include "stores/durability_check.h"
 #include "stores/race.h"
+#include "stores/schema_ddl.h"
 #include "stores/sql_store_checks.h"
 #include "testutil/child.h"
 
@@ -59,25 +60,30 @@ class Sql {
   explicit Sql(const std::string& url) : conn_(mysql_init(nullptr)) {
     const Server s = server_of(url);
     ok_ = mysql_real_connect(conn_, s.host.c_str(), s.user.c_str(), s.password.c_str(), s.db.c_str(), s.port,
-                             nullptr, 0) != nullptr;
+                             nullptr, CLIENT_MULTI_STATEMENTS) != nullptr;
   }
   ~Sql() { mysql_close(conn_); }
   Sql(const Sql&) = delete;
   Sql& operator=(const Sql&) = delete;
 
   bool ok() const { return ok_; }
-  // Runs `sql`; returns the first column of the first row ("" when none), or "ERROR: ...".
+  // Runs `sql` (one statement or several); returns the first column of the first row ("" when
+  // none), or "ERROR: ...".
   std::string run(const std::string& sql) {
     if (mysql_real_query(conn_, sql.data(), sql.size()) != 0)
       return std::string("ERROR: ") + mysql_error(conn_);
     std::string out;
-    MYSQL_RES* res = mysql_store_result(conn_);
-    if (res) {
-      MYSQL_ROW row = mysql_fetch_row(res);
-      if (row && row[0]) out = row[0];
-      mysql_free_result(res);
+    for (bool first = true;; first = false) {
+      MYSQL_RES* res = mysql_store_result(conn_);
+      if (res) {
+        MYSQL_ROW row = mysql_fetch_row(res);
+        if (first && row && row[0]) out = row[0];
+        mysql_free_result(res);
+      }
+      const int next = mysql_next_result(conn_);
+      if (next > 0) return std::string("ERROR: ") + mysql_error(conn_);
+      if (next < 0) return out;
     }
-    return out;
   }
 
  private:
@@ -125,6 +131,51 @@ class MysqlTest : public ::testing::Test {
 
   std::string url_, prefix_;
 };
+
+// create_tables=false (docs/stores.md, "The protocol folder and the DDL"): the store creates
+// nothing and refuses missing, old or narrow tables, naming `idem schema`; once a DBA ran the DDL
+// that command prints, it opens and works.
+TEST_F(MysqlTest, WithoutCreateTablesTheStoreOpensOnlyOnTheTablesTheDdlMade) {
+  Sql sql(url_);
+  ASSERT_TRUE(sql.ok());
+  auto refused = open_store(uri("&create_tables=false"));
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::failed_precondition);
+  EXPECT_NE(refused.status().message().find("schema --store"), std::string::npos)
+      << refused.status().to_string();
+  EXPECT_EQ(tables(sql), "0");
+
+  const Result<std::string> ddl = store_ddl(uri());
+  ASSERT_TRUE(ddl.is_ok()) << ddl.status().to_string();
+  ASSERT_EQ(sql.run(*ddl), "");
+  EXPECT_EQ(tables(sql), "3");
+  ASSERT_EQ(sql.run(*ddl), "") << "the DDL runs again";
+  auto s = open(StoreOptions{}, "&create_tables=false");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->begin({"s", "k", "", 60s, 60s}).value().kind, Kind::acquired);
+  s.reset();
+
+  // Keys as narrow as an earlier version made them: refused, not altered (the DDL shows the ALTER).
+  ASSERT_EQ(sql.run("ALTER TABLE " + prefix_ + "records MODIFY `key` VARBINARY(255) NOT NULL"), "");
+  refused = open_store(uri("&create_tables=false"));
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::failed_precondition);
+  EXPECT_NE(refused.status().message().find("_records.key holds 255 bytes, not 320"),
+            std::string::npos)
+      << refused.status().to_string();
+  EXPECT_TRUE(open()) << "without create_tables=false, opening widens the column";
+  EXPECT_TRUE(open(StoreOptions{}, "&create_tables=false"));
+
+  // A column missing: refused.
+  ASSERT_EQ(sql.run("ALTER TABLE " + prefix_ + "locks DROP COLUMN unlocked"), "");
+  refused = open_store(uri("&create_tables=false"));
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("unlocked"), std::string::npos) << refused.status().to_string();
+
+  auto bad = open_store(uri("&create_tables=maybe"));
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument);
+}
 
 TEST_F(MysqlTest, RacingThreadsOnTwoStoresAcquireExactlyOnce) {
   auto a = open(), b = open();

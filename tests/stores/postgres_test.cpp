@@ -17,6 +17,7 @@
 #include "idem/open.h"
 #include "stores/durability_check.h"
 #include "stores/race.h"
+#include "stores/schema_ddl.h"
 #include "stores/sql_store_checks.h"
 
 #ifndef IDEM_DURABILITY_CHILD
@@ -183,6 +184,45 @@ TEST_F(PostgresTest, AddsTheOwnerColumnToTablesOfThePreviousVersion) {
   EXPECT_EQ(s->abandon({"s", "new", "gw-1"}).value(), ReleaseOutcome::released);
   // A second store on the same tables finds the column.
   EXPECT_TRUE(open());
+}
+
+// create_tables=false (docs/stores.md, "The protocol folder and the DDL"): the store creates
+// nothing and refuses missing or old tables, naming `idem schema`; once a DBA ran the DDL that
+// command prints, it opens and works.
+TEST_F(PostgresTest, WithoutCreateTablesTheStoreOpensOnlyOnTheTablesTheDdlMade) {
+  Sql sql(url_);
+  ASSERT_TRUE(sql.ok());
+  const std::string tables = "SELECT count(*) FROM pg_tables WHERE tablename LIKE '" + prefix_ + "%'";
+  auto refused = open_store(uri("&create_tables=false"));
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::failed_precondition);
+  EXPECT_NE(refused.status().message().find("schema --store"), std::string::npos)
+      << refused.status().to_string();
+  EXPECT_NE(refused.status().message().find("_records"), std::string::npos)
+      << refused.status().to_string();
+  EXPECT_EQ(sql.run(tables), "0");
+
+  const Result<std::string> ddl = store_ddl(uri());
+  ASSERT_TRUE(ddl.is_ok()) << ddl.status().to_string();
+  ASSERT_EQ(sql.run(*ddl), "");
+  EXPECT_EQ(sql.run(tables), "3");
+  ASSERT_EQ(sql.run(*ddl), "") << "the DDL runs again";
+  auto s = open(StoreOptions{}, "&create_tables=false");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->begin({"s", "k", "", 60s, 60s}).value().kind, Kind::acquired);
+
+  // Tables older than this version (a column missing) are refused too, not altered.
+  ASSERT_EQ(sql.run("ALTER TABLE " + prefix_ + "records DROP COLUMN previous_fence"), "");
+  refused = open_store(uri("&create_tables=false"));
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::failed_precondition);
+  EXPECT_NE(refused.status().message().find("previous_fence"), std::string::npos)
+      << refused.status().to_string();
+  EXPECT_TRUE(open()) << "without create_tables=false, opening adds the column";
+
+  auto bad = open_store(uri("&create_tables=maybe"));
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::invalid_argument);
 }
 
 TEST_F(PostgresTest, ReleasedRecordsAndUnlockedLocksStayGoneWhenTheClockStepsBack) {

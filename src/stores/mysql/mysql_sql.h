@@ -15,11 +15,10 @@
 // PostgreSQL store; sweep deletes tombstones and expired locks only kTombstoneGrace after they stopped
 // mattering.
 //
-// ON DUPLICATE KEY UPDATE and UPDATE assign left to right, each assignment seeing the columns already
-// assigned: the upserts capture "does this call take the row" into @idem_take in their first
-// assignment, from the old row, and every later assignment tests @idem_take (a fresh insert runs no
-// assignment: its VALUES row sets @idem_take to 1); extend assigns expires_at before lease_until,
-// since the one is computed from the other.
+// The statements are the files of protocol/mysql/, which say what each takes and answers and how
+// begin and lock decide (an upsert that only makes sure the row exists and locks it, then one UPDATE
+// that takes it or not, then a SELECT that reads ROW_COUNT()); nothing in them is deprecated by MySQL
+// 8.0 or 8.4 (tests/protocol/mysql_deprecations_test.py).
 #pragma once
 
 #include <cstdint>
@@ -84,17 +83,24 @@ class Statements {
 // by itself). Run while holding the named lock schema_lock(prefix), so that several processes
 // opening the store at once do not collide.
 std::string schema_sql(const std::string& prefix);
+// Fails (1146, 1054) unless the tables and every column this version uses are there: what a store
+// opened with create_tables=false runs instead of schema_sql (and the widenings' width_sql).
+std::string check_schema_sql(const std::string& prefix);
 // A column that tables created by an earlier version hold narrower (the keys were 255 bytes,
 // lock names 2,048): `width_sql` answers its width in bytes; when that is less than `width`,
 // `alter_sql` widens it (rebuilding the table). Run under the schema lock, after schema_sql.
 struct Widening {
+  std::string column;  // "<prefix>records.key", for messages
   std::string width_sql;
   std::size_t width = 0;
   std::string alter_sql;
 };
 std::vector<Widening> widenings(const std::string& prefix);
-// The GET_LOCK name: idem_schema_PREFIX (at most 64 characters, as MySQL requires).
+// The GET_LOCK name: idem_schema_PREFIX (at most 64 characters, as MySQL requires); the statements
+// that take it, waiting up to `wait_seconds` (answering 1 when taken), and give it back.
 std::string schema_lock(const std::string& prefix);
+std::string schema_lock_sql(const std::string& prefix, std::int64_t wait_seconds);
+std::string schema_unlock_sql(const std::string& prefix);
 
 // The settings every connection starts with; the last statement's row is @@max_allowed_packet.
 std::string session_sql(std::int64_t lock_wait_seconds);

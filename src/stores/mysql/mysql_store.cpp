@@ -19,6 +19,7 @@
 
 #include <errmsg.h>
 #include <mysql.h>
+#include <mysqld_error.h>
 #include <poll.h>
 
 #include <algorithm>
@@ -34,6 +35,7 @@
 #include "core/state_machine.h"
 #include "stores/mysql/mysql_ops.h"
 #include "stores/mysql/mysql_target.h"
+#include "stores/protocol/protocol_files.h"
 #include "util/asio_tokens.h"
 
 namespace idem::mysql {
@@ -325,7 +327,7 @@ class MysqlStore final : public batching::BatchingStore<Op> {
   awaitable<bool> keepalive(Connection& c) {
     c.state = Connection::State::busy;  // no batch meanwhile
     c.call_deadline = SteadyClock::now() + op_timeout_;
-    static const std::string kWord = "DO 0";
+    static const std::string kWord(protocol::body("mysql/keepalive.sql"));
     OnResult ignore = [](std::size_t, const Reply&) {};
     const Exec ex = co_await exec(c, kWord, ignore);
     c.state = Connection::State::ready;
@@ -696,15 +698,54 @@ Status run_blocking(const Target& t, MYSQL* m, const std::string& sql, std::stri
   }
 }
 
-// Tables created by an earlier version get the wider columns of limits.h in place.
-Status widen_columns(const Target& t, MYSQL* m) {
+// Tables created by an earlier version get the wider columns of limits.h in place; with
+// create_tables=false (`alter` false) a narrower column is refused instead.
+Status widen_columns(const Target& t, MYSQL* m, bool alter) {
   for (const Widening& w : widenings(t.prefix)) {
     std::string width;
     if (Status s = run_blocking(t, m, w.width_sql, "cannot read the tables' columns", &width); !s) return s;
     if (width.empty() || std::stoull(width) >= w.width) continue;
+    if (!alter) {
+      return failed_precondition(
+          t.message("create_tables=false, and a column is narrower than this version needs",
+                    w.column + " holds " + width + " bytes, not " + std::to_string(w.width) +
+                        "; widen it with the ALTER TABLE that `idem schema --store` shows"));
+    }
     if (Status s = run_blocking(t, m, w.alter_sql, "cannot widen a column"); !s) return s;
   }
   return Status::ok();
+}
+
+// Creates the tables if missing, and widens those of an earlier version, under the schema lock.
+Status create_tables(const Target& t, MYSQL* m, Duration op_timeout) {
+  const auto wait_s =
+      std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(op_timeout).count());
+  std::string got;
+  if (Status s = run_blocking(t, m, schema_lock_sql(t.prefix, wait_s), "cannot lock the schema", &got); !s) {
+    return s;
+  }
+  if (got != "1") {
+    return unavailable(t.message("cannot create the tables", "another process held the schema lock '" +
+                                                                 schema_lock(t.prefix) + "' for op_timeout"));
+  }
+  Status created = run_blocking(t, m, schema_sql(t.prefix), "cannot create the tables");
+  if (created) created = widen_columns(t, m, true);
+  // Closing the connection releases the lock too; releasing it at once lets the next opener in.
+  Status released = run_blocking(t, m, schema_unlock_sql(t.prefix), "cannot unlock the schema");
+  return created ? released : created;
+}
+
+// create_tables=false: the tables must be there, as this version uses them.
+Status check_tables(const Target& t, MYSQL* m) {
+  Status checked = run_blocking(t, m, check_schema_sql(t.prefix), "cannot check the tables");
+  if (!checked && (mysql_errno(m) == ER_NO_SUCH_TABLE || mysql_errno(m) == ER_BAD_FIELD_ERROR)) {
+    return failed_precondition(t.message(
+        "create_tables=false, and the tables " + t.prefix + "records, " + t.prefix + "tokens, " + t.prefix +
+            "locks are missing or older than this version",
+        std::string(mysql_error(m)) + "; create them with the DDL that `idem schema --store` prints for "
+                                      "this URI"));
+  }
+  return checked ? widen_columns(t, m, false) : checked;
 }
 
 // A result goes into the commit statement hex-encoded (two bytes each); the rest of the
@@ -739,30 +780,15 @@ Result<std::unique_ptr<Store>> open(std::string_view uri, const StoreOptions& op
     return target->connect_error(conn.get());
   }
   if (Status tls = target->check_tls(conn.get()); !tls) return tls;
-  const std::string lock = "'" + schema_lock(target->prefix) + "'";
-  const auto wait_s =
-      std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(options.op_timeout).count());
-  std::string got;
-  if (Status s =
-          run_blocking(*target, conn.get(), "SELECT GET_LOCK(" + lock + ", " + std::to_string(wait_s) + ")",
-                       "cannot lock the schema", &got);
+  if (Status s = target->create_tables ? create_tables(*target, conn.get(), options.op_timeout)
+                                       : check_tables(*target, conn.get());
       !s) {
     return s;
   }
-  if (got != "1") {
-    return unavailable(target->message("cannot create the tables",
-                                       "another process held the schema lock " + lock + " for op_timeout"));
-  }
-  Status created = run_blocking(*target, conn.get(), schema_sql(target->prefix), "cannot create the tables");
-  if (created) created = widen_columns(*target, conn.get());
-  // Closing the connection releases the lock too; releasing it at once lets the next opener in.
-  Status released =
-      run_blocking(*target, conn.get(), "SELECT RELEASE_LOCK(" + lock + ")", "cannot unlock the schema");
-  if (!created) return created;
-  if (!released) return released;
   std::string packet;
-  if (Status s = run_blocking(*target, conn.get(), "SELECT @@max_allowed_packet",
-                              "cannot read max_allowed_packet", &packet);
+  if (Status s =
+          run_blocking(*target, conn.get(), std::string(protocol::body("mysql/max_allowed_packet.sql")),
+                       "cannot read max_allowed_packet", &packet);
       !s) {
     return s;
   }

@@ -189,9 +189,12 @@ Result<Target> parse_target(std::string_view uri) {
       t.ssl_ca = *value;
     } else if (name == "server_public_key") {
       t.server_public_key = *value;
+    } else if (name == "create_tables") {
+      if (*value != "true" && *value != "false") return bad("create_tables is true or false");
+      t.create_tables = *value == "true";
     } else {
       return bad("unknown parameter '" + std::string(name) +
-                 "' (known: table_prefix, ssl_mode, ssl_ca, server_public_key)");
+                 "' (known: table_prefix, ssl_mode, ssl_ca, server_public_key, create_tables)");
     }
   }
   if (!valid_prefix(t.prefix)) {

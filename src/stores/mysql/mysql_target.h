@@ -19,6 +19,7 @@ struct Target {
   unsigned port = 3306;
   std::string user, password, db;  // percent-decoded
   std::string prefix;              // of the table names
+  bool create_tables = true;       // false: open only checks that the tables are there
   std::string
       ssl_mode;  // "" (the connector's default), DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY
   std::string ssl_ca;             // a file of CA certificates
@@ -50,7 +51,7 @@ bool retryable(unsigned error);
 bool client_error(unsigned error);
 
 // Parses mysql://[user[:password]@]host[:port][/db][?table_prefix=P&ssl_mode=M&ssl_ca=FILE&
-// server_public_key=FILE].
+// server_public_key=FILE&create_tables=false].
 Result<Target> parse_target(std::string_view uri);
 
 }  // namespace idem::mysql

@@ -69,6 +69,9 @@ std::array<Statement, kStatementCount> statements(const std::string& prefix);
 // Creates the tables if missing, in one transaction serialized by an advisory lock, so
 // that several processes opening the store at once do not collide.
 std::string schema_sql(const std::string& prefix);
+// Fails (42P01, 42703) unless the tables and every column this version uses are there: what a
+// store opened with create_tables=false runs instead of schema_sql.
+std::string check_schema_sql(const std::string& prefix);
 
 // A table prefix is safe to paste into SQL: [a-z_][a-z0-9_]*, at most 40 characters.
 bool valid_prefix(const std::string& prefix);

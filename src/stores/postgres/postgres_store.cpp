@@ -26,6 +26,7 @@
 #include "core/state_machine.h"
 #include "stores/postgres/postgres_ops.h"
 #include "stores/postgres/postgres_target.h"
+#include "stores/protocol/protocol_files.h"
 
 namespace idem::postgres {
 namespace {
@@ -352,8 +353,8 @@ class PostgresStore final : public batching::BatchingStore<Op> {
     // stuck behind a connection we abandoned.
     const std::string timeout = std::to_string((op_timeout_ + 1s).count() / 1000) + "ms";
     const char* value = timeout.c_str();
-    ok = ok && PQsendQueryParams(c.pg, "SELECT set_config('statement_timeout', $1, false)", 1, nullptr,
-                                 &value, nullptr, nullptr, 0) == 1;
+    static const std::string kSession(protocol::body("postgres/session.sql"));
+    ok = ok && PQsendQueryParams(c.pg, kSession.c_str(), 1, nullptr, &value, nullptr, nullptr, 0) == 1;
     for (const auto& st : statements_) {
       ok = ok && PQsendPrepare(c.pg, st.name.c_str(), st.sql.c_str(), static_cast<int>(st.types.size()),
                                st.types.data()) == 1;
@@ -557,6 +558,30 @@ class PostgresStore final : public batching::BatchingStore<Op> {
   std::vector<std::unique_ptr<Connection>> conns_;
 };
 
+Status create_tables(const Target& t, PGconn* conn) {
+  ResultPtr created(PQexec(conn, schema_sql(t.prefix).c_str()));
+  if (PQresultStatus(created.get()) != PGRES_COMMAND_OK) {
+    return t.statement_error(created.get(), "cannot create the tables");
+  }
+  return Status::ok();
+}
+
+// create_tables=false: the tables must be there, as this version uses them.
+Status check_tables(const Target& t, PGconn* conn) {
+  ResultPtr checked(PQexec(conn, check_schema_sql(t.prefix).c_str()));
+  if (PQresultStatus(checked.get()) == PGRES_TUPLES_OK) return Status::ok();
+  const char* state = PQresultErrorField(checked.get(), PG_DIAG_SQLSTATE);
+  const std::string code = state ? state : "";
+  if (code != "42P01" && code != "42703") return t.statement_error(checked.get(), "cannot check the tables");
+  const char* primary = PQresultErrorField(checked.get(), PG_DIAG_MESSAGE_PRIMARY);
+  const std::string why = primary ? primary : "";
+  return failed_precondition(
+      t.message("create_tables=false, and the tables " + t.prefix + "records, " + t.prefix + "tokens, " +
+                    t.prefix + "locks are missing or older than this version",
+                why + "; create them with the DDL that `idem schema --store` prints for "
+                      "this URI"));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Store>> open(std::string_view uri, const StoreOptions& options) {
@@ -570,9 +595,10 @@ Result<std::unique_ptr<Store>> open(std::string_view uri, const StoreOptions& op
   // are there before the first operation.
   std::unique_ptr<PGconn, decltype(&PQfinish)> conn(target->connect_blocking(options.op_timeout), &PQfinish);
   if (!conn || PQstatus(conn.get()) != CONNECTION_OK) return target->connect_error(conn.get());
-  ResultPtr created(PQexec(conn.get(), schema_sql(target->prefix).c_str()));
-  if (PQresultStatus(created.get()) != PGRES_COMMAND_OK) {
-    return target->statement_error(created.get(), "cannot create the tables");
+  if (Status s =
+          target->create_tables ? create_tables(*target, conn.get()) : check_tables(*target, conn.get());
+      !s) {
+    return s;
   }
   conn.reset();
   return std::unique_ptr<Store>(std::make_unique<PostgresStore>(std::move(*target), options));

@@ -89,6 +89,13 @@ Result<Target> parse_target(std::string_view uri) {
         t.prefix = std::string(param.value);
         continue;
       }
+      if (param.has_value && param.name == "create_tables") {
+        if (param.value != "true" && param.value != "false")
+          return invalid_argument("postgres: create_tables is true or false, got '" +
+                                  std::string(param.value) + "'");
+        t.create_tables = param.value == "true";
+        continue;
+      }
       t.uri.push_back(sep);
       t.uri.append(param.text);
       sep = '&';

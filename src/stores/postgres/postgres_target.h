@@ -17,7 +17,10 @@ namespace idem::postgres {
 struct Target {
   std::string uri;     // for libpq, without the store's own parameters
   std::string prefix;  // of the table names
-  std::string where;   // "host:port/db", for messages
+  // create_tables=false: open only checks that the tables are there (protocol/README.md,
+  // "PostgreSQL"); a DBA created them with the DDL `idem schema` prints.
+  bool create_tables = true;
+  std::string where;  // "host:port/db", for messages
 
   // Opens a blocking connection (open-time checks) or starts a non-blocking one.
   PGconn* connect_blocking(Duration timeout) const;
@@ -32,7 +35,7 @@ struct Target {
   Status statement_error(const PGresult* res, std::string_view what) const;
 };
 
-// Parses postgres:// or postgresql:// URIs; takes table_prefix out.
+// Parses postgres:// or postgresql:// URIs; takes table_prefix and create_tables out.
 Result<Target> parse_target(std::string_view uri);
 
 struct PGresultDeleter {

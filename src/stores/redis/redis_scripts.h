@@ -10,7 +10,7 @@
 //   fence   string: the last fence handed out for the key (also for a lock name)
 //   token   hash {c = 0|1 (consumed), ttl µs as issued, ea µs}
 //   lock    hash {o = owner, f = fence, ea µs}
-// Replies are described next to each script in redis_scripts.cpp.
+// Each script's KEYS, ARGV and reply are in the header of its file, protocol/redis/<name>.lua.
 #pragma once
 
 #include <string>

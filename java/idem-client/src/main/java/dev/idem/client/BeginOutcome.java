@@ -1,0 +1,32 @@
+package dev.idem.client;
+
+import java.time.Duration;
+
+/** The answer of {@link Idem#begin}: one of four outcomes (docs/admin.md, "Control API"). */
+public sealed interface BeginOutcome
+    permits BeginOutcome.Acquired, BeginOutcome.Replay, BeginOutcome.InProgress, BeginOutcome.Mismatch {
+
+  /**
+   * The caller holds the key now: do the work, then commit or release with this fence.
+   * {@code recovered}: an earlier holder's lease expired mid-run, so its outcome is unknown.
+   */
+  record Acquired(long fence, boolean recovered, long previousFence) implements BeginOutcome {
+    /** previousFence: when recovered, the fence of the claim taken over (0 otherwise). */
+    public Acquired(long fence, boolean recovered) {
+      this(fence, recovered, 0);
+    }
+  }
+
+  /**
+   * The key was completed: {@code result} is what was committed, byte for byte as JSON.
+   * A record the gateway completed without a JSON result (uncertain, not stored) gives
+   * {@code null}; a gateway response gives {@code {"response_status":..., "body":...}}.
+   */
+  record Replay(JsonValue result) implements BeginOutcome {}
+
+  /** Another caller holds the key; its lease ends within {@code retryAfter}. */
+  record InProgress(Duration retryAfter) implements BeginOutcome {}
+
+  /** The key was used with a different fingerprint; nothing changed. */
+  record Mismatch() implements BeginOutcome {}
+}

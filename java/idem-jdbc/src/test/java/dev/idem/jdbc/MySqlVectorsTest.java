@@ -1,0 +1,29 @@
+package dev.idem.jdbc;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.idem.core.IdemStore;
+import dev.idem.testkit.StoreVectors;
+import org.junit.jupiter.api.AfterAll;
+
+/** The shared vectors on a real server, each vector on tables of its own (a fresh table prefix). */
+class MySqlVectorsTest extends StoreVectors {
+  static HikariDataSource ds;
+
+  @AfterAll
+  static void close() {
+    if (ds != null) ds.close();
+  }
+
+  @Override
+  protected String storeName() {
+    return "mysql";
+  }
+
+  @Override
+  protected IdemStore freshStore(String id) {
+    synchronized (MySqlVectorsTest.class) {
+      if (ds == null) ds = Databases.mysql();
+    }
+    return JdbcStore.mysql(ds, JdbcStore.Options.defaults().withTablePrefix("idem_jv_" + id + "_"));
+  }
+}

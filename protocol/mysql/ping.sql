@@ -1,0 +1,3 @@
+-- ping. Statements: 1. Reply: one row.
+
+SELECT 1;

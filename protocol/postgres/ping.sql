@@ -1,0 +1,3 @@
+-- ping. No parameters. Reply: one row.
+
+SELECT 1

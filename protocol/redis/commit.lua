@@ -1,0 +1,21 @@
+-- commit. KEYS record, fence. ARGV fence, result, retention µs, over_uncertain.
+-- Reply: 1 committed · 0 fenced.
+-- A live pending record with this fence becomes done (result, expires_at = now + retention).
+-- Done with this fence: a retried commit, committed without a change. Done with another fence
+-- and a result that starts with a non-empty over_uncertain: replaced, this fence and all.
+
+local r = redis.call('HMGET', KEYS[1], 'st', 'f', 'ea')
+if not r[1] or tonumber(r[3]) <= now then return 0 end
+if r[1] == 'd' then
+  if r[2] == ARGV[1] then return 1 end
+  local over = ARGV[4]
+  if over == '' or string.sub(redis.call('HGET', KEYS[1], 'res'), 1, #over) ~= over then return 0 end
+elseif r[2] ~= ARGV[1] then
+  return 0
+end
+local ea = now + tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], 'st', 'd', 'f', ARGV[1], 'res', ARGV[2], 'ea', s(ea))
+redis.call('HDEL', KEYS[1], 'lu')
+redis.call('PEXPIREAT', KEYS[1], ms(ea))
+redis.call('PEXPIREAT', KEYS[2], fence_ttl(ea))
+return 1
