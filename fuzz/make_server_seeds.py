@@ -3,7 +3,7 @@
 connection, chiefly a request-smuggling corpus (docs/fuzzing.md). A seed whose first byte
 is 0x01-0x08 is sent in that many writes + 1 (the byte itself is not sent).
 
-The same files drive tests/gateway/framing_differential.py (idem directly against nginx in
+The same files drive tests/e2e/framing_differential.py (idem directly against nginx in
 front of idem), so keep each seed a self-contained conversation.
 """
 import os

@@ -1,4 +1,4 @@
-// The stored-result codec (gateway/pipeline/stored_result.h), a persisted format: records written by
+// The stored-result codec (gateway/model/stored_result.h), a persisted format: records written by
 // one version of idem are read by the next, by the admin endpoint and by `idem record get`.
 // On arbitrary bytes:
 //   - decode_stored_result never crashes, never reads out of bounds, never throws
@@ -18,7 +18,7 @@
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include "fuzz/fuzz_check.h"
-#include "gateway/pipeline/stored_result.h"
+#include "gateway/model/stored_result.h"
 
 namespace {
 

@@ -11,28 +11,19 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
-#include <sstream>
-#include <thread>
 
 #include <CLI/CLI.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include "cli/service_notify.h"
-#include "gateway/admin/admin.h"
 #include "gateway/admin/record_json.h"
 #include "gateway/admin/record_list.h"
+#include "gateway/app/runtime.h"
 #include "gateway/http/server.h"
-#include "gateway/http/upstream.h"
 #include "gateway/model/config/config.h"
 #include "gateway/model/record_drift.h"
 #include "gateway/model/route.h"
-#include "gateway/pipeline/gateway.h"
-#include "gateway/pipeline/metrics.h"
 #include "idem/open.h"
 #include "idem/store_uri.h"
 #include "idem/version.h"
@@ -49,20 +40,6 @@ namespace {
 constexpr int kOk = 0;
 constexpr int kRuntime = 1;
 constexpr int kUsage = 2;
-
-// The longest a request in flight may still take at shutdown.
-Duration longest_upstream_timeout(const Config& c) {
-  Duration d = c.defaults.upstream_timeout;
-  for (const auto& r : c.routes) d = std::max(d, r.policy.upstream_timeout);
-  return d;
-}
-
-void require_admin_token_off_loopback(const Config& c) {
-  if (!c.admin.listen.is_loopback() && c.admin.token.empty())
-    throw ConfigError(
-        "", 0, "admin.listen",
-        "refusing a non-loopback admin address (" + c.admin.listen.to_string() + ") without admin.token_env");
-}
 
 // A store error on standard error. Store messages name the server, not its password;
 // `uri` is redacted from them all the same, as it is everywhere it is printed.
@@ -145,92 +122,6 @@ ServerLimits server_limits() {
   return limits;
 }
 
-asio::awaitable<void> drain(Server& server, Gateway& gateway, UpstreamClient& upstream, IoPool& pool,
-                            Duration bound) {
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  while ((!server.drained() || gateway.settling()) && std::chrono::steady_clock::now() < deadline) {
-    timer.expires_after(std::chrono::milliseconds(20));
-    co_await timer.async_wait(util::kUseTuple);
-  }
-  // The admin listener served while the drain lasted; now every session ends, within the
-  // store's call deadline (an admin request may be waiting on the store).
-  server.close();
-  const auto closed_by =
-      std::chrono::steady_clock::now() + StoreOptions{}.op_timeout + std::chrono::seconds(1);
-  while (!server.closed() && std::chrono::steady_clock::now() < closed_by) {
-    timer.expires_after(std::chrono::milliseconds(10));
-    co_await timer.async_wait(util::kUseTuple);
-  }
-  upstream.close_idle();
-  pool.stop();
-}
-
-// Writes the gathered request log lines every 100 ms (Gateway::flush_log).
-asio::awaitable<void> flush_log_periodically(Gateway& gateway) {
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  for (;;) {
-    timer.expires_after(std::chrono::milliseconds(100));
-    auto [ec] = co_await timer.async_wait(util::kUseTuple);
-    gateway.flush_log();
-    if (ec) co_return;
-  }
-}
-
-// SIGHUP (docs/operations.md, "Reloading the config"): the file is read again; its routes,
-// policies, tokens and admin token apply to new requests. Listeners, store, upstream and
-// replay cache stay as they started (changing them needs a restart, which the log says).
-// An invalid file, or one with a max_result the store cannot hold, changes nothing.
-void reload(const std::string& config_file, const CliOverrides& flags, const Store& store, Gateway& gateway,
-            Admin& admin, Metrics& metrics) {
-  if (config_file.empty()) {
-    std::cerr << "idem: SIGHUP: there is no --config file to reload" << std::endl;
-    return;
-  }
-  const std::shared_ptr<const Config> running = gateway.config();
-  Config next;
-  try {
-    next = load_config_file(config_file);
-    apply_overrides(next, flags);
-    require_upstream(next);
-    require_store_holds_results(next, store.max_result_bytes(), store.traits().name);
-  } catch (const ConfigError& e) {
-    std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
-    metrics.count_reload(false);
-    return;
-  }
-  std::vector<std::string> kept;
-  auto keep = [&](const char* key, auto& value, const auto& old) {
-    if (value == old) return;
-    value = old;
-    kept.push_back(key);
-  };
-  keep("listen", next.listen, running->listen);
-  keep("admin.listen", next.admin.listen, running->admin.listen);
-  keep("store", next.store, running->store);
-  keep("upstream", next.upstream, running->upstream);
-  keep("upstream_idle_timeout", next.upstream_idle, running->upstream_idle);
-  keep("replay_cache", next.replay_cache, running->replay_cache);
-  try {
-    // The running admin address with the new token setting: never an open admin port.
-    require_admin_token_off_loopback(next);
-  } catch (const ConfigError& e) {
-    std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
-    metrics.count_reload(false);
-    return;
-  }
-  auto shared = std::make_shared<const Config>(std::move(next));
-  gateway.reload(shared);
-  admin.reload(shared);
-  metrics.count_reload(true);
-  std::cerr << "idem: reloaded " << config_file << " (" << shared->routes.size() << " route"
-            << (shared->routes.size() == 1 ? "" : "s") << ")";
-  for (std::size_t i = 0; i < kept.size(); ++i)
-    std::cerr << (i == 0 ? "; kept the running " : ", ") << kept[i];
-  if (!kept.empty()) std::cerr << " (a restart applies them)";
-  std::cerr << std::endl;
-}
-
 int serve(const std::string& config_file, const CliOverrides& flags) {
   Config config;
   try {
@@ -276,48 +167,34 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     return is_config_error(opened.status()) ? kUsage : kRuntime;
   }
 
-  IoPool pool(std::max(1u, std::thread::hardware_concurrency()));
-  UpstreamClient upstream(*config.upstream, config.upstream_idle);
-  // Latency buckets reach the longest timeout and the store's deadline (docs/observability.md).
-  Metrics metrics(MetricsOptions{longest_upstream_timeout(config), StoreOptions{}.op_timeout});
-  Gateway gateway(config, *store, upstream, metrics);
-  Admin admin(config, *store, metrics, &gateway.replay_cache());
-  Server server(pool, gateway, admin, metrics, server_limits());
-  std::ostringstream serving;
+  std::unique_ptr<Runtime> runtime;
   try {
-    auto client = server.listen_client(config.listen);
-    auto admin_ep = server.listen_admin(config.admin.listen);
-    serving << "serving on " << client << " (admin " << admin_ep << ", upstream " << config.upstream->text
-            << ", store " << redact_uri(config.store) << ")";
-    std::cerr << "idem: " << serving.str() << std::endl;
+    RuntimeOptions options;
+    options.limits = server_limits();
+    options.config_file = config_file;
+    options.flags = flags;
+    runtime = std::make_unique<Runtime>(config, *store, std::move(options));
   } catch (const ListenError& e) {
     std::cerr << "idem: " << e.what() << "\n";
     return kRuntime;
   }
+  std::cerr << "idem: " << runtime->serving() << std::endl;
 
+  IoPool& pool = runtime->pool();
   asio::signal_set stop_signals(pool.main(), SIGINT, SIGTERM);
   std::function<void(const boost::system::error_code&, int)> on_stop;
   bool stopping = false;
-  bool abandoned = false;
   on_stop = [&](const boost::system::error_code& ec, int) {
     if (ec) return;
     if (stopping) {
-      // A second signal: the operator will not wait. What is in flight stays pending and
-      // its records turn uncertain when their leases run out (docs/operations.md).
       std::cerr << "idem: second signal: stopping without waiting for the drain" << std::endl;
-      abandoned = true;
-      pool.stop();
+      runtime->abandon();
       return;
     }
     stopping = true;
     std::cerr << "idem: shutting down" << std::endl;
-    admin.set_draining();
     cli::notify_stopping();
-    server.shutdown();
-    asio::co_spawn(pool.main(),
-                   drain(server, gateway, upstream, pool,
-                         longest_upstream_timeout(*gateway.config()) + std::chrono::seconds(5)),
-                   asio::detached);
+    runtime->shutdown();
     stop_signals.async_wait(on_stop);
   };
   stop_signals.async_wait(on_stop);
@@ -327,19 +204,17 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   on_reload = [&](const boost::system::error_code& ec, int) {
     if (ec) return;
     cli::notify_reloading();
-    reload(config_file, flags, *store, gateway, admin, metrics);
-    cli::notify_ready(serving.str());
+    runtime->reload();
+    cli::notify_ready(runtime->serving());
     reload_signals.async_wait(on_reload);
   };
   reload_signals.async_wait(on_reload);
 
-  asio::co_spawn(pool.main(), flush_log_periodically(gateway), asio::detached);
   cli::start_watchdog(pool);
-  cli::notify_ready(serving.str());  // under systemd (docs/admin.md): started once signals are handled
-  pool.run();
-  gateway.flush_log();
+  cli::notify_ready(runtime->serving());  // under systemd (docs/admin.md): started once signals are handled
+  runtime->run();
   std::cerr << "idem: stopped" << std::endl;
-  if (abandoned) {
+  if (runtime->abandoned()) {
     // Requests still in flight are coroutine frames queued on the pool's contexts, which
     // outlive this function's locals (the pool was made first): destroying them would run
     // their cleanup against a gateway already gone. Leave as a kill would, which the

@@ -100,20 +100,6 @@ struct ClaimRunner::Background {
   }
 };
 
-void ClaimRunner::Renewal::stop() noexcept {
-  if (auto signal = std::exchange(signal_, nullptr))
-    asio::post(ex_, [signal = std::move(signal)] { signal->emit(asio::cancellation_type::terminal); });
-}
-
-ClaimRunner::Renewal& ClaimRunner::Renewal::operator=(Renewal&& o) noexcept {
-  if (this != &o) {
-    stop();
-    ex_ = std::move(o.ex_);
-    signal_ = std::move(o.signal_);
-  }
-  return *this;
-}
-
 ClaimRunner::ClaimRunner(Store& store, ClaimHooks hooks, ClaimRunnerLimits limits)
     : store_(store), hooks_(std::move(hooks)), limits_(limits), bg_(std::make_unique<Background>()) {
   std::random_device rd;
@@ -191,101 +177,34 @@ awaitable<Acquired> ClaimRunner::acquire(std::string scope, std::string key, std
 
 // ---- renew ------------------------------------------------------------------------------------
 
-awaitable<void> ClaimRunner::keep_alive(ExtendArgs args, std::shared_ptr<std::atomic<bool>> lost) {
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  const Duration every = std::max<Duration>(args.lease / 3, std::chrono::milliseconds(1));
-  for (;;) {
-    timer.expires_after(every);
-    // Cancelled when the work is done, which is how almost every renewal ends: told by the
-    // error code, since a thrown exception costs more than the rest of a short request.
-    auto [ec] = co_await timer.async_wait(util::kUseTuple);
-    if (ec) co_return;
-    if (lost->load()) continue;  // lost: commit would be fenced; nothing to keep
+Renewal ClaimRunner::renew_while(Claim& claim, const ClaimPolicy& policy, const asio::any_io_executor& ex) {
+  if (!policy.renew) return {};
+  ExtendArgs args{claim.scope(), claim.key(), claim.fence(), policy.lease};
+  auto renew = [this, args]() -> awaitable<Renewal::Renewed> {
     ExtendArgs sent = args;
     auto call = async_extend(store_, std::move(sent), use_awaitable);
     Result<ExtendOutcome> r = co_await observe("extend", std::move(call));
-    if (r && *r == ExtendOutcome::fenced) {
-      lost->store(true);
-      if (hooks_.conflict) hooks_.conflict();
-    }
-  }
-}
-
-// A renewal on the work's executor. Most work ends long before its first renewal is due
-// (lease/3): so until then it is one timer, and a coroutine runs only once one is due.
-struct ClaimRunner::Renewer {
-  Renewer(const asio::any_io_executor& ex, ExtendArgs a, std::shared_ptr<std::atomic<bool>> l)
-      : timer(ex),
-        args(std::move(a)),
-        lost(std::move(l)),
-        every(std::max<Duration>(args.lease / 3, std::chrono::milliseconds(1))) {}
-  asio::steady_timer timer;
-  ExtendArgs args;
-  std::shared_ptr<std::atomic<bool>> lost;
-  Duration every;
-  bool stopped = false;  // the work ended; touched only on the timer's executor
-};
-
-void ClaimRunner::arm(const std::shared_ptr<Renewer>& r) {
-  r->timer.expires_after(r->every);
-  r->timer.async_wait([this, r](const boost::system::error_code& ec) {
-    if (ec || r->stopped) return;
-    asio::co_spawn(r->timer.get_executor(), renew_due(r), asio::detached);
-  });
-}
-
-awaitable<void> ClaimRunner::renew_due(std::shared_ptr<Renewer> r) {
-  for (;;) {
-    if (!r->lost->load()) {  // lost: commit would be fenced; nothing to keep
-      ExtendArgs sent = r->args;
-      auto call = async_extend(store_, std::move(sent), use_awaitable);
-      Result<ExtendOutcome> out = co_await observe("extend", std::move(call));
-      if (r->stopped) co_return;  // the work ended meanwhile: its settle decides
-      if (out && *out == ExtendOutcome::fenced) {
-        r->lost->store(true);
-        if (hooks_.conflict) hooks_.conflict();
-      }
-    }
-    r->timer.expires_after(r->every);
-    auto [ec] = co_await r->timer.async_wait(util::kUseTuple);
-    if (ec || r->stopped) co_return;
-  }
-}
-
-ClaimRunner::RenewalScope ClaimRunner::renew_while(Claim& claim, const ClaimPolicy& policy,
-                                                   const asio::any_io_executor& ex) {
-  RenewalScope scope;
-  if (!policy.renew) return scope;
-  ExtendArgs args{claim.scope(), claim.key(), claim.fence(), policy.lease};
-  scope.renewer_ = std::make_shared<Renewer>(ex, std::move(args), claim.lost_);
-  arm(scope.renewer_);
-  return scope;
-}
-
-ClaimRunner::RenewalScope::~RenewalScope() {
-  if (!renewer_) return;
-  renewer_->stopped = true;
-  renewer_->timer.cancel();
+    if (!r) co_return Renewal::Renewed::failed;
+    co_return *r == ExtendOutcome::fenced ? Renewal::Renewed::lost : Renewal::Renewed::kept;
+  };
+  // Lost: a commit would be fenced, so there is nothing left to keep.
+  auto on_lost = [this, lost = claim.lost_] {
+    lost->store(true);
+    if (hooks_.conflict) hooks_.conflict();
+  };
+  return Renewal::start(ex, policy.lease / 3, std::move(renew), std::move(on_lost));
 }
 
 awaitable<void> ClaimRunner::renewing(Claim& claim, const ClaimPolicy& policy, awaitable<void> work) {
-  // Named locals, no temporaries beside a co_await: g++ 12 destroys those twice. The scope
-  // ends the renewal however the work ends (an exception included).
+  // Named locals, no temporaries beside a co_await: g++ 12 destroys those twice. The
+  // renewal ends however the work ends (an exception included).
   const asio::any_io_executor ex = co_await asio::this_coro::executor;
-  const RenewalScope renewal = renew_while(claim, policy, ex);
+  const Renewal renewal = renew_while(claim, policy, ex);
   co_await std::move(work);
 }
 
-ClaimRunner::Renewal ClaimRunner::renew_in_background(Claim& claim, const ClaimPolicy& policy) {
-  Renewal renewal;
-  if (!policy.renew) return renewal;
-  renewal.ex_ = executor();
-  renewal.signal_ = std::make_shared<asio::cancellation_signal>();
-  ExtendArgs args{claim.scope(), claim.key(), claim.fence(), policy.lease};
-  asio::co_spawn(renewal.ex_, keep_alive(std::move(args), claim.lost_),
-                 asio::bind_cancellation_slot(renewal.signal_->slot(),
-                                              [signal = renewal.signal_](std::exception_ptr) {}));
-  return renewal;
+Renewal ClaimRunner::renew_in_background(Claim& claim, const ClaimPolicy& policy) {
+  return renew_while(claim, policy, executor());
 }
 
 // ---- settle -----------------------------------------------------------------------------------

@@ -51,6 +51,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
+#include "engine/renewal.h"
 #include "engine/uncertain_mark.h"
 #include "idem/clock.h"
 #include "idem/on_uncertain.h"
@@ -139,8 +140,6 @@ struct Acquired {
 };
 
 class ClaimRunner {
-  struct Renewer;  // a claim's renewal timer (claim.cpp)
-
  public:
   // How long a repeat answered from a pending commit may be replayed from memory before it
   // asks again (BeginOutcome::expires_in of such an answer).
@@ -171,43 +170,15 @@ class ClaimRunner {
   boost::asio::awaitable<void> renewing(Claim& claim, const ClaimPolicy& policy,
                                         boost::asio::awaitable<void> work);
 
-  // Renews the claim on `ex` (the caller's executor) every lease/3 until the returned scope
-  // is destroyed (when policy.renew; nothing otherwise), for a coroutine that awaits its
-  // work itself, with no frame of the runner's around it. A renewal answered fenced sets
-  // claim.lost(). Destroy the scope on `ex`'s thread; it must not outlive the runner.
-  class RenewalScope {
-   public:
-    RenewalScope() = default;
-    RenewalScope(RenewalScope&&) noexcept = default;
-    RenewalScope(const RenewalScope&) = delete;
-    RenewalScope& operator=(const RenewalScope&) = delete;
-    RenewalScope& operator=(RenewalScope&&) = delete;
-    ~RenewalScope();
-
-   private:
-    friend class ClaimRunner;
-    std::shared_ptr<Renewer> renewer_;
-  };
-  [[nodiscard]] RenewalScope renew_while(Claim& claim, const ClaimPolicy& policy,
-                                         const boost::asio::any_io_executor& ex);
-
-  // Renews the claim from the runner's own thread until the returned handle is destroyed:
-  // for blocking callers, whose work holds their thread. Nothing when !policy.renew. The
-  // handle (and the claim) must not outlive the runner.
-  class Renewal {
-   public:
-    Renewal() = default;
-    Renewal(Renewal&& o) noexcept : ex_(std::move(o.ex_)), signal_(std::move(o.signal_)) {}
-    Renewal& operator=(Renewal&& o) noexcept;  // stops this one first
-    ~Renewal() { stop(); }
-    void stop() noexcept;  // ends the renewal; idempotent
-
-   private:
-    friend class ClaimRunner;
-    boost::asio::any_io_executor ex_;
-    std::shared_ptr<boost::asio::cancellation_signal> signal_;
-  };
-  Renewal renew_in_background(Claim& claim, const ClaimPolicy& policy);
+  // Renews the claim on `ex` (the caller's executor) every lease/3 until the returned
+  // renewal is stopped or destroyed (when policy.renew; nothing otherwise), for a coroutine
+  // that awaits its work itself, with no frame of the runner's around it. A renewal
+  // answered fenced sets claim.lost(). The renewal must not outlive the runner.
+  [[nodiscard]] Renewal renew_while(Claim& claim, const ClaimPolicy& policy,
+                                    const boost::asio::any_io_executor& ex);
+  // The same from the runner's own thread: for blocking callers, whose work holds their
+  // thread.
+  [[nodiscard]] Renewal renew_in_background(Claim& claim, const ClaimPolicy& policy);
 
   // Settles the claim as `how` says (`result` for commit), once. On a token route the
   // release re-arms `restore` in the same store step. Answers ok; failed_precondition
@@ -242,9 +213,6 @@ class ClaimRunner {
   struct Background;
   struct Pending;
 
-  boost::asio::awaitable<void> keep_alive(ExtendArgs args, std::shared_ptr<std::atomic<bool>> lost);
-  void arm(const std::shared_ptr<Renewer>& r);
-  boost::asio::awaitable<void> renew_due(std::shared_ptr<Renewer> r);
   // Retries a settle (or the give-back of a claim that may exist: fence 0, by owner) until
   // the store answers or the claim would have expired anyway.
   void settle_later(std::string scope, std::string key, std::string owner, Fence fence, Settlement how,

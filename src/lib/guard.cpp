@@ -186,7 +186,7 @@ GuardResult Guard::run_body(std::string scope, std::string key, std::string fing
     claim.started();  // settled explicitly below, also when fn throws
     std::optional<Result<std::string>> out;
     {
-      ClaimRunner::Renewal renewal = runner.renew_in_background(claim, policy);
+      Renewal renewal = runner.renew_in_background(claim, policy);
       try {
         out.emplace(body(attempt));
       } catch (...) {

@@ -11,7 +11,7 @@ The conventions a page follows (docs/README.md, "How the examples are tested"):
   `<!-- doc-test: invalid -->` (a mistake shown on purpose, which `idem check` must refuse).
 - `<!-- doc-test: serve -->` before a ```yaml block: that config is written to idem.yaml in
   the page's working directory and `idem serve --config idem.yaml` is (re)started with it,
-  in front of a fresh test upstream (tests/gateway/test_upstream.cpp); the page's later
+  in front of a fresh test upstream (tests/testutil/test_upstream.cpp); the page's later
   commands run against it. `serve unready` waits for /healthz instead of /readyz (a config
   whose store is down on purpose). `<!-- doc-test: file NAME -->` writes the block to NAME only.
 - ```console blocks: `$ command` lines (a trailing `\\` continues a command, and a

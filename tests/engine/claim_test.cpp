@@ -652,7 +652,7 @@ TEST(ClaimRunner, RenewalKeepsTheClaimWhileTheWorkRunsAndStopsWithIt) {
   Acquired a = run(runner.acquire("s", "k", "", p));
   const TimePoint first_lease = record(store, "k")->lease_until.value();
   {
-    ClaimRunner::Renewal renewal = runner.renew_in_background(*a.claim, p);
+    Renewal renewal = runner.renew_in_background(*a.claim, p);
     ASSERT_TRUE(settled.wait_for_extends(2));
     EXPECT_GT(record(store, "k")->lease_until, first_lease);
     // Moving a renewal over another stops the one it replaces (they renew the same claim).

@@ -32,89 +32,7 @@ using Kind = BeginOutcome::Kind;
 
 constexpr Duration kOpTimeout = 1s;
 
-// What a test runs against: the proxy in front of a server, and a store URI through it.
-struct Rig {
-  std::unique_ptr<RedisServer> server;  // a server of the test's own, if any
-  std::unique_ptr<FaultProxy> proxy;
-  std::string uri;
-  std::string skip;  // why the test cannot run
-  // The server answers each statement of a batch as it runs it (MySQL's multi-statement
-  // replies), so a connection cut at the first bytes of the reply may come before the
-  // COMMIT ran: the outcome is unknown either way, but may be "not applied".
-  bool replies_before_commit = false;
-};
-
-Rig skipped(std::string why) {
-  Rig r;
-  r.skip = std::move(why);
-  return r;
-}
-
-struct Target {
-  std::string name;
-  std::function<Rig()> make;
-  friend std::ostream& operator<<(std::ostream& os, const Target& t) { return os << t.name; }
-};
-
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : nullptr;
-}
-
-Rig redis_setup() {
-  Rig s;
-  const char* url = env("IDEM_TEST_REDIS_URL");
-  if (!url) return skipped("IDEM_TEST_REDIS_URL is not set (scripts/services start redis)");
-  const auto node = redis::parse_uri(url).value().nodes.front();
-  s.proxy = std::make_unique<FaultProxy>(node.host, node.port);
-  s.uri = with_unique_prefix("redis://" + s.proxy->address());
-  return s;
-}
-
-// A cluster of one master holding every slot, announcing the proxy's port.
-Rig redis_cluster_setup() {
-  Rig s;
-  s.server = std::make_unique<RedisServer>(
-      std::vector<std::string>{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"});
-  if (!s.server->started()) return skipped("redis-server is not installed or did not start");
-  s.proxy = std::make_unique<FaultProxy>("127.0.0.1", s.server->port());
-  s.server->command({"CONFIG", "SET", "cluster-announce-port", std::to_string(s.proxy->port())});
-  s.server->command({"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
-  const auto until = std::chrono::steady_clock::now() + 20s;
-  while (s.server->command({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos) {
-    if (std::chrono::steady_clock::now() > until) return skipped("the one-node cluster did not come up");
-    std::this_thread::sleep_for(50ms);
-  }
-  s.uri = "redis-cluster://" + s.proxy->address();
-  return s;
-}
-
-// SCHEME://user:pass@HOST:PORT/db... (the URL in `env`) with HOST:PORT the proxy's, and fresh
-// tables.
-Rig sql_setup(const char* env_name, const char* service) {
-  Rig s;
-  const char* url = env(env_name);
-  if (!url) return skipped(std::string(env_name) + " is not set (scripts/services start " + service + ")");
-  const std::string base = url;
-  const auto at = base.find('@'), slash = base.find('/', at);
-  const std::string hostport = base.substr(at + 1, slash - at - 1);
-  const auto colon = hostport.rfind(':');
-  s.proxy = std::make_unique<FaultProxy>(hostport.substr(0, colon),
-                                         static_cast<std::uint16_t>(std::stoi(hostport.substr(colon + 1))));
-  static std::atomic<int> n{0};
-  const std::string rest = base.substr(slash);
-  s.uri = base.substr(0, at + 1) + s.proxy->address() + rest +
-          (rest.find('?') == std::string::npos ? "?" : "&") + "table_prefix=idem_f" +
-          std::to_string(::getpid()) + "_" + std::to_string(n++) + "_";
-  return s;
-}
-
-Rig postgres_setup() { return sql_setup("IDEM_TEST_POSTGRES_URL", "postgres"); }
-Rig mysql_setup() {
-  Rig r = sql_setup("IDEM_TEST_MYSQL_URL", "mariadb");
-  r.replies_before_commit = true;
-  return r;
-}
+using Rig = BehindProxy;
 
 // The calls under test, each with the state it needs and a way to tell whether it took
 // effect.
@@ -196,10 +114,10 @@ void warm_up(Store& store, Op op) {
   ASSERT_TRUE(s.is_ok()) << s.to_string();
 }
 
-class StoreFailure : public ::testing::TestWithParam<Target> {
+class StoreFailure : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
-    setup_ = GetParam().make();
+    setup_ = GetParam().behind_proxy();
     if (!setup_.skip.empty()) GTEST_SKIP() << setup_.skip;
     store_ = open(kOpTimeout);
   }
@@ -308,10 +226,9 @@ TEST_P(StoreFailure, SlowRepliesWithinTheDeadlineAreAnswered) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreFailure,
-                         ::testing::Values(Target{"redis", redis_setup},
-                                           Target{"redis_cluster", redis_cluster_setup},
-                                           Target{"postgres", postgres_setup}, Target{"mysql", mysql_setup}),
-                         [](const auto& param_info) { return param_info.param.name; });
+                         ::testing::Values(redis_backend(), redis_cluster_backend(), postgres_backend(),
+                                           mysql_backend()),
+                         backend_name);
 
 }  // namespace
 }  // namespace idem::testutil

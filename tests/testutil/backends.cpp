@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "idem/open.h"
+#include "stores/redis/redis_uri.h"
 #include "testutil/temp_dir.h"
 
 namespace idem::testutil {
@@ -45,6 +46,74 @@ std::string with_unique_prefix(const std::string& uri) {
 
 namespace {
 
+using namespace std::chrono_literals;
+
+BehindProxy skipped(std::string why) {
+  BehindProxy r;
+  r.skip = std::move(why);
+  return r;
+}
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+BehindProxy redis_setup() {
+  BehindProxy s;
+  const char* url = env("IDEM_TEST_REDIS_URL");
+  if (!url) return skipped("IDEM_TEST_REDIS_URL is not set (scripts/services start redis)");
+  const auto node = redis::parse_uri(url).value().nodes.front();
+  s.proxy = std::make_unique<FaultProxy>(node.host, node.port);
+  s.uri = with_unique_prefix("redis://" + s.proxy->address());
+  return s;
+}
+
+// A cluster of one master holding every slot, announcing the proxy's port.
+BehindProxy redis_cluster_setup() {
+  BehindProxy s;
+  s.server = std::make_unique<RedisServer>(
+      std::vector<std::string>{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"});
+  if (!s.server->started()) return skipped("redis-server is not installed or did not start");
+  s.proxy = std::make_unique<FaultProxy>("127.0.0.1", s.server->port());
+  s.server->command({"CONFIG", "SET", "cluster-announce-port", std::to_string(s.proxy->port())});
+  s.server->command({"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (s.server->command({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos) {
+    if (std::chrono::steady_clock::now() > until) return skipped("the one-node cluster did not come up");
+    std::this_thread::sleep_for(50ms);
+  }
+  s.uri = "redis-cluster://" + s.proxy->address();
+  return s;
+}
+
+// SCHEME://user:pass@HOST:PORT/db... (the URL in `env`) with HOST:PORT the proxy's, and fresh
+// tables.
+BehindProxy sql_setup(const char* env_name, const char* service) {
+  BehindProxy s;
+  const char* url = env(env_name);
+  if (!url) return skipped(std::string(env_name) + " is not set (scripts/services start " + service + ")");
+  const std::string base = url;
+  const auto at = base.find('@'), slash = base.find('/', at);
+  const std::string hostport = base.substr(at + 1, slash - at - 1);
+  const auto colon = hostport.rfind(':');
+  s.proxy = std::make_unique<FaultProxy>(hostport.substr(0, colon),
+                                         static_cast<std::uint16_t>(std::stoi(hostport.substr(colon + 1))));
+  static std::atomic<int> n{0};
+  const std::string rest = base.substr(slash);
+  s.uri = base.substr(0, at + 1) + s.proxy->address() + rest +
+          (rest.find('?') == std::string::npos ? "?" : "&") + "table_prefix=idem_f" +
+          std::to_string(::getpid()) + "_" + std::to_string(n++) + "_";
+  return s;
+}
+
+BehindProxy postgres_setup() { return sql_setup("IDEM_TEST_POSTGRES_URL", "postgres"); }
+BehindProxy mysql_setup() {
+  BehindProxy r = sql_setup("IDEM_TEST_MYSQL_URL", "mariadb");
+  r.replies_before_commit = true;
+  return r;
+}
+
 // Redis judges time by its own clock: the tests wait out real (short) leases.
 Backend redis_like(const char* name, const char* env) {
   return {name,
@@ -58,8 +127,16 @@ Backend redis_like(const char* name, const char* env) {
 
 }  // namespace
 
-Backend redis_backend() { return redis_like("redis", "IDEM_TEST_REDIS_URL"); }
-Backend redis_cluster_backend() { return redis_like("redis_cluster", "IDEM_TEST_REDIS_CLUSTER_URL"); }
+Backend redis_backend() {
+  Backend b = redis_like("redis", "IDEM_TEST_REDIS_URL");
+  b.behind_proxy = redis_setup;
+  return b;
+}
+Backend redis_cluster_backend() {
+  Backend b = redis_like("redis_cluster", "IDEM_TEST_REDIS_CLUSTER_URL");
+  b.behind_proxy = redis_cluster_setup;
+  return b;
+}
 
 namespace {
 
@@ -82,7 +159,15 @@ Backend sql_backend(const char* name, const char* env, const char* tag) {
 
 }  // namespace
 
-Backend postgres_backend() { return sql_backend("postgres", "IDEM_TEST_POSTGRES_URL", "idem_t"); }
-Backend mysql_backend() { return sql_backend("mysql", "IDEM_TEST_MYSQL_URL", "idem_m"); }
+Backend postgres_backend() {
+  Backend b = sql_backend("postgres", "IDEM_TEST_POSTGRES_URL", "idem_t");
+  b.behind_proxy = postgres_setup;
+  return b;
+}
+Backend mysql_backend() {
+  Backend b = sql_backend("mysql", "IDEM_TEST_MYSQL_URL", "idem_m");
+  b.behind_proxy = mysql_setup;
+  return b;
+}
 
 }  // namespace idem::testutil

@@ -13,8 +13,23 @@
 
 #include "idem/clock.h"
 #include "idem/store.h"
+#include "testutil/fault_proxy.h"
+#include "testutil/redis_server.h"
 
 namespace idem::testutil {
+
+// A networked backend's server reached through a fault proxy (fault_proxy.h), for the
+// failure suite (tests/stores/store_failure_test.cpp).
+struct BehindProxy {
+  std::unique_ptr<RedisServer> server;  // a server of the test's own, if any
+  std::unique_ptr<FaultProxy> proxy;
+  std::string uri;   // a fresh store's URI, through the proxy
+  std::string skip;  // why the backend cannot run here (its server is not configured)
+  // The server answers each statement of a batch as it runs it (MySQL's multi-statement
+  // replies), so a connection cut at the first bytes of the reply may come before the
+  // COMMIT ran: the outcome is unknown either way, but may be "not applied".
+  bool replies_before_commit = false;
+};
 
 struct Backend {
   std::string name;
@@ -24,11 +39,14 @@ struct Backend {
   // True when the store judges time by the clock passed to `open`, so a test moves time
   // by advancing it; otherwise the test waits out real (short) leases.
   bool controllable_clock = false;
+  // Its server behind a fault proxy; null for the stores inside the process (memory, SQLite).
+  std::function<BehindProxy()> behind_proxy = nullptr;
 
   friend std::ostream& operator<<(std::ostream& os, const Backend& b) { return os << b.name; }
 };
 
-// One delegate per backend (tests/testutil/backends.cpp).
+// One delegate per backend (tests/testutil/backends.cpp): the one registry of the contract,
+// vector, model and failure suites.
 Backend memory_backend();
 Backend sqlite_backend();  // a fresh file in a per-process temporary directory
 // A fresh key prefix on the server named by IDEM_TEST_REDIS_URL /

@@ -14,7 +14,7 @@
 #include "gateway/model/request_view.h"
 #include "gateway/model/route.h"
 #include "gateway/model/units.h"
-#include "gateway/pipeline/stored_result.h"
+#include "gateway/model/stored_result.h"
 #include "idem/async.h"
 #include "util/ceil_ms.h"
 #include "util/percent.h"
@@ -26,6 +26,9 @@ using asio::awaitable;
 using asio::use_awaitable;
 
 namespace {
+
+// What the admin listener reads of a request body at most (a control API call, a search).
+constexpr std::uint64_t kBodyLimit = 1024 * 1024;
 
 // The longest lease, retention or ttl the control API takes: the longest duration a config
 // may write (3650d), so a caller cannot hold a key for longer than an operator could.
@@ -146,6 +149,13 @@ HttpResponse Admin::store_failed(const HttpRequest& req, std::string_view op, co
                             req.version(), req.keep_alive());
   return problem_response(Problem::store_unavailable, "the idempotency store is unavailable", req.version(),
                           req.keep_alive(), kStoreRetryAfter);
+}
+
+awaitable<std::optional<Answer>> Admin::serve(HttpExchange& exchange) {
+  BodyRead body = co_await exchange.read_body(kBodyLimit);
+  if (body.client_gone) co_return std::nullopt;
+  if (body.refusal) co_return Answer{std::move(*body.refusal)};
+  co_return Answer{co_await handle(*body.request)};
 }
 
 awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {

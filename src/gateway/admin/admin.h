@@ -14,6 +14,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include "gateway/http/handler.h"
 #include "gateway/http/http_reply.h"
 #include "gateway/model/admin_access.h"
 #include "gateway/model/config/config.h"
@@ -23,11 +24,14 @@
 
 namespace idem::gateway {
 
-class Admin {
+class Admin final : public RequestHandler {
  public:
   // `cache` (may be null): the gateway's replay cache, which forgets what DELETE removes.
   Admin(const Config& config, Store& store, Metrics& metrics, ReplayCache* cache);
 
+  // The admin listener's handler (http/handler.h): reads the body whole, at most 1 MiB,
+  // and answers it with handle().
+  boost::asio::awaitable<std::optional<Answer>> serve(HttpExchange& exchange) override;
   // Answers one fully read admin request. Never throws.
   boost::asio::awaitable<HttpResponse> handle(const HttpRequest& req);
 

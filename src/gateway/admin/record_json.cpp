@@ -6,7 +6,7 @@
 
 #include "gateway/admin/raw_json.h"
 
-#include "gateway/pipeline/stored_result.h"
+#include "gateway/model/stored_result.h"
 #include "util/rfc3339.h"
 
 namespace idem::gateway {

@@ -7,7 +7,7 @@
 #include "gateway/admin/record_json.h"
 #include "gateway/model/request_view.h"
 #include "gateway/model/route.h"
-#include "gateway/pipeline/stored_result.h"
+#include "gateway/model/stored_result.h"
 
 namespace idem::gateway {
 

@@ -2,7 +2,7 @@
 // (docs/http.md, "400 request-invalid, 431"): RFC 9112 framing that servers on the way could
 // read differently, methods in another case, and targets that frameworks route
 // differently. Pure: decided from the head alone, no I/O, tested row by row
-// (tests/gateway/head_checks_test.cpp). Safe for concurrent use.
+// (tests/gateway/http/head_checks_test.cpp). Safe for concurrent use.
 #pragma once
 
 #include <optional>

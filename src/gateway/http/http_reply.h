@@ -13,7 +13,7 @@
 
 #include <boost/beast/http.hpp>
 
-#include "gateway/http/hop_by_hop.h"
+#include "gateway/model/hop_by_hop.h"
 #include "gateway/model/problem.h"
 #include "idem/clock.h"
 

@@ -1,61 +1,23 @@
+// The listeners (server.h): binding, accepting up to each listener's connection cap, and
+// stopping. What a connection does is in session.cpp.
 #include "gateway/http/server.h"
 
-#include <array>
 #include <cstdio>
-#include <optional>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core/error.hpp>
-#include <boost/beast/core/string.hpp>
-#include <boost/beast/http.hpp>
 
-#include "gateway/http/head_checks.h"
-#include "gateway/http/header_fields.h"
-#include "gateway/http/relay.h"
-#include "util/ascii.h"
 #include "util/asio_tokens.h"
-#include "util/percent.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
-namespace beast = boost::beast;
 using asio::awaitable;
 using asio::ip::tcp;
-using Steady = std::chrono::steady_clock;
 
 namespace {
 
-// The connection buffer holds a head (up to the header limit) plus a little of what
-// follows it; a chunk-extension line or a trailer section longer than that fails to fit.
-constexpr std::size_t kBufferSlack = 4096;
-// A head is read this much at a time; an idle connection keeps this much buffer.
-constexpr std::size_t kReadPiece = 4096;
-// POST /_idem/tokens takes no body; a small one is read and ignored.
-constexpr std::uint64_t kTokenBodyLimit = 4096;
-constexpr std::uint64_t kAdminBodyLimit = 1024 * 1024;
-
-// Counts a request from its head to its answer: for shutdown, and (client listener only)
-// for the idem_inflight gauge.
-struct ActiveGuard {
-  std::atomic<int>& active;
-  Metrics* metrics;
-  ActiveGuard(std::atomic<int>& a, Metrics* m) : active(a), metrics(m) {
-    active.fetch_add(1);
-    if (metrics) metrics->inflight_add(1);
-  }
-  ~ActiveGuard() {
-    if (metrics) metrics->inflight_add(-1);
-    active.fetch_sub(1);
-  }
-  ActiveGuard(const ActiveGuard&) = delete;
-  ActiveGuard& operator=(const ActiveGuard&) = delete;
-};
-
-// A session that ends with an exception (a bug, or bad_alloc) closes its connection; say so.
 void report_exception(std::exception_ptr e) {
   if (!e) return;
   try {
@@ -65,63 +27,6 @@ void report_exception(std::exception_ptr e) {
   } catch (...) {
     std::fprintf(stderr, "idem: connection ended by an unknown exception\n");
   }
-}
-
-HttpResponse header_too_large(unsigned version) {
-  return problem_response(Problem::header_too_large,
-                          "the request head (with chunk extensions and trailers) is larger than 16 KiB",
-                          version, false);
-}
-
-// http::async_read_header, with one more refusal: a field line continued on the next line
-// (obs-fold, RFC 9112 §5.2), which a server may refuse and which proxies in front may
-// unfold differently.
-awaitable<std::pair<beast::error_code, std::size_t>> read_head(
-    beast::tcp_stream& stream, beast::flat_buffer& buffer, http::request_parser<http::empty_body>& parser) {
-  // The parser consumes nothing until the whole head is there, so the buffer's start stays
-  // put: only the bytes that arrived since the last look are scanned (a head sent byte by
-  // byte must not cost quadratic time).
-  std::size_t scanned = 0;
-  bool head_ended = false;
-  for (;;) {
-    if (buffer.size() > 0) {
-      const std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
-      for (; !head_ended && scanned < data.size(); ++scanned) {
-        if (scanned == 0 || data[scanned - 1] != '\n') continue;
-        const char c = data[scanned];
-        if (c == ' ' || c == '\t')
-          co_return std::pair{beast::error_code(http::error::bad_field), std::size_t{0}};
-        head_ended = c == '\r';  // the blank line that ends the head
-      }
-      beast::error_code ec;
-      const std::size_t n = parser.put(buffer.data(), ec);
-      buffer.consume(n);
-      if (ec != http::error::need_more) co_return std::pair{ec, n};
-      if (buffer.size() >= buffer.max_size())
-        co_return std::pair{beast::error_code(http::error::header_limit), n};
-    }
-    const std::size_t room = std::min<std::size_t>(buffer.max_size() - buffer.size(), kReadPiece);
-    auto [ec, n] = co_await stream.async_read_some(buffer.prepare(room), util::kUseTuple);
-    buffer.commit(n);
-    if (ec == asio::error::eof)
-      ec = buffer.size() > 0 ? http::error::partial_message : http::error::end_of_stream;
-    if (ec) co_return std::pair{ec, std::size_t{0}};
-  }
-}
-
-// The peer's IP as text, an IPv4 client of an IPv6 socket (every interface) as IPv4.
-std::string peer_address(const tcp::socket& socket) {
-  boost::system::error_code ec;
-  const tcp::endpoint ep = socket.remote_endpoint(ec);
-  if (ec) return "unknown";
-  asio::ip::address a = ep.address();
-  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
-  return a.to_string(ec);
-}
-
-HttpResponse malformed_body(unsigned version) {
-  return problem_response(Problem::request_invalid, "malformed request body (chunked framing)", version,
-                          false);
 }
 
 // :PORT: one socket for IPv6 and IPv4 ([::] with IPV6_V6ONLY off), or 0.0.0.0 where the
@@ -144,11 +49,12 @@ void bind_every_interface(tcp::acceptor& acceptor, std::uint16_t port) {
 
 }  // namespace
 
-Server::Server(IoPool& pool, Gateway& gateway, Admin& admin, Metrics& metrics, ServerLimits limits)
+Server::Server(IoPool& pool, RequestHandler& client, RequestHandler& admin, ServerGauges& gauges,
+               ServerLimits limits)
     : pool_(pool),
-      gateway_(gateway),
+      client_(client),
       admin_(admin),
-      metrics_(metrics),
+      gauges_(gauges),
       limits_(limits),
       budget_(limits.buffered_bodies) {}
 
@@ -272,242 +178,6 @@ bool Server::closed() const noexcept {
   for (const auto& l : listeners_)
     if (l->open.load() != 0) return false;
   return true;
-}
-
-HttpResponse Server::overloaded(unsigned version) {
-  metrics_.count_overloaded();
-  return problem_response(Problem::overloaded, "too many request bodies are being received; retry shortly",
-                          version, false, std::chrono::seconds(1));
-}
-
-awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
-  beast::tcp_stream& stream = conn->stream;
-  if (!admin) conn->peer = peer_address(stream.socket());
-  // Bounded: a head, chunk-extension line or trailer section that does not fit is refused.
-  beast::flat_buffer buffer(limits_.header_limit + kBufferSlack);
-  bool unread_body = false;  // answered before the body was read: the client may still send
-  for (;;) {
-    if ((stopping_.load() && !admin) || closing_.load()) break;
-    Request req;
-    req.head.header_limit(static_cast<std::uint32_t>(limits_.header_limit));
-    req.head.body_limit(boost::none);  // each route sets its own when the body is read
-    conn->idle = true;
-    // An idle keep-alive connection gives back what its last request used beyond the 4 KiB
-    // it waits with (read_head reads 4 KiB at a time), and keeps those: freeing and taking
-    // them again cost a malloc and a free on every request.
-    if (buffer.size() == 0 && buffer.capacity() > kReadPiece) buffer.shrink_to_fit();
-    stream.expires_after(limits_.header_timeout);
-    auto [ec, n] = co_await read_head(stream, buffer, req.head);
-    conn->idle = false;
-    req.head_bytes = n;
-    req.body_done = req.head.is_done();
-    if (ec) {
-      // Clean close, timeout or cancel: go quietly. A head we cannot parse: say so, then close.
-      std::optional<HttpResponse> res;
-      if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
-        res = header_too_large(11);
-      else if (ec == http::error::bad_version &&
-               speaks_another_version({static_cast<const char*>(buffer.data().data()), buffer.size()})) {
-        const HeadRefusal r = another_version_refusal();
-        res = problem_response(r.problem, r.detail, r.version, false);
-      } else if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
-                 ec != http::error::end_of_stream && ec != http::error::partial_message)
-        res =
-            problem_response(Problem::request_invalid, "malformed HTTP request: " + ec.message(), 11, false);
-      if (res) {
-        stream.expires_after(limits_.write_timeout);
-        co_await http::async_write(stream, *res, util::kUseTuple);
-      }
-      break;
-    }
-
-    // Admin requests are not waited for by the drain: only client requests are counted.
-    std::optional<ActiveGuard> guard;
-    if (!admin) guard.emplace(active_, &metrics_);
-    std::optional<Answer> answer;
-    RequestMeta meta;
-    if (!admin) meta = request_meta(req.head.get(), conn->peer);
-    if (auto refusal = refuse_head(req.head.get(), admin))
-      answer.emplace(problem_response(refusal->problem, refusal->detail, refusal->version, false));
-    else if (admin)
-      answer = co_await handle_admin(*conn, buffer, req);
-    else
-      answer = co_await handle(*conn, buffer, req, meta);
-    if (!answer) break;
-    // Every answer on the client listener names its request (docs/observability.md): the
-    // id the upstream received and the request log shows; a replay too (its body and the
-    // rest of its stored head are as they were).
-    if (!admin) answer->response.set(kRequestIdHeader, meta.request_id.view());
-    unread_body = !req.body_done;
-    const bool keep =
-        answer->response.keep_alive() && (admin || !stopping_.load()) && !closing_.load() && !unread_body;
-    answer->response.keep_alive(keep);
-    const bool usable = co_await write_answer(stream, *answer, limits_.write_timeout, conn->head);
-    if (!usable || !keep) break;
-  }
-  boost::system::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-  if (unread_body) {
-    // Closing with unread data would reset the connection and could destroy our answer
-    // (a 413) before the client reads it: drain what the client still sends, briefly.
-    std::array<char, 4096> scratch;
-    std::size_t drained = 0;
-    stream.expires_after(std::chrono::seconds(1));
-    while (drained < 1024 * 1024) {
-      auto [rec, rn] = co_await stream.async_read_some(asio::buffer(scratch), util::kUseTuple);
-      if (rec) break;
-      drained += rn;
-    }
-  }
-  stream.close();
-}
-
-awaitable<Server::Body> Server::read_body(Conn& conn, beast::flat_buffer& buffer, Request& req,
-                                          std::uint64_t limit, BodyReservation& reservation) {
-  const unsigned version = req.head.get().version();
-  Body body;
-  body.parser = std::make_unique<BodyParser>(std::move(req.head));
-  BodyParser& parser = *body.parser;
-  parser.body_limit(limit);
-  if (parser.is_done()) {
-    req.body_done = true;
-    co_return body;
-  }
-  if (auto length = parser.content_length()) {
-    if (*length > limit) {
-      body.refusal =
-          problem_response(Problem::body_too_large, "the request body is too large", version, false);
-      co_return body;
-    }
-    if (!reservation.take(*length)) {
-      body.refusal = overloaded(version);
-      co_return body;
-    }
-  }
-  ChunkGuard guard(limits_.header_limit, req.head_bytes, &reservation);
-  guard.attach(parser);
-  // A client that waits for permission before sending its body (curl does, above 1 KiB).
-  auto expect = parser.get().find(http::field::expect);
-  if (expect != parser.get().end() && util::iequals(expect->value(), "100-continue")) {
-    HttpResponse go{http::status::continue_, 11};
-    conn.stream.expires_after(limits_.write_timeout);
-    auto [wec, wn] = co_await http::async_write(conn.stream, go, util::kUseTuple);
-    if (wec) {
-      body.client_gone = true;
-      co_return body;
-    }
-  }
-  conn.stream.expires_after(limits_.body_timeout);
-  auto [ec, n] = co_await http::async_read(conn.stream, buffer, parser, util::kUseTuple);
-  if (ec && ec != http::error::body_limit) guard.read_failed(ec);
-  if (guard.failure() == ChunkGuard::Failure::head_too_large) {
-    body.refusal = header_too_large(version);
-  } else if (guard.failure() == ChunkGuard::Failure::overloaded) {
-    body.refusal = overloaded(version);
-  } else if (ec == http::error::body_limit) {
-    body.refusal = problem_response(Problem::body_too_large, "the request body is too large", version, false);
-  } else if (guard.failure() == ChunkGuard::Failure::malformed) {
-    body.refusal = malformed_body(version);
-  } else if (ec) {
-    body.client_gone = true;
-  } else if (!guard.finish(parser.get().base())) {
-    body.refusal = header_too_large(version);
-  } else {
-    req.body_done = true;
-  }
-  co_return body;
-}
-
-awaitable<std::optional<Answer>> Server::handle(Conn& conn, beast::flat_buffer& buffer, Request& req,
-                                                const RequestMeta& meta) {
-  const auto& head = req.head.get();
-  const bool keep_alive = head.keep_alive();
-
-  if (head.method() == http::verb::post && target_path(head.target()) == "/_idem/tokens") {
-    BodyReservation reservation(budget_);
-    Body body = co_await read_body(conn, buffer, req, kTokenBodyLimit, reservation);
-    if (body.client_gone) co_return std::nullopt;
-    if (body.refusal) co_return Answer{std::move(*body.refusal)};
-    co_return Answer{co_await gateway_.issue_token(body.parser->get())};
-  }
-
-  // Held until the answer: the route matched stays valid across a reload.
-  const std::shared_ptr<const Config> config = gateway_.config();
-  auto match = match_route(config->routes, head.method_string(), head.target());
-  if (!match) co_return co_await relay(conn, buffer, req, nullptr, meta);
-
-  // Cheap checks first: nothing is read or claimed for a request rejected on its head.
-  const Route& route = *match->route;
-  const auto fields = header_fields(head);
-  const RequestView view{head.method_string(), head.target(), fields, {}};
-  Decision decision = check_head(route, view);
-  if (decision.verdict == Verdict::reject)
-    co_return Answer{
-        gateway_.reject_early(route, head, meta, decision.rejection, keep_alive && req.head.is_done())};
-  // Forwarded as it is (no key on a `required: false` route): streamed, like a request on
-  // no route.
-  if (decision.verdict == Verdict::unprotected && route.key.kind != KeyRule::Kind::templated)
-    co_return co_await relay(conn, buffer, req, &route, meta);
-  if (auto length = req.head.content_length())
-    if (auto r = check_body_size(route, *length))
-      co_return Answer{gateway_.reject_early(route, head, meta, *r, keep_alive && req.head.is_done())};
-
-  BodyReservation reservation(budget_);
-  Body body = co_await read_body(conn, buffer, req, route.policy.max_body, reservation);
-  if (body.client_gone) co_return std::nullopt;
-  if (body.refusal) {
-    // A body over max_body is counted and logged as the route's problem.
-    if (body.refusal->result_int() == 413) {
-      auto r = check_body_size(route, route.policy.max_body + 1);
-      co_return Answer{gateway_.reject_early(route, body.parser->get(), meta, *r, false)};
-    }
-    co_return Answer{std::move(*body.refusal)};
-  }
-  co_return co_await gateway_.protect(*match, body.parser->get(), std::move(decision), meta);
-}
-
-awaitable<std::optional<Answer>> Server::relay(Conn& conn, beast::flat_buffer& buffer, Request& req,
-                                               const Route* route, const RequestMeta& meta) {
-  StreamParser parser(std::move(req.head));
-  parser.body_limit(boost::none);  // streamed: it costs a fixed buffer, whatever its size
-  ChunkGuard guard(limits_.header_limit, req.head_bytes, nullptr);
-  // The body is streamed: a client waiting for 100-continue may send it at once.
-  auto expect = parser.get().find(http::field::expect);
-  if (expect != parser.get().end() && util::iequals(expect->value(), "100-continue") && !parser.is_done()) {
-    HttpResponse go{http::status::continue_, 11};
-    conn.stream.expires_after(limits_.write_timeout);
-    auto [wec, wn] = co_await http::async_write(conn.stream, go, util::kUseTuple);
-    if (wec) co_return std::nullopt;
-  }
-  const auto t0 = Steady::now();
-  const Duration timeout =
-      route ? route->policy.upstream_timeout : gateway_.config()->defaults.upstream_timeout;
-  // The head moves to the forwarded request: what the log line of a route's request names
-  // is kept first.
-  std::string method, target;
-  if (route) {
-    method = parser.get().method_string();
-    target = parser.get().target();
-  }
-  auto answer = co_await relay_request(conn.stream, buffer, parser, guard, gateway_.upstream(), meta,
-                                       {limits_.body_timeout, timeout}, req.body_done, conn.head);
-  metrics_.observe_upstream(std::chrono::duration_cast<Duration>(Steady::now() - t0));
-  if (!answer && guard.failure() == ChunkGuard::Failure::head_too_large)
-    answer.emplace(header_too_large(parser.get().version()));
-  if (!answer && guard.failure() == ChunkGuard::Failure::malformed)
-    answer.emplace(malformed_body(parser.get().version()));
-  if (answer && route)
-    gateway_.count_unprotected(*route, method, target, meta, answer->response.result_int(),
-                               std::chrono::duration_cast<Duration>(Steady::now() - t0));
-  co_return answer;
-}
-
-awaitable<std::optional<Answer>> Server::handle_admin(Conn& conn, beast::flat_buffer& buffer, Request& req) {
-  BodyReservation reservation(budget_);
-  Body body = co_await read_body(conn, buffer, req, kAdminBodyLimit, reservation);
-  if (body.client_gone) co_return std::nullopt;
-  if (body.refusal) co_return Answer{std::move(*body.refusal)};
-  co_return Answer{co_await admin_.handle(body.parser->get())};
 }
 
 }  // namespace idem::gateway

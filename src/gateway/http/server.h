@@ -1,17 +1,18 @@
-// The gateway's HTTP/1.1 listeners (docs/gateway.md): the client-facing listener, whose
-// requests go through the Gateway pipeline, and the admin listener. One coroutine per
-// connection owns its stream and loops deadline → read → handle → write, so keep-alive
-// and pipelined clients are served in order. Every read has a deadline (a slow client
-// sending its head byte by byte is cut off), heads over 16 KiB get 431, malformed requests
-// 400 problem+json, and both close the connection.
-// The edge is strict where proxies and frameworks could disagree (RFC 9112): a
-// Transfer-Encoding other than exactly "chunked", two Host fields, a target with '#',
+// The gateway's HTTP/1.1 listeners (docs/gateway.md): the client-facing listener and the
+// admin listener, each served by a RequestHandler (handler.h): the pipeline's Gateway and
+// the Admin. One coroutine per connection owns its stream and loops deadline → read head →
+// check head → the handler → write, so keep-alive and pipelined clients are served in
+// order. Every read has a deadline (a slow client sending its head byte by byte is cut
+// off), heads over 16 KiB get 431, malformed requests 400 problem+json, and both close the
+// connection.
+// The edge is strict where proxies and frameworks could disagree (RFC 9112, head_checks.h):
+// a Transfer-Encoding other than exactly "chunked", two Host fields, a target with '#',
 // '\\', an encoded '/' or '\\' or a dot segment, a standard method spelled in another case,
 // and a version other than HTTP/1.0 and 1.1 (an HTTP/2 preface gets 505) are refused
-// before anything is forwarded. Memory is bounded: the connection buffer has a fixed
+// before a handler sees the request. Memory is bounded: the connection buffer has a fixed
 // limit, chunk extensions and trailers count against the header limit (trailers are
-// dropped), a request on no route streams to the upstream, and the request bodies held
-// whole across all connections share one cap (past it: 503 overloaded).
+// dropped), a relayed request streams to the upstream, and the request bodies held whole
+// across all connections share one cap (past it: 503 overloaded).
 //
 // Shutdown (SIGTERM): stop accepting clients, close idle client connections, let requests
 // in flight finish (their results are stored), then report drained. The admin listener
@@ -32,10 +33,10 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
-#include "gateway/admin/admin.h"
+#include "gateway/http/handler.h"
 #include "gateway/http/http_body.h"
 #include "gateway/http/io_pool.h"
-#include "gateway/pipeline/gateway.h"
+#include "gateway/model/config/address.h"
 
 namespace idem::gateway {
 
@@ -64,7 +65,10 @@ class ListenError : public std::runtime_error {
 
 class Server {
  public:
-  Server(IoPool& pool, Gateway& gateway, Admin& admin, Metrics& metrics, ServerLimits limits = {});
+  // `client` serves the client listener, `admin` the admin listener; both and `gauges`
+  // must outlive the Server.
+  Server(IoPool& pool, RequestHandler& client, RequestHandler& admin, ServerGauges& gauges,
+         ServerLimits limits = {});
 
   // Binds and listens; throws ListenError when the address cannot be resolved or bound.
   // Every interface (:PORT) is IPv6 and IPv4 on one socket, or IPv4 alone on a system
@@ -108,34 +112,18 @@ class Server {
     std::size_t head_bytes = 0;
     bool body_done = false;  // the body was read to its end (else the connection closes)
   };
-  // A request body read whole, or the answer that refuses it.
-  struct Body {
-    std::unique_ptr<BodyParser> parser;
-    std::optional<HttpResponse> refusal;  // set: answer it and close
-    bool client_gone = false;             // the client failed mid-body: close, no answer
-  };
+  class ConnExchange;  // the HttpExchange a handler gets (server.cpp)
 
   boost::asio::ip::tcp::endpoint listen(const ListenAddress& address, bool admin);
   boost::asio::awaitable<void> accept_loop(Listener& listener);
   void connection_closed(Listener& listener);
   boost::asio::awaitable<void> session(std::shared_ptr<Conn> conn, bool admin);
-  // nullopt: close the connection without an answer (the client went away mid-body).
-  boost::asio::awaitable<std::optional<Answer>> handle(Conn& conn, boost::beast::flat_buffer& buffer,
-                                                       Request& req, const RequestMeta& meta);
-  boost::asio::awaitable<std::optional<Answer>> handle_admin(Conn& conn, boost::beast::flat_buffer& buffer,
-                                                             Request& req);
-  boost::asio::awaitable<std::optional<Answer>> relay(Conn& conn, boost::beast::flat_buffer& buffer,
-                                                      Request& req, const Route* route,
-                                                      const RequestMeta& meta);
-  // Reads the body whole, at most `limit` bytes, holding them in the body budget.
-  boost::asio::awaitable<Body> read_body(Conn& conn, boost::beast::flat_buffer& buffer, Request& req,
-                                         std::uint64_t limit, BodyReservation& reservation);
   HttpResponse overloaded(unsigned version);
 
   IoPool& pool_;
-  Gateway& gateway_;
-  Admin& admin_;
-  Metrics& metrics_;
+  RequestHandler& client_;
+  RequestHandler& admin_;
+  ServerGauges& gauges_;
   ServerLimits limits_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> closing_{false};  // close(): the admin listener ends too

@@ -2,9 +2,9 @@
 // its fingerprint, decided in the order docs/http.md, "Every problem", gives, cheapest checks first:
 //
 //   check_head        subject → key present and valid (header and token keys)
-//   (HTTP layer)      read the body, refusing more than check_body_size allows
+//   (the pipeline)    read the body, refusing more than check_body_size allows
 //   identify          render and validate template keys → fingerprint
-//   (HTTP layer)      claim → forward → store or release → answer
+//   (the pipeline)    claim → forward → store or release → answer
 //
 // Every check runs before anything is claimed: a request rejected here leaves no record,
 // consumes no token and takes no lock. Pure (no I/O); safe for concurrent use.
@@ -60,7 +60,7 @@ struct Decision {
 // On protect, identity holds the scope and, for header and token keys, the key.
 Decision check_head(const Route& route, const RequestView& head);
 
-// body_too_large when a body of `size` bytes exceeds the route's max_body; the HTTP layer
+// body_too_large when a body of `size` bytes exceeds the route's max_body; the pipeline
 // checks Content-Length with it before reading, and stops reading beyond it.
 std::optional<Rejection> check_body_size(const Route& route, std::uint64_t size);
 

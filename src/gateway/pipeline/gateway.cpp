@@ -9,12 +9,12 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "gateway/http/header_fields.h"
+#include "gateway/model/reply_plan.h"
 #include "gateway/model/request_meta.h"
 #include "gateway/model/request_view.h"
+#include "gateway/model/stored_result.h"
 #include "gateway/model/upstream_end.h"
 #include "gateway/pipeline/gateway_parts.h"
-#include "gateway/pipeline/stored_result.h"
 #include "idem/async.h"
 #include "util/asio_tokens.h"
 
@@ -91,21 +91,20 @@ Gateway::Reply Gateway::problem(const HttpRequest& req, Problem p, std::string_v
 }
 
 HttpResponse Gateway::reject_early(const Route& route, const http::request_header<>& req,
-                                   const RequestMeta& meta, const Rejection& r, bool keep_alive,
-                                   std::optional<Duration> retry_after) {
-  auto res = problem_response(r.problem, r.detail, req.version(), keep_alive, retry_after);
+                                   const RequestMeta& meta, const Rejection& r, bool keep_alive) {
+  auto res = problem_response(r.problem, r.detail, req.version(), keep_alive);
   metrics_.count_request(route.name, problem_metric_name(r.problem));
   log(route, nullptr, req.method_string(), req.target(), meta, problem_metric_name(r.problem),
       res.result_int(), Duration{});
   return res;
 }
 
-awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& req, Decision head,
+awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& req,
+                                   std::span<const HeaderField> fields, Decision head,
                                    const RequestMeta& meta) {
   const auto t0 = Steady::now();
   const Route& route = *match.route;
-  const auto headers = header_fields(req);
-  const RequestView view{req.method_string(), req.target(), headers, req.body()};
+  const RequestView view{req.method_string(), req.target(), fields, req.body()};
   Decision d = identify(route, match.params, view, std::move(head));
 
   Reply reply;
@@ -244,17 +243,8 @@ awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, const 
 Gateway::Reply Gateway::answer_replay(const Route& route, const HttpRequest& req, std::string_view stored,
                                       bool waited) const {
   Result<StoredResult> r = decode_stored_result(stored);
-  if (!r || r->kind == StoredResult::Kind::json)
-    return problem(req, Problem::result_not_stored, "the record of this key holds no HTTP response");
-  if (r->kind == StoredResult::Kind::uncertain)
-    return problem(req, Problem::outcome_uncertain,
-                   "the outcome of the first request with this key is unknown; an operator must decide");
-  if (route.policy.on_duplicate == OnDuplicate::reject)
-    return problem(req, Problem::duplicate, "a request with this key was already completed");
-  if (r->kind == StoredResult::Kind::not_stored)
-    return problem(
-        req, Problem::result_not_stored,
-        "the first response (status " + std::to_string(r->response.status) + ") was too large to store");
+  const ReplyPlan plan = reply_for(r, route.policy.on_duplicate);
+  if (plan.problem) return problem(req, *plan.problem, plan.detail);
   HttpResponse res{static_cast<http::status>(r->response.status), req.version()};
   for (const auto& [name, value] : r->response.headers) res.insert(name, value);
   res.set(kReplayedHeader, "true");
@@ -290,7 +280,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
   UpstreamResult up;
   {
     const asio::any_io_executor ex = co_await asio::this_coro::executor;
-    const ClaimRunner::RenewalScope renewal = runner_.renew_while(claim, policy, ex);
+    const Renewal renewal = runner_.renew_while(claim, policy, ex);
     const auto deadline = Steady::now() + p.upstream_timeout;
     UpstreamClient::Connected sent = co_await upstream_.send(fwd, deadline);
     if (sent.conn)

@@ -3,11 +3,12 @@
 // response → store or release → answer, with every store and upstream call bounded by a
 // deadline and every outcome counted and logged once.
 //
-// The HTTP layer (server.h) reads the request head, asks check_head, reads the body within
-// the route's max_body, then calls protect(); unmatched requests are streamed by the HTTP
-// layer (relay.h). Nothing
-// here touches the client's connection, so a client that disconnects never cancels an
-// upstream exchange: the result is stored all the same.
+// The Gateway is the client listener's handler (http/handler.h): serve() matches the
+// route, checks the head, reads the body within the route's max_body through the
+// exchange, then protects the request (serve.cpp); unmatched requests are relayed by the
+// exchange as their body arrives. Once the body is read nothing here touches the client's
+// connection, so a client that disconnects never cancels an upstream exchange: the result
+// is stored all the same.
 // Safe for concurrent use from any number of coroutines on any executors.
 #pragma once
 
@@ -22,6 +23,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include "engine/claim.h"
+#include "gateway/http/handler.h"
 #include "gateway/http/http_reply.h"
 #include "gateway/http/upstream.h"
 #include "gateway/model/config/config.h"
@@ -34,7 +36,7 @@
 
 namespace idem::gateway {
 
-class Gateway {
+class Gateway final : public RequestHandler {
   using Steady = std::chrono::steady_clock;
 
  public:
@@ -58,29 +60,10 @@ class Gateway {
   // Requests in flight that duplicates on this instance attach to, and those attached now.
   const Coalescer& coalescer() const noexcept { return coalescer_; }
 
-  // A request of a protected route whose head was checked (`head` is check_head's answer)
-  // and whose body is read. Answers, counts idem_requests_total and logs one line. A
-  // response too large to hold whole comes with a tail to stream (its record is settled
-  // already: not stored).
-  // `meta` (the client's address and the request id) must outlive the call.
-  boost::asio::awaitable<Answer> protect(const RouteMatch& match, const HttpRequest& req, Decision head,
-                                         const RequestMeta& meta);
-
-  // A protected request rejected before its body was read (check_head, max_body, the
-  // body budget).
-  HttpResponse reject_early(const Route& route, const http::request_header<>& req, const RequestMeta& meta,
-                            const Rejection& r, bool keep_alive,
-                            std::optional<Duration> retry_after = std::nullopt);
-
-  // A request of a protected route forwarded unprotected by the HTTP layer (streamed: no
-  // key on a `required: false` route): counts and logs it.
-  void count_unprotected(const Route& route, std::string_view method, std::string_view target,
-                         const RequestMeta& meta, unsigned status, Duration latency);
-
-  UpstreamClient& upstream() noexcept { return upstream_; }
-
-  // POST /_idem/tokens: a one-time token for the request's subject.
-  boost::asio::awaitable<HttpResponse> issue_token(const HttpRequest& req);
+  // A request on the client listener, from its checked head to its answer (serve.cpp):
+  // the built-in endpoints (POST /_idem/tokens), then the routes. Answers, counts
+  // idem_requests_total and logs one line for every request of a route.
+  boost::asio::awaitable<std::optional<Answer>> serve(HttpExchange& exchange) override;
 
   // The request log (one JSON line per protected request) is written to standard output
   // in batches: when 16 KiB have gathered, or when flush_log() is called, which the owner
@@ -93,6 +76,29 @@ class Gateway {
   bool settling() const noexcept { return runner_.settling(); }
 
  private:
+  // A request of a protected route whose head was checked (`head` is check_head's answer
+  // on `fields`, the views into the request's head fields) and whose body is read.
+  // Answers, counts idem_requests_total and logs one line. A response too large to hold
+  // whole comes with a tail to stream (its record is settled already: not stored).
+  // `meta` (the client's address and the request id) must outlive the call.
+  boost::asio::awaitable<Answer> protect(const RouteMatch& match, const HttpRequest& req,
+                                         std::span<const HeaderField> fields, Decision head,
+                                         const RequestMeta& meta);
+  // POST /_idem/tokens: a one-time token for the request's subject (tokens.cpp).
+  boost::asio::awaitable<std::optional<Answer>> serve_tokens(HttpExchange& exchange);
+  boost::asio::awaitable<HttpResponse> issue_token(const HttpRequest& req);
+  // A request on no route (`route` null), or one of a route forwarded as it is: relayed
+  // as its body arrives, observed (idem_upstream_seconds) and, for a route, counted and
+  // logged `unprotected`.
+  boost::asio::awaitable<std::optional<Answer>> relay(HttpExchange& exchange, const Route* route,
+                                                      Duration timeout);
+  // A protected request rejected before its body was read (check_head, max_body): counts
+  // and logs it.
+  HttpResponse reject_early(const Route& route, const http::request_header<>& req, const RequestMeta& meta,
+                            const Rejection& r, bool keep_alive);
+  void count_unprotected(const Route& route, std::string_view method, std::string_view target,
+                         const RequestMeta& meta, unsigned status, Duration latency);
+
   struct Reply {
     HttpResponse response;
     std::string_view outcome;                 // the idem_requests_total label
@@ -136,14 +142,15 @@ class Gateway {
   // The forwarded request of a claimed key: the client's, with the key and the claim's fence.
   ForwardRequest forward_with_claim(const HttpRequest& req, const RequestMeta& meta, std::string_view key,
                                     Fence fence) const;
-  // The upstream exchange while the lock is renewed (renew_lock) every lease/3, as the claim
-  // runner renews a claim (run_claimed); a renewal answered not_owner is counted as a
-  // conflict and not tried again. The renewal ends when the response's head and first
+  // The upstream exchange while the lock is renewed (renew_lock), as the claim runner
+  // renews a claim (run_claimed). The renewal ends when the response's head and first
   // bytes are in: the rest of a larger body streams after the lock is released.
   boost::asio::awaitable<UpstreamResult> exchange_locked(const ForwardRequest& fwd, const Route& route,
                                                          const std::string& name, const std::string& owner);
-  boost::asio::awaitable<void> renew_lock(const Route& route, const std::string& name,
-                                          const std::string& owner);
+  // Extends the lock every lease/3 on `ex`; a renewal answered not_owner is counted as a
+  // conflict and not tried again.
+  Renewal renew_lock(const boost::asio::any_io_executor& ex, Duration lease, const std::string& name,
+                     const std::string& owner);
   // Logs a settle answered fenced (the claim was lost while the upstream worked).
   void log_unsettled(const Route& route, const Status& settled) const;
 

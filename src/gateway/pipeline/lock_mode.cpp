@@ -1,8 +1,6 @@
 // Lock mode (docs/http.md, "409 locked"): an owner-checked lock held while the upstream
 // works, renewed beside the exchange, opened when the service answered or never got the
 // request, and left to its lease otherwise.
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -49,37 +47,28 @@ awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity&
 
 awaitable<UpstreamResult> Gateway::exchange_locked(const ForwardRequest& fwd, const Route& route,
                                                    const std::string& name, const std::string& owner) {
-  using namespace asio::experimental::awaitable_operators;
   const auto t0 = Steady::now();
-  auto exchange = upstream_.exchange(fwd, route.policy.upstream_timeout, kStreamedPrefix);
-  auto renewal = renew_lock(route, name, owner);
-  auto both = co_await (std::move(exchange) || std::move(renewal));
+  UpstreamResult up;
+  {
+    const asio::any_io_executor ex = co_await asio::this_coro::executor;
+    const Renewal renewal = renew_lock(ex, route.policy.lease, name, owner);
+    auto exchange = upstream_.exchange(fwd, route.policy.upstream_timeout, kStreamedPrefix);
+    up = co_await std::move(exchange);
+  }
   metrics_.observe_upstream(since(t0));
-  if (both.index() == 0) co_return std::get<0>(std::move(both));
-  UpstreamResult r;
-  r.kind = UpstreamResult::Kind::broken;
-  r.error = "interrupted";
-  co_return r;
+  co_return up;
 }
 
-awaitable<void> Gateway::renew_lock(const Route& route, const std::string& name, const std::string& owner) {
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  const Duration lease = route.policy.lease;
-  for (bool lost = false;;) {
-    timer.expires_after(lease / 3);
-    auto [ec] = co_await timer.async_wait(util::kUseTuple);
-    if (ec) co_return;  // the exchange finished
-    if (lost) continue;
-    LockArgs args{name, owner, lease};
-    auto call = async_extend_lock(store_, std::move(args), use_awaitable);
+Renewal Gateway::renew_lock(const asio::any_io_executor& ex, Duration lease, const std::string& name,
+                            const std::string& owner) {
+  auto renew = [this, args = LockArgs{name, owner, lease}]() -> awaitable<Renewal::Renewed> {
+    LockArgs sent = args;
+    auto call = async_extend_lock(store_, std::move(sent), use_awaitable);
     Result<LockExtendOutcome> r = co_await observe("extend_lock", std::move(call));
-    if (r && *r == LockExtendOutcome::not_owner) {
-      lost = true;
-      metrics_.count_store_conflict();
-    }
-    auto cs = co_await asio::this_coro::cancellation_state;
-    if (cs.cancelled() != asio::cancellation_type::none) co_return;
-  }
+    if (!r) co_return Renewal::Renewed::failed;
+    co_return *r == LockExtendOutcome::not_owner ? Renewal::Renewed::lost : Renewal::Renewed::kept;
+  };
+  return Renewal::start(ex, lease / 3, std::move(renew), [this] { metrics_.count_store_conflict(); });
 }
 
 // The client learns that the store failed, never its address or error: observe() logged those.

@@ -225,11 +225,11 @@ std::string Metrics::render() const {
   counter("idem_store_conflicts_total", "Commits or extends answered fenced.", store_conflicts_.load());
   counter("idem_overloaded_total",
           "Requests refused 503 overloaded: the request bodies held in memory reached their cap.",
-          overloaded_.load());
+          gauges_.overloaded.load());
   head("idem_upstream_seconds", "histogram", "Upstream exchange latency.");
   upstream_.render(out, "idem_upstream_seconds", "");
   head("idem_inflight", "gauge", "Requests being handled.");
-  out += "idem_inflight " + std::to_string(inflight_.load()) + "\n";
+  out += "idem_inflight " + std::to_string(gauges_.inflight.load()) + "\n";
   head("idem_config_reloads_total", "counter",
        "Configuration reloads (SIGHUP) applied (ok) or refused (failed).");
   out += "idem_config_reloads_total{result=\"ok\"} " + std::to_string(reloads_ok_.load()) + "\n";

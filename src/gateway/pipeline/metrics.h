@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/http/handler.h"
 #include "idem/clock.h"
 
 namespace idem::gateway {
@@ -54,11 +55,12 @@ class Metrics {
   void count_token_issued() noexcept { tokens_issued_.fetch_add(1, std::memory_order_relaxed); }
   void count_store_error() noexcept { store_errors_.fetch_add(1, std::memory_order_relaxed); }
   void count_store_conflict() noexcept { store_conflicts_.fetch_add(1, std::memory_order_relaxed); }
-  void count_overloaded() noexcept { overloaded_.fetch_add(1, std::memory_order_relaxed); }
   void observe_store(std::string_view op, Duration d);
   void observe_upstream(Duration d) noexcept { upstream_.observe(d); }
-  void inflight_add(int delta) noexcept { inflight_.fetch_add(delta, std::memory_order_relaxed); }
-  std::int64_t inflight() const noexcept { return inflight_.load(std::memory_order_relaxed); }
+  // What the HTTP layer counts (idem_inflight, idem_overloaded_total): the Server counts
+  // into it.
+  ServerGauges& gauges() noexcept { return gauges_; }
+  std::int64_t inflight() const noexcept { return gauges_.inflight.load(std::memory_order_relaxed); }
   // A configuration reload (SIGHUP) that was applied (`ok`) or refused:
   // idem_config_reloads_total{result="ok"|"failed"}, and on success
   // idem_config_last_reload_success_timestamp_seconds (the process start until then).
@@ -78,8 +80,7 @@ class Metrics {
   std::atomic<std::uint64_t> tokens_issued_{0};
   std::atomic<std::uint64_t> store_errors_{0};
   std::atomic<std::uint64_t> store_conflicts_{0};
-  std::atomic<std::uint64_t> overloaded_{0};
-  std::atomic<std::int64_t> inflight_{0};
+  ServerGauges gauges_;
   std::atomic<std::uint64_t> reloads_ok_{0};
   std::atomic<std::uint64_t> reloads_failed_{0};
   std::atomic<std::int64_t> last_reload_ms_;  // ms since the epoch

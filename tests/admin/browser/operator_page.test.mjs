@@ -5,7 +5,7 @@
 // record — not one that changed since it was listed, nor when the dialog is cancelled;
 // then the same without a token, from http://localhost.
 //   node operator_page.test.mjs IDEM_BIN TEST_UPSTREAM [ARTIFACTS_DIR]
-// Starts tests/gateway/test_upstream and `idem serve` (memory store, admin token set; then
+// Starts tests/testutil/test_upstream and `idem serve` (memory store, admin token set; then
 // a second one without a token) on free loopback ports, drives Debian's /usr/bin/chromium
 // through playwright-core (npm ci in this directory), and saves a screenshot of the page
 // to $IDEM_ARTIFACTS_DIR/operator-page.png (default: ARTIFACTS_DIR, which ctest sets to

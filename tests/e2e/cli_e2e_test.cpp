@@ -9,7 +9,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
-#include "gateway/e2e_fixture.h"
+#include "e2e/e2e_fixture.h"
 #include "gateway/model/request_identity.h"
 #include "testutil/eventually.h"
 #include "testutil/redis_server.h"

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "gateway/pipeline/stored_result.h"
-#include "gateway/runtime_fixture.h"
+#include "gateway/model/stored_result.h"
+#include "gateway/app/runtime_fixture.h"
 #include "idem/store_wrapper.h"
 #include "testutil/backends.h"
 
@@ -45,14 +45,14 @@ routes:
     max_result: 20MiB
 )",
                                    "test.yaml");
-  Metrics metrics;
-  IoPool pool{2};
-  UpstreamClient upstream_client(*config.upstream);
-  Gateway gateway(config, store, upstream_client, metrics);
-  Admin admin(config, store, metrics, &gateway.replay_cache());
-  Server server(pool, gateway, admin, metrics, ServerLimits{});
-  const unsigned short port = server.listen_client({"127.0.0.1", 0}).port();
-  std::thread runner([&] { pool.run(); });
+  config.listen = {"127.0.0.1", 0};
+  config.admin.listen = {"127.0.0.1", 0};
+  RuntimeOptions options;
+  options.threads = 2;
+  auto runtime = std::make_unique<Runtime>(config, store, std::move(options));
+  Gateway& gateway = runtime->gateway();
+  const unsigned short port = runtime->client_endpoint().port();
+  runtime->start();
 
   const std::string size = std::to_string(limit + 1000);
   const auto post = [&] {
@@ -80,14 +80,7 @@ routes:
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(store.commits.load(), 1);  // never retried
 
-  server.shutdown();
-  server.close();
-  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-       !(server.drained() && server.closed()) && std::chrono::steady_clock::now() < until;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  pool.stop();
-  runner.join();
+  runtime.reset();  // drains as SIGTERM does
   e2e::remove_dir(dir);
 }
 

@@ -14,7 +14,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/json.hpp>
 
-#include "gateway/runtime_fixture.h"
+#include "gateway/app/runtime_fixture.h"
 
 namespace idem::gateway {
 namespace {
@@ -29,7 +29,7 @@ TEST_F(GatewayRuntime, StoreUnavailableRejectsWith503AndRetryAfter) {
   EXPECT_EQ(r[http::field::retry_after], "1");
   EXPECT_EQ(request(admin_port_, verb::get, "/readyz").result_int(), 503u);
   EXPECT_EQ(request(admin_port_, verb::get, "/healthz").result_int(), 200u);
-  EXPECT_NE(metrics_.render().find("outcome=\"store_unavailable\"} 1"), std::string::npos);
+  EXPECT_NE(metrics_->render().find("outcome=\"store_unavailable\"} 1"), std::string::npos);
 }
 
 // Problems caused by the store say so without its address or error text (docs/admin.md).
@@ -107,7 +107,7 @@ TEST_F(GatewayRuntime, ABeginWhoseAnswerIsLostLeavesNoGhostClaim) {
   auto retry = post("/reject", "ghost");
   EXPECT_EQ(retry.result_int(), 201u) << retry.body();
   EXPECT_EQ(upstream_count("ghost"), "1");
-  EXPECT_NE(metrics_.render().find("idem_store_errors_total 1"), std::string::npos) << metrics_.render();
+  EXPECT_NE(metrics_->render().find("idem_store_errors_total 1"), std::string::npos) << metrics_->render();
 }
 
 TEST_F(GatewayRuntime, StoreUnavailableUnderPassForwardsUnprotected) {
@@ -115,14 +115,14 @@ TEST_F(GatewayRuntime, StoreUnavailableUnderPassForwardsUnprotected) {
   auto r = post("/pass", "k2");
   EXPECT_EQ(r.result_int(), 201u);
   EXPECT_EQ(r["Idempotency-Status"], "unprotected");
-  EXPECT_NE(metrics_.render().find("route=\"pass\",outcome=\"unprotected\"} 1"), std::string::npos);
+  EXPECT_NE(metrics_->render().find("route=\"pass\",outcome=\"unprotected\"} 1"), std::string::npos);
 }
 
 TEST_F(GatewayRuntime, StoreFailingAfterTheClaimStillAnswersTheUpstreamResponse) {
   store_.fail_commit = true;
   auto r = post("/reject", "k3");
   EXPECT_EQ(r.result_int(), 201u);
-  EXPECT_EQ(metrics_.render().find("idem_store_errors_total 0"), std::string::npos);
+  EXPECT_EQ(metrics_->render().find("idem_store_errors_total 0"), std::string::npos);
   // The commit is retried in the background until the store answers, so once it does, the
   // repeat (which waits meanwhile) is replayed: the upstream ran once.
   store_.fail_commit = false;
@@ -139,7 +139,7 @@ TEST_F(GatewayRuntime, TokenConsumptionFailingUnderPassForwardsUnprotected) {
   auto r = request(port_, verb::post, "/token-pass", {{"Idempotency-Token", token}}, "{}");
   EXPECT_EQ(r.result_int(), 201u) << r.body();
   EXPECT_EQ(r["Idempotency-Status"], "unprotected");
-  EXPECT_NE(metrics_.render().find("route=\"token-pass\",outcome=\"unprotected\"} 1"), std::string::npos);
+  EXPECT_NE(metrics_->render().find("route=\"token-pass\",outcome=\"unprotected\"} 1"), std::string::npos);
 }
 
 TEST_F(GatewayRuntime, TokenConsumptionFailingUnderRejectIs503) {

@@ -1,6 +1,6 @@
-#include "gateway/pipeline/stored_result.h"
+#include "gateway/model/stored_result.h"
 
-#include "gateway/http/hop_by_hop.h"
+#include "gateway/model/hop_by_hop.h"
 #include "util/ascii.h"
 
 namespace idem::gateway {

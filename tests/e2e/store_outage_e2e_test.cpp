@@ -33,7 +33,7 @@
 #include <sstream>
 #include <thread>
 
-#include "gateway/outage_rig.h"
+#include "e2e/outage_rig.h"
 #include "idem/open.h"
 #include "testutil/eventually.h"
 #include "testutil/fault_proxy.h"

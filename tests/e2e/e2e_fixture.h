@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
 
-#include "gateway/e2e_harness.h"
+#include "testutil/e2e_harness.h"
 #include "testutil/eventually.h"
 
 namespace idem::e2e {
@@ -103,6 +103,11 @@ routes:
     match: { method: POST, path: /renewed }
     lease: 900ms
     wait: 0
+  - name: renewed-lock
+    match: { method: POST, path: "/renewed-skus/{sku}/deduct" }
+    key: "stock:{path.sku}"
+    mode: lock
+    lease: 900ms
 )";
 }
 

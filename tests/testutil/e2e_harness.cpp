@@ -1,4 +1,4 @@
-#include "gateway/e2e_harness.h"
+#include "testutil/e2e_harness.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>

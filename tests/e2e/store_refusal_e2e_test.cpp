@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include "gateway/e2e_harness.h"
+#include "testutil/e2e_harness.h"
 #include "testutil/redis_server.h"
 
 namespace idem::e2e {

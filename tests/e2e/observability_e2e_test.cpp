@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "gateway/e2e_fixture.h"
+#include "e2e/e2e_fixture.h"
 #include "idem/version.h"
 
 namespace idem::e2e {

@@ -15,7 +15,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 
-#include "gateway/e2e_fixture.h"
+#include "e2e/e2e_fixture.h"
 #include "util/ascii.h"
 
 namespace idem::e2e {
@@ -288,7 +288,7 @@ TEST_F(EdgeTest, ContentLengthWithTransferEncodingIsRefused) {
   EXPECT_EQ(seen_count(), before);
 }
 
-// What nginx in front would refuse, idem refuses too (tests/gateway/framing_differential.py
+// What nginx in front would refuse, idem refuses too (tests/e2e/framing_differential.py
 // checks the two against each other on the whole smuggling corpus).
 TEST_F(EdgeTest, FoldedFieldsRepeatedLengthsAndHttp10TransferEncodingAreRefused) {
   const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";

@@ -10,7 +10,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/json.hpp>
 
-#include "gateway/e2e_fixture.h"
+#include "e2e/e2e_fixture.h"
 #include "gateway/model/request_identity.h"
 
 namespace idem::e2e {

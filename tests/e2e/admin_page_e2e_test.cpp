@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "gateway/e2e_fixture.h"
+#include "e2e/e2e_fixture.h"
 
 namespace idem::e2e {
 namespace {

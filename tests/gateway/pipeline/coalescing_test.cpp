@@ -11,7 +11,7 @@
 #include <boost/json.hpp>
 
 #include "gateway/pipeline/coalescer.h"
-#include "gateway/runtime_fixture.h"
+#include "gateway/app/runtime_fixture.h"
 
 namespace idem::gateway {
 namespace {
@@ -60,8 +60,8 @@ TEST_F(Coalescing, DuplicatesOfARequestInFlightWaitForItWithoutAStoreCall) {
   }
   EXPECT_EQ(upstream_count("in-flight"), "1");
   EXPECT_EQ(store_.begins.load(), begins);
-  EXPECT_NE(metrics_.render().find("route=\"orders\",outcome=\"waited\"} 8"), std::string::npos)
-      << metrics_.render();
+  EXPECT_NE(metrics_->render().find("route=\"orders\",outcome=\"waited\"} 8"), std::string::npos)
+      << metrics_->render();
 }
 
 TEST_F(Coalescing, ADuplicateAttachedToAFirstThatFailsWith5xxRunsAgain) {

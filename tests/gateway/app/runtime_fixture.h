@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
 
-#include "gateway/admin/admin.h"
-#include "gateway/e2e_harness.h"
+#include "gateway/app/runtime.h"
+#include "testutil/e2e_harness.h"
 #include "gateway/http/server.h"
 #include "gateway/model/config/config.h"
 #include "gateway/pipeline/gateway.h"
@@ -125,30 +125,25 @@ routes:
     key: token
 )",
                                "test.yaml");
-    upstream_client_ = std::make_unique<UpstreamClient>(*config_.upstream);
-    gateway_ = std::make_unique<Gateway>(config_, store_, *upstream_client_, metrics_);
-    admin_ = std::make_unique<Admin>(config_, store_, metrics_, &gateway_->replay_cache());
-    server_ = std::make_unique<Server>(pool_, *gateway_, *admin_, metrics_, limits());
-    port_ = server_->listen_client({"127.0.0.1", 0}).port();
-    admin_port_ = server_->listen_admin({"127.0.0.1", 0}).port();
-    runner_ = std::thread([this] { pool_.run(); });
+    config_.listen = {"127.0.0.1", 0};
+    config_.admin.listen = {"127.0.0.1", 0};
+    // The gateway as `idem serve` puts it together (app/runtime.h), on port 0, two threads.
+    RuntimeOptions options;
+    options.threads = 2;
+    options.limits = limits();
+    runtime_ = std::make_unique<Runtime>(config_, store_, std::move(options));
+    gateway_ = &runtime_->gateway();
+    admin_ = &runtime_->admin();
+    server_ = &runtime_->server();
+    metrics_ = &runtime_->metrics();
+    port_ = runtime_->client_endpoint().port();
+    admin_port_ = runtime_->admin_endpoint().port();
+    runtime_->start();
   }
   void TearDown() override {
-    // Let every answered request leave its session before the loop stops: a session
-    // frame destroyed with the io_context later must not hold a request open on a
-    // Server that is already gone.
-    server_->shutdown();
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!server_->drained() && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    // The admin listener's sessions too (they outlive shutdown()).
-    server_->close();
-    while (!server_->closed() && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    pool_.stop();
-    runner_.join();
+    // Drains as SIGTERM does: every answered request leaves its session before the I/O
+    // threads stop.
+    runtime_.reset();
     upstream_.reset();
     e2e::remove_dir(dir_);
   }
@@ -182,15 +177,13 @@ routes:
   std::unique_ptr<e2e::Process> upstream_;
   Config config_;
   FaultyStore store_;
-  Metrics metrics_;
-  IoPool pool_{2};
-  std::unique_ptr<UpstreamClient> upstream_client_;
-  std::unique_ptr<Gateway> gateway_;
-  std::unique_ptr<Admin> admin_;
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<Runtime> runtime_;
+  Gateway* gateway_ = nullptr;
+  Admin* admin_ = nullptr;
+  Server* server_ = nullptr;
+  Metrics* metrics_ = nullptr;
   unsigned short port_ = 0;
   unsigned short admin_port_ = 0;
-  std::thread runner_;
 };
 
 inline std::string type_of(const e2e::Response& r) {

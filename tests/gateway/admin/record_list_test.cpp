@@ -7,7 +7,7 @@
 #include <boost/json.hpp>
 
 #include "gateway/admin/record_json.h"
-#include "gateway/pipeline/stored_result.h"
+#include "gateway/model/stored_result.h"
 
 namespace idem::gateway {
 namespace {

@@ -32,7 +32,7 @@
 #include <set>
 #include <thread>
 
-#include "gateway/outage_rig.h"
+#include "e2e/outage_rig.h"
 #include "testutil/fault_proxy.h"
 #include "testutil/redis_server.h"
 

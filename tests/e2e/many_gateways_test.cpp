@@ -16,7 +16,7 @@
 #include <random>
 #include <thread>
 
-#include "gateway/e2e_fixture.h"
+#include "e2e/e2e_fixture.h"
 
 namespace idem::e2e {
 namespace {

@@ -12,7 +12,7 @@
 #include "gateway/http/http_reply.h"
 #include "gateway/http/upstream.h"
 #include "gateway/pipeline/metrics.h"
-#include "gateway/pipeline/stored_result.h"
+#include "gateway/model/stored_result.h"
 #include "idem/version.h"
 
 namespace idem::gateway {

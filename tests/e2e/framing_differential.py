@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Differential framing check: idem alone against nginx in front of idem (docs/fuzzing.md).
 
-Starts a recording upstream (tests/gateway/recording_upstream.cpp), `idem serve` on a memory
+Starts a recording upstream (tests/testutil/recording_upstream.cpp), `idem serve` on a memory
 store in front of it, and nginx (its own prefix and config in a temporary directory,
 `daemon off; master_process off;`) proxying to idem. Each input of the smuggling corpus
 (fuzz/corpus/server/, shared with server_fuzz) is sent on one connection to idem directly,

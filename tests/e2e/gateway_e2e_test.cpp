@@ -9,7 +9,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 
-#include "gateway/e2e_fixture.h"
+#include "e2e/e2e_fixture.h"
 #include "gateway/model/request_identity.h"
 
 namespace idem::e2e {
@@ -362,6 +362,23 @@ TEST_F(GatewayE2E, TheLeaseIsRenewedWhileTheUpstreamWorks) {
   EXPECT_EQ(problem_type(r), "urn:idem:problem:in-progress");
   EXPECT_EQ(first_answer.result_int(), 201u);
   EXPECT_EQ(executions(key), 1);
+}
+
+// Lock mode renews its lock the same way: a request past the first lease finds it held.
+TEST_F(GatewayE2E, TheLockIsRenewedWhileTheUpstreamWorks) {
+  const std::string sku = unique("sku");
+  Response first_answer;
+  std::thread first([&] {
+    first_answer = post("/renewed-skus/" + sku + "/deduct", "", "{}", {{"X-Test-Delay-Ms", "2000"}});
+  });
+  ASSERT_TRUE(reached_upstream("stock:" + sku));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // past the first lease
+  Response r = post("/renewed-skus/" + sku + "/deduct", "", "{}");
+  first.join();
+  EXPECT_EQ(r.result_int(), 409u);
+  EXPECT_EQ(problem_type(r), "urn:idem:problem:locked");
+  EXPECT_EQ(first_answer.result_int(), 201u);
+  EXPECT_EQ(executions("stock:" + sku), 1);
 }
 
 TEST_F(GatewayE2E, RecordRemovedMidRequestIsAConflictButTheClientGetsItsResponse) {

@@ -1,5 +1,5 @@
 // The fuzz harness's recording upstream (fuzz/recording_upstream.h) as a process, for
-// tests/gateway/framing_differential.py: it checks every request it gets strictly (a
+// tests/e2e/framing_differential.py: it checks every request it gets strictly (a
 // malformed one aborts it, with the bytes on stderr), answers 200, and appends each request
 // to LOG as one JSON line {"method": ..., "target": hex, "body": hex} before answering it,
 // so a client that has its answer finds the request in the file.

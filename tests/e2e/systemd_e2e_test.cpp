@@ -10,7 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-#include "gateway/e2e_fixture.h"
+#include "e2e/e2e_fixture.h"
 #include "testutil/notify_socket.h"
 
 namespace idem::e2e {

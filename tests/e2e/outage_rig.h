@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "gateway/e2e_fixture.h"
+#include "e2e/e2e_fixture.h"
 #include "testutil/eventually.h"
 
 namespace idem::e2e {

@@ -1,0 +1,164 @@
+#include "gateway/app/runtime.h"
+
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include "idem/open.h"
+#include "idem/store_uri.h"
+#include "util/asio_tokens.h"
+
+namespace idem::gateway {
+namespace asio = boost::asio;
+
+Duration longest_upstream_timeout(const Config& c) {
+  Duration d = c.defaults.upstream_timeout;
+  for (const auto& r : c.routes) d = std::max(d, r.policy.upstream_timeout);
+  return d;
+}
+
+void require_admin_token_off_loopback(const Config& c) {
+  if (!c.admin.listen.is_loopback() && c.admin.token.empty())
+    throw ConfigError(
+        "", 0, "admin.listen",
+        "refusing a non-loopback admin address (" + c.admin.listen.to_string() + ") without admin.token_env");
+}
+
+Runtime::Runtime(const Config& config, Store& store, RuntimeOptions options)
+    : options_(std::move(options)),
+      store_(store),
+      pool_(options_.threads ? options_.threads : std::max(1u, std::thread::hardware_concurrency())),
+      upstream_(*config.upstream, config.upstream_idle),
+      // Latency buckets reach the longest timeout and the store's deadline
+      // (docs/observability.md).
+      metrics_(MetricsOptions{longest_upstream_timeout(config), StoreOptions{}.op_timeout}),
+      gateway_(config, store, upstream_, metrics_, options_.clock),
+      admin_(config, store, metrics_, &gateway_.replay_cache()),
+      server_(pool_, gateway_, admin_, metrics_.gauges(), options_.limits) {
+  client_ = server_.listen_client(config.listen);
+  admin_ep_ = server_.listen_admin(config.admin.listen);
+  std::ostringstream s;
+  s << "serving on " << client_ << " (admin " << admin_ep_ << ", upstream " << config.upstream->text
+    << ", store " << redact_uri(config.store) << ")";
+  serving_ = s.str();
+}
+
+Runtime::~Runtime() {
+  if (!thread_.joinable()) return;
+  shutdown();
+  thread_.join();
+}
+
+void Runtime::run() {
+  asio::co_spawn(pool_.main(), flush_log_periodically(), asio::detached);
+  pool_.run();
+  gateway_.flush_log();
+}
+
+void Runtime::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void Runtime::shutdown() {
+  if (stopping_.exchange(true)) return;
+  admin_.set_draining();
+  server_.shutdown();
+  asio::co_spawn(pool_.main(), drain(longest_upstream_timeout(*gateway_.config()) + std::chrono::seconds(5)),
+                 asio::detached);
+}
+
+void Runtime::abandon() {
+  abandoned_.store(true);
+  stopping_.store(true);
+  pool_.stop();
+}
+
+asio::awaitable<void> Runtime::drain(Duration bound) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while ((!server_.drained() || gateway_.settling()) && std::chrono::steady_clock::now() < deadline) {
+    timer.expires_after(std::chrono::milliseconds(20));
+    co_await timer.async_wait(util::kUseTuple);
+  }
+  // The admin listener served while the drain lasted; now every session ends, within the
+  // store's call deadline (an admin request may be waiting on the store).
+  server_.close();
+  const auto closed_by =
+      std::chrono::steady_clock::now() + StoreOptions{}.op_timeout + std::chrono::seconds(1);
+  while (!server_.closed() && std::chrono::steady_clock::now() < closed_by) {
+    timer.expires_after(std::chrono::milliseconds(10));
+    co_await timer.async_wait(util::kUseTuple);
+  }
+  upstream_.close_idle();
+  pool_.stop();
+}
+
+// Writes the gathered request log lines every 100 ms (Gateway::flush_log).
+asio::awaitable<void> Runtime::flush_log_periodically() {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (;;) {
+    timer.expires_after(std::chrono::milliseconds(100));
+    auto [ec] = co_await timer.async_wait(util::kUseTuple);
+    gateway_.flush_log();
+    if (ec) co_return;
+  }
+}
+
+bool Runtime::reload() {
+  const std::string& file = options_.config_file;
+  if (file.empty()) {
+    std::cerr << "idem: SIGHUP: there is no --config file to reload" << std::endl;
+    return false;
+  }
+  const std::shared_ptr<const Config> running = gateway_.config();
+  Config next;
+  try {
+    next = load_config_file(file);
+    apply_overrides(next, options_.flags);
+    require_upstream(next);
+    require_store_holds_results(next, store_.max_result_bytes(), store_.traits().name);
+  } catch (const ConfigError& e) {
+    std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
+    metrics_.count_reload(false);
+    return false;
+  }
+  std::vector<std::string> kept;
+  auto keep = [&](const char* key, auto& value, const auto& old) {
+    if (value == old) return;
+    value = old;
+    kept.push_back(key);
+  };
+  keep("listen", next.listen, running->listen);
+  keep("admin.listen", next.admin.listen, running->admin.listen);
+  keep("store", next.store, running->store);
+  keep("upstream", next.upstream, running->upstream);
+  keep("upstream_idle_timeout", next.upstream_idle, running->upstream_idle);
+  keep("replay_cache", next.replay_cache, running->replay_cache);
+  try {
+    // The running admin address with the new token setting: never an open admin port.
+    require_admin_token_off_loopback(next);
+  } catch (const ConfigError& e) {
+    std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
+    metrics_.count_reload(false);
+    return false;
+  }
+  auto shared = std::make_shared<const Config>(std::move(next));
+  gateway_.reload(shared);
+  admin_.reload(shared);
+  metrics_.count_reload(true);
+  std::cerr << "idem: reloaded " << file << " (" << shared->routes.size() << " route"
+            << (shared->routes.size() == 1 ? "" : "s") << ")";
+  for (std::size_t i = 0; i < kept.size(); ++i)
+    std::cerr << (i == 0 ? "; kept the running " : ", ") << kept[i];
+  if (!kept.empty()) std::cerr << " (a restart applies them)";
+  std::cerr << std::endl;
+  return true;
+}
+
+}  // namespace idem::gateway

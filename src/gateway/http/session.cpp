@@ -1,0 +1,292 @@
+// One connection (server.h): read a head, check it, hand it to the listener's handler
+// through a ConnExchange, write the answer; until the client or the server closes.
+#include <array>
+#include <optional>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http.hpp>
+
+#include "gateway/http/head_checks.h"
+#include "gateway/http/relay.h"
+#include "gateway/http/server.h"
+#include "util/ascii.h"
+#include "util/asio_tokens.h"
+
+namespace idem::gateway {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using asio::awaitable;
+using asio::ip::tcp;
+
+namespace {
+
+// The connection buffer holds a head (up to the header limit) plus a little of what
+// follows it; a chunk-extension line or a trailer section longer than that fails to fit.
+constexpr std::size_t kBufferSlack = 4096;
+// A head is read this much at a time; an idle connection keeps this much buffer.
+constexpr std::size_t kReadPiece = 4096;
+
+// Counts a request from its head to its answer: for shutdown, and (client listener only)
+// for the idem_inflight gauge.
+struct ActiveGuard {
+  std::atomic<int>& active;
+  std::atomic<std::int64_t>& inflight;
+  ActiveGuard(std::atomic<int>& a, std::atomic<std::int64_t>& i) : active(a), inflight(i) {
+    active.fetch_add(1);
+    inflight.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~ActiveGuard() {
+    inflight.fetch_sub(1, std::memory_order_relaxed);
+    active.fetch_sub(1);
+  }
+  ActiveGuard(const ActiveGuard&) = delete;
+  ActiveGuard& operator=(const ActiveGuard&) = delete;
+};
+
+// A session that ends with an exception (a bug, or bad_alloc) closes its connection; say so.
+HttpResponse header_too_large(unsigned version) {
+  return problem_response(Problem::header_too_large,
+                          "the request head (with chunk extensions and trailers) is larger than 16 KiB",
+                          version, false);
+}
+
+// http::async_read_header, with one more refusal: a field line continued on the next line
+// (obs-fold, RFC 9112 §5.2), which a server may refuse and which proxies in front may
+// unfold differently.
+awaitable<std::pair<beast::error_code, std::size_t>> read_head(
+    beast::tcp_stream& stream, beast::flat_buffer& buffer, http::request_parser<http::empty_body>& parser) {
+  // The parser consumes nothing until the whole head is there, so the buffer's start stays
+  // put: only the bytes that arrived since the last look are scanned (a head sent byte by
+  // byte must not cost quadratic time).
+  std::size_t scanned = 0;
+  bool head_ended = false;
+  for (;;) {
+    if (buffer.size() > 0) {
+      const std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
+      for (; !head_ended && scanned < data.size(); ++scanned) {
+        if (scanned == 0 || data[scanned - 1] != '\n') continue;
+        const char c = data[scanned];
+        if (c == ' ' || c == '\t')
+          co_return std::pair{beast::error_code(http::error::bad_field), std::size_t{0}};
+        head_ended = c == '\r';  // the blank line that ends the head
+      }
+      beast::error_code ec;
+      const std::size_t n = parser.put(buffer.data(), ec);
+      buffer.consume(n);
+      if (ec != http::error::need_more) co_return std::pair{ec, n};
+      if (buffer.size() >= buffer.max_size())
+        co_return std::pair{beast::error_code(http::error::header_limit), n};
+    }
+    const std::size_t room = std::min<std::size_t>(buffer.max_size() - buffer.size(), kReadPiece);
+    auto [ec, n] = co_await stream.async_read_some(buffer.prepare(room), util::kUseTuple);
+    buffer.commit(n);
+    if (ec == asio::error::eof)
+      ec = buffer.size() > 0 ? http::error::partial_message : http::error::end_of_stream;
+    if (ec) co_return std::pair{ec, std::size_t{0}};
+  }
+}
+
+// The peer's IP as text, an IPv4 client of an IPv6 socket (every interface) as IPv4.
+std::string peer_address(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  const tcp::endpoint ep = socket.remote_endpoint(ec);
+  if (ec) return "unknown";
+  asio::ip::address a = ep.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  return a.to_string(ec);
+}
+
+HttpResponse malformed_body(unsigned version) {
+  return problem_response(Problem::request_invalid, "malformed request body (chunked framing)", version,
+                          false);
+}
+
+}  // namespace
+
+class Server::ConnExchange final : public HttpExchange {
+ public:
+  ConnExchange(Server& server, Conn& conn, beast::flat_buffer& buffer, Request& req, const RequestMeta& meta)
+      : server_(server), conn_(conn), buffer_(buffer), req_(req), meta_(meta), reservation_(server.budget_) {}
+
+  const http::request_header<>& head() const override {
+    return body_ ? body_->get().base() : req_.head.get().base();
+  }
+  const RequestMeta& meta() const override { return meta_; }
+  std::optional<std::uint64_t> content_length() const override {
+    if (body_)
+      return body_->content_length() ? std::optional<std::uint64_t>(*body_->content_length()) : std::nullopt;
+    return req_.head.content_length() ? std::optional<std::uint64_t>(*req_.head.content_length())
+                                      : std::nullopt;
+  }
+  bool keep_alive() const override { return body_ ? body_->keep_alive() : req_.head.keep_alive(); }
+  bool body_done() const override { return req_.body_done; }
+  awaitable<BodyRead> read_body(std::uint64_t limit) override;
+  awaitable<std::optional<Answer>> relay(UpstreamClient& upstream, Duration timeout) override;
+
+ private:
+  // Tells a client that waits for permission before sending its body (curl does, above
+  // 1 KiB) to go on. False when the client is gone.
+  awaitable<bool> continue_if_expected(const http::request_header<>& head);
+
+  Server& server_;
+  Conn& conn_;
+  beast::flat_buffer& buffer_;
+  Request& req_;
+  const RequestMeta& meta_;
+  BodyReservation reservation_;
+  std::optional<BodyParser> body_;  // once read_body() took the head
+};
+
+HttpResponse Server::overloaded(unsigned version) {
+  gauges_.overloaded.fetch_add(1, std::memory_order_relaxed);
+  return problem_response(Problem::overloaded, "too many request bodies are being received; retry shortly",
+                          version, false, std::chrono::seconds(1));
+}
+
+awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
+  beast::tcp_stream& stream = conn->stream;
+  if (!admin) conn->peer = peer_address(stream.socket());
+  // Bounded: a head, chunk-extension line or trailer section that does not fit is refused.
+  beast::flat_buffer buffer(limits_.header_limit + kBufferSlack);
+  bool unread_body = false;  // answered before the body was read: the client may still send
+  for (;;) {
+    if ((stopping_.load() && !admin) || closing_.load()) break;
+    Request req;
+    req.head.header_limit(static_cast<std::uint32_t>(limits_.header_limit));
+    req.head.body_limit(boost::none);  // each route sets its own when the body is read
+    conn->idle = true;
+    // An idle keep-alive connection gives back what its last request used beyond the 4 KiB
+    // it waits with (read_head reads 4 KiB at a time), and keeps those: freeing and taking
+    // them again cost a malloc and a free on every request.
+    if (buffer.size() == 0 && buffer.capacity() > kReadPiece) buffer.shrink_to_fit();
+    stream.expires_after(limits_.header_timeout);
+    auto [ec, n] = co_await read_head(stream, buffer, req.head);
+    conn->idle = false;
+    req.head_bytes = n;
+    req.body_done = req.head.is_done();
+    if (ec) {
+      // Clean close, timeout or cancel: go quietly. A head we cannot parse: say so, then close.
+      std::optional<HttpResponse> res;
+      if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
+        res = header_too_large(11);
+      else if (ec == http::error::bad_version &&
+               speaks_another_version({static_cast<const char*>(buffer.data().data()), buffer.size()})) {
+        const HeadRefusal r = another_version_refusal();
+        res = problem_response(r.problem, r.detail, r.version, false);
+      } else if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
+                 ec != http::error::end_of_stream && ec != http::error::partial_message)
+        res =
+            problem_response(Problem::request_invalid, "malformed HTTP request: " + ec.message(), 11, false);
+      if (res) {
+        stream.expires_after(limits_.write_timeout);
+        co_await http::async_write(stream, *res, util::kUseTuple);
+      }
+      break;
+    }
+
+    // Admin requests are not waited for by the drain: only client requests are counted.
+    std::optional<ActiveGuard> guard;
+    if (!admin) guard.emplace(active_, gauges_.inflight);
+    std::optional<Answer> answer;
+    RequestMeta meta;
+    if (!admin) meta = request_meta(req.head.get(), conn->peer);
+    if (auto refusal = refuse_head(req.head.get(), admin)) {
+      answer.emplace(problem_response(refusal->problem, refusal->detail, refusal->version, false));
+    } else {
+      // The exchange (and the body it read, and its share of the body budget) ends before
+      // the answer is written.
+      ConnExchange exchange(*this, *conn, buffer, req, meta);
+      answer = co_await (admin ? admin_ : client_).serve(exchange);
+    }
+    if (!answer) break;
+    // Every answer on the client listener names its request (docs/observability.md): the
+    // id the upstream received and the request log shows; a replay too (its body and the
+    // rest of its stored head are as they were).
+    if (!admin) answer->response.set(kRequestIdHeader, meta.request_id.view());
+    unread_body = !req.body_done;
+    const bool keep =
+        answer->response.keep_alive() && (admin || !stopping_.load()) && !closing_.load() && !unread_body;
+    answer->response.keep_alive(keep);
+    const bool usable = co_await write_answer(stream, *answer, limits_.write_timeout, conn->head);
+    if (!usable || !keep) break;
+  }
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  if (unread_body) {
+    // Closing with unread data would reset the connection and could destroy our answer
+    // (a 413) before the client reads it: drain what the client still sends, briefly.
+    std::array<char, 4096> scratch;
+    std::size_t drained = 0;
+    stream.expires_after(std::chrono::seconds(1));
+    while (drained < 1024 * 1024) {
+      auto [rec, rn] = co_await stream.async_read_some(asio::buffer(scratch), util::kUseTuple);
+      if (rec) break;
+      drained += rn;
+    }
+  }
+  stream.close();
+}
+
+awaitable<bool> Server::ConnExchange::continue_if_expected(const http::request_header<>& head) {
+  auto expect = head.find(http::field::expect);
+  if (expect == head.end() || !util::iequals(expect->value(), "100-continue")) co_return true;
+  HttpResponse go{http::status::continue_, 11};
+  conn_.stream.expires_after(server_.limits_.write_timeout);
+  auto [wec, wn] = co_await http::async_write(conn_.stream, go, util::kUseTuple);
+  co_return !wec;
+}
+
+awaitable<BodyRead> Server::ConnExchange::read_body(std::uint64_t limit) {
+  const unsigned version = req_.head.get().version();
+  body_.emplace(std::move(req_.head));
+  BodyParser& parser = *body_;
+  parser.body_limit(limit);
+  const auto too_large = [&] {
+    return BodyRead::refused(
+        problem_response(Problem::body_too_large, "the request body is too large", version, false), true);
+  };
+  if (parser.is_done()) {
+    req_.body_done = true;
+    co_return BodyRead::whole(parser.get());
+  }
+  if (auto length = parser.content_length()) {
+    if (*length > limit) co_return too_large();
+    if (!reservation_.take(*length)) co_return BodyRead::refused(server_.overloaded(version));
+  }
+  ChunkGuard guard(server_.limits_.header_limit, req_.head_bytes, &reservation_);
+  guard.attach(parser);
+  if (!co_await continue_if_expected(parser.get().base())) co_return BodyRead::gone();
+  conn_.stream.expires_after(server_.limits_.body_timeout);
+  auto [ec, n] = co_await http::async_read(conn_.stream, buffer_, parser, util::kUseTuple);
+  if (ec && ec != http::error::body_limit) guard.read_failed(ec);
+  if (guard.failure() == ChunkGuard::Failure::head_too_large)
+    co_return BodyRead::refused(header_too_large(version));
+  if (guard.failure() == ChunkGuard::Failure::overloaded)
+    co_return BodyRead::refused(server_.overloaded(version));
+  if (ec == http::error::body_limit) co_return too_large();
+  if (guard.failure() == ChunkGuard::Failure::malformed) co_return BodyRead::refused(malformed_body(version));
+  if (ec) co_return BodyRead::gone();
+  if (!guard.finish(parser.get().base())) co_return BodyRead::refused(header_too_large(version));
+  req_.body_done = true;
+  co_return BodyRead::whole(parser.get());
+}
+
+awaitable<std::optional<Answer>> Server::ConnExchange::relay(UpstreamClient& upstream, Duration timeout) {
+  StreamParser parser(std::move(req_.head));
+  parser.body_limit(boost::none);  // streamed: it costs a fixed buffer, whatever its size
+  ChunkGuard guard(server_.limits_.header_limit, req_.head_bytes, nullptr);
+  // The body is streamed: a client waiting for 100-continue may send it at once.
+  if (!parser.is_done() && !co_await continue_if_expected(parser.get().base())) co_return std::nullopt;
+  auto answer = co_await relay_request(conn_.stream, buffer_, parser, guard, upstream, meta_,
+                                       {server_.limits_.body_timeout, timeout}, req_.body_done, conn_.head);
+  if (!answer && guard.failure() == ChunkGuard::Failure::head_too_large)
+    answer.emplace(header_too_large(parser.get().version()));
+  if (!answer && guard.failure() == ChunkGuard::Failure::malformed)
+    answer.emplace(malformed_body(parser.get().version()));
+  co_return answer;
+}
+
+}  // namespace idem::gateway
