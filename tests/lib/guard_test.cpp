@@ -635,11 +635,16 @@ TEST(GuardAsync, RenewalKeepsTheLeaseAlive) {
   asio::io_context ioc;
   int other_runs = 0;
   std::vector<Outcome> seen;
+  // The slow work lasts until the checker has looked for three leases (one thread: the
+  // timer is touched by both coroutines on it), however slowly the machine runs.
+  asio::steady_timer* slow_timer = nullptr;
   auto slow = asio::co_spawn(ioc,
                              guard.async_run("s", "slow", "",
                                              [&]() -> asio::awaitable<std::string> {
-                                               asio::steady_timer t(co_await asio::this_coro::executor, 1s);
-                                               co_await t.async_wait(asio::use_awaitable);
+                                               asio::steady_timer t(co_await asio::this_coro::executor, 60s);
+                                               slow_timer = &t;
+                                               co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+                                               slow_timer = nullptr;
                                                co_return "slow";
                                              }),
                              asio::use_future);
@@ -647,7 +652,8 @@ TEST(GuardAsync, RenewalKeepsTheLeaseAlive) {
       ioc,
       [&]() -> asio::awaitable<void> {
         asio::steady_timer t(co_await asio::this_coro::executor);
-        for (int i = 0; i < 16; ++i) {  // ~800 ms, well past the 300 ms lease
+        const auto until = std::chrono::steady_clock::now() + 900ms;  // three leases
+        while (std::chrono::steady_clock::now() < until) {
           t.expires_after(50ms);
           co_await t.async_wait(asio::use_awaitable);
           auto r = co_await other.async_run("s", "slow", "", [&]() -> asio::awaitable<void> {
@@ -656,6 +662,7 @@ TEST(GuardAsync, RenewalKeepsTheLeaseAlive) {
           });
           seen.push_back(r.outcome());
         }
+        if (slow_timer) slow_timer->cancel();
       },
       asio::use_future);
   ioc.run();
@@ -664,6 +671,7 @@ TEST(GuardAsync, RenewalKeepsTheLeaseAlive) {
   EXPECT_TRUE(r.executed());
   EXPECT_TRUE(r.stored());
   EXPECT_EQ(other_runs, 0);
+  EXPECT_GE(seen.size(), 2u);
   for (auto o : seen) EXPECT_EQ(o, Outcome::in_progress) << to_string(o);
   EXPECT_GE(store.extends.load(), 2);
   EXPECT_TRUE(other.run("s", "slow", "", [] {}).replayed());
