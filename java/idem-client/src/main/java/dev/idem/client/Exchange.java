@@ -1,5 +1,6 @@
 package dev.idem.client;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.URI;
@@ -130,10 +131,13 @@ final class Exchange {
     }
   }
 
-  static <T> T parse(String what, Answer a, Function<JsonValue, T> reader) {
+  // The answer's body read by `reader`; an answer that is not the control API's JSON is a
+  // ProtocolException naming the call and quoting the answer.
+  static <T> T parse(String what, Answer a, Function<String, T> reader) {
     try {
-      return reader.apply(JsonValue.parse(a.body));
-    } catch (JsonException | java.time.format.DateTimeParseException | ArithmeticException e) {
+      return reader.apply(a.body);
+    } catch (IllegalArgumentException | Fields.Malformed | java.time.format.DateTimeParseException
+             | ArithmeticException e) {
       throw new ProtocolException(what + ": unexpected answer (" + e.getMessage() + "): " + excerpt(a.body), a.status, e);
     }
   }
@@ -176,8 +180,9 @@ final class Exchange {
 
   private static String problemField(String body, String field) {
     try {
-      return JsonValue.parse(body).asObject().get(field).map(JsonValue::asString).orElse("");
-    } catch (JsonException e) {
+      JsonNode v = ExactJson.parse(body).get(field);
+      return v != null && v.isTextual() ? v.textValue() : "";
+    } catch (IllegalArgumentException e) {
       return "";
     }
   }
