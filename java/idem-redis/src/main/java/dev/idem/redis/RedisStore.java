@@ -243,30 +243,40 @@ public final class RedisStore implements IdemStore {
     }
   }
 
-  // The driver never re-sends a command after a reconnect (at most once): a begin sent twice could
-  // find its own claim in progress; commands made while disconnected fail at once (not applied).
-  // A call's deadline is the wait for its answer (the connection's timeout), so commands need no
-  // timer of their own: one per command costs a timer task on the driver's threads.
-  private static ClientOptions.Builder atMostOnce(ClientOptions.Builder b) {
-    return b.autoReconnect(true).replayFilter(command -> true)
+  /**
+   * The client options every store needs, set on {@code b} (for a client of your own, {@link
+   * #of}): the driver never re-sends a command after a reconnect (at most once: a begin sent twice
+   * could find its own claim in progress), and commands made while disconnected fail at once (not
+   * applied). A call's deadline is its wait for the answer (the connection's timeout), so commands
+   * get no timer of their own ({@code timeoutCommands(false)}): one costs a timer task per command
+   * on the driver's threads.
+   */
+  public static <B extends ClientOptions.Builder> B atMostOnce(B b) {
+    b.autoReconnect(true).replayFilter(command -> true)
         .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
         .timeoutOptions(TimeoutOptions.builder().timeoutCommands(false).build());
+    return b;
   }
 
   /**
-   * The driver's resources for a store that {@link #open} makes: each channel's flushes are
+   * What the stores {@link #open} makes add to each channel, for a client of your own ({@code
+   * ClientResources.builder().nettyCustomizer(RedisStore.flushConsolidation())}): its flushes are
    * consolidated (Netty's {@link FlushConsolidationHandler}), so that the commands many callers
    * send at once leave in one write, not one system call (and one read by the server) each. A
    * flush is put off only until the event loop has written what it was given; none is lost.
    */
-  static ClientResources resources() {
-    return ClientResources.builder().nettyCustomizer(new NettyCustomizer() {
+  public static NettyCustomizer flushConsolidation() {
+    return new NettyCustomizer() {
       @Override
       public void afterChannelInitialized(Channel channel) {
         channel.pipeline().addFirst("idem-flush-consolidation", new FlushConsolidationHandler(
             FlushConsolidationHandler.DEFAULT_EXPLICIT_FLUSH_AFTER_FLUSHES, true));
       }
-    }).build();
+    };
+  }
+
+  private static ClientResources resources() {
+    return ClientResources.builder().nettyCustomizer(flushConsolidation()).build();
   }
 
   private static RedisStore standalone(RedisURI uri, Options options) {
@@ -289,9 +299,7 @@ public final class RedisStore implements IdemStore {
   private static RedisStore cluster(List<RedisURI> nodes, Options options) {
     ClientResources resources = resources();
     RedisClusterClient client = RedisClusterClient.create(resources, nodes);
-    ClusterClientOptions.Builder b = ClusterClientOptions.builder();
-    atMostOnce(b);
-    client.setOptions(b.build());
+    client.setOptions(atMostOnce(ClusterClientOptions.builder()).build());
     AutoCloseable owned = () -> {
       client.shutdown();
       resources.shutdown();
@@ -315,8 +323,9 @@ public final class RedisStore implements IdemStore {
 
   /**
    * A store on a connection the caller made (and keeps: {@link #close()} leaves it open). The
-   * connection must use {@link ByteArrayCodec}; configure its client at most once (autoReconnect
-   * with {@code replayFilter(c -> true)}), as {@link #open} does.
+   * connection must use {@link ByteArrayCodec}; configure its client as {@link #open} does: {@link
+   * #atMostOnce} on its options (required), {@link #flushConsolidation()} on its resources (for
+   * throughput).
    */
   public static RedisStore of(StatefulRedisConnection<byte[], byte[]> connection, Options options) {
     return opened(new RedisStore(options.prefix(), connection, null, null), options);
