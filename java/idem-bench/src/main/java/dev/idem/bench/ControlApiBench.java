@@ -1,8 +1,9 @@
 package dev.idem.bench;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.idem.client.BeginOutcome;
+import dev.idem.client.ExactJson;
 import dev.idem.client.Idem;
-import dev.idem.client.JsonValue;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -26,6 +27,7 @@ public class ControlApiBench {
   HttpClient http;
   URI base;
   String token;
+  static final JsonNode RESULT = ExactJson.parse("{\"order_id\":4217}");
   final AtomicLong next = new AtomicLong();
   final String run = UUID.randomUUID().toString().substring(0, 8);
 
@@ -41,7 +43,7 @@ public class ControlApiBench {
   public Object clientPair() {
     String key = "cb-" + run + "-" + next.incrementAndGet();
     long fence = ((BeginOutcome.Acquired) idem.begin("s", key, "fp")).fence();
-    return idem.commit("s", key, fence, JsonValue.parse("{\"order_id\":4217}"));
+    return idem.commit("s", key, fence, RESULT);
   }
 
   @Benchmark

@@ -3,14 +3,19 @@ package dev.idem.bench;
 import dev.idem.core.BeginArgs;
 import dev.idem.core.BeginOutcome;
 import dev.idem.core.CommitArgs;
+import dev.idem.redis.RedisKeys;
 import dev.idem.redis.RedisStore;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.SetArgs;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.codec.ByteArrayCodec;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -27,6 +32,7 @@ import org.openjdk.jmh.annotations.TearDown;
  */
 @State(Scope.Benchmark)
 public class RedisBench {
+  private static final String PREFIX = "idem-bench:";
   private static final byte[] RESULT = "J\u0011\u0000\u0000\u0000{\"order_id\":4217}".getBytes(StandardCharsets.ISO_8859_1);
   private static final String DELETE_IF_OWNER =
       "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
@@ -34,18 +40,39 @@ public class RedisBench {
   RedisClient client;
   StatefulRedisConnection<String, String> plain;
   final AtomicLong next = new AtomicLong();
+  final AtomicLong engineKeys = new AtomicLong();
   final String run = UUID.randomUUID().toString().substring(0, 8);
 
   @Setup(Level.Trial)
   public void open() {
     String url = System.getenv().getOrDefault("IDEM_BENCH_REDIS_URL", "redis://127.0.0.1:16379");
-    store = RedisStore.open(url + "?prefix=idem-bench:");
+    store = RedisStore.open(url + "?prefix=" + PREFIX);
     client = RedisClient.create(url);
     plain = client.connect();
   }
 
   @TearDown(Level.Trial)
   public void close() {
+    // A shared server: the records expire by themselves, but each begin leaves a fence key for a
+    // day (protocol/README.md); the benchmark's are removed here.
+    try (StatefulRedisConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE)) {
+      List<RedisFuture<Long>> pending = new ArrayList<>();
+      List<byte[]> batch = new ArrayList<>();
+      for (long n = 1, last = engineKeys.get(); n <= last; n++) {
+        RedisKeys.Pair k = RedisKeys.record(PREFIX, "s", "bench-" + run + "-" + n);
+        batch.add(k.main());
+        batch.add(k.fence());
+        if (batch.size() >= 1000 || n == last) {
+          pending.add(c.async().unlink(batch.toArray(new byte[0][])));
+          batch.clear();
+        }
+        if (pending.size() >= 64) {
+          pending.forEach(f -> f.toCompletableFuture().join());
+          pending.clear();
+        }
+      }
+      pending.forEach(f -> f.toCompletableFuture().join());
+    }
     plain.close();
     client.shutdown();
     store.close();
@@ -54,7 +81,7 @@ public class RedisBench {
   /** The engine: a begin that acquires, then a commit of a small JSON result. */
   @Benchmark
   public Object engineBeginCommit() {
-    String key = "bench-" + run + "-" + next.incrementAndGet();
+    String key = "bench-" + run + "-" + engineKeys.incrementAndGet();
     BeginOutcome.Acquired a = (BeginOutcome.Acquired) store.begin(
         new BeginArgs("s", key, null, Duration.ofSeconds(30), Duration.ofSeconds(60)));
     return store.commit(new CommitArgs("s", key, a.fence(), RESULT, Duration.ofSeconds(60)));

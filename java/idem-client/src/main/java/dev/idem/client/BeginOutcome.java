@@ -1,6 +1,8 @@
 package dev.idem.client;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import java.time.Duration;
+import java.util.Objects;
 
 /** The answer of {@link Idem#begin}: one of four outcomes (docs/admin.md, "Control API"). */
 public sealed interface BeginOutcome
@@ -18,11 +20,23 @@ public sealed interface BeginOutcome
   }
 
   /**
-   * The key was completed: {@code result} is what was committed, byte for byte as JSON.
-   * A record the gateway completed without a JSON result (uncertain, not stored) gives
-   * {@code null}; a gateway response gives {@code {"response_status":..., "body":...}}.
+   * The key was completed: {@code result} is what was committed, read with exact numbers ({@link
+   * ExactJson}), and {@code resultJson} its text byte for byte as committed (for a mapper of your
+   * own: {@code mapper.readValue(r.resultJson(), Order.class)}). A record the gateway completed
+   * without a JSON result (uncertain, not stored) gives JSON null; a gateway response gives
+   * {@code {"response_status":..., "body":...}}.
    */
-  record Replay(JsonValue result) implements BeginOutcome {}
+  record Replay(JsonNode result, String resultJson) implements BeginOutcome {
+    public Replay {
+      Objects.requireNonNull(result, "result");
+      Objects.requireNonNull(resultJson, "resultJson");
+    }
+
+    /** From the result's text. */
+    static Replay of(String resultJson) {
+      return new Replay(ExactJson.parse(resultJson), resultJson);
+    }
+  }
 
   /** Another caller holds the key; its lease ends within {@code retryAfter}. */
   record InProgress(Duration retryAfter) implements BeginOutcome {}

@@ -1,5 +1,7 @@
 package dev.idem.client;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.idem.core.BeginArgs;
 import dev.idem.core.CommitArgs;
 import dev.idem.core.IdemRecord;
@@ -31,11 +33,14 @@ import java.util.function.Supplier;
  * <p>What the control API cannot carry: results are JSON, so a commit takes the stored forms
  * {@link StoredResult.Json} (committed as that JSON, which the gateway stores byte for byte in the
  * same form the other backends write) and {@link StoredResult.Uncertain} (committed as {@code
- * {"idem_uncertain": "<mark>"}}, read back as the mark; the gateway's own uncertain records replay
- * as JSON null, read as an uncertain mark too); anything else is refused. Fingerprints travel as
- * text (UTF-8). {@link CommitArgs#overUncertain()} and {@link ReleaseArgs#restoreToken()} are not
- * passed ({@link StoreTraits#overUncertain()} and {@link StoreTraits#tokenRestoreOnRelease()} are
- * false); replays name no fence and no expiry; {@link #get} shows no fingerprint and no owner.
+ * {"idem_uncertain": "<mark>"}}, read back as the mark); anything else is refused. A JSON text is
+ * committed as written and read back byte for byte. A begin answers JSON null for a committed null
+ * and for the gateway's own uncertain and not-stored records alike, so such a replay reads the
+ * record ({@code GET /v1/records}) to tell them apart: one more call, for null results only.
+ * Fingerprints travel as text (UTF-8). {@link CommitArgs#overUncertain()} and {@link
+ * ReleaseArgs#restoreToken()} are not passed ({@link StoreTraits#overUncertain()} and {@link
+ * StoreTraits#tokenRestoreOnRelease()} are false); replays name no fence and no expiry (but for
+ * null results); {@link #get} shows no fingerprint and no owner.
  *
  * <p>Failures: the client's exceptions become the engine's: nothing applied ({@link
  * dev.idem.core.NotAppliedException}, {@link dev.idem.core.StoreUnavailableException} with the
@@ -85,7 +90,7 @@ public final class ControlApiStore implements IdemStore {
       throw new dev.idem.core.StoreConfigurationException(e.getMessage(), e);
     } catch (RequestInvalidException e) {
       throw new IllegalArgumentException(e.getMessage(), e);
-    } catch (ProtocolException | JsonException e) {
+    } catch (ProtocolException | Fields.Malformed e) {
       throw new dev.idem.core.StoreProtocolException(e.getMessage(), e);
     }
   }
@@ -99,21 +104,23 @@ public final class ControlApiStore implements IdemStore {
     }
   }
 
-  /** The stored form of a result the control API answered. */
-  static byte[] stored(JsonValue v) {
-    if (v == null || v.isNull()) return StoredResult.encode(new StoredResult.Uncertain(new UncertainMark(0, "", 0)));
-    if (v instanceof JsonValue.Obj o && o.fields().size() == 1 && o.fields().get(UNCERTAIN) instanceof JsonValue.Str s)
-      return ("U" + s.value()).getBytes(StandardCharsets.UTF_8);
-    return StoredResult.encode(new StoredResult.Json(v.toJson()));
+  /** The stored form of a result the control API answered, from its text as committed. */
+  static byte[] stored(String json) {
+    JsonNode v = ExactJson.parse(json);
+    if (v.isObject() && v.size() == 1 && v.get(UNCERTAIN) != null && v.get(UNCERTAIN).isTextual())
+      return ("U" + v.get(UNCERTAIN).textValue()).getBytes(StandardCharsets.UTF_8);
+    return StoredResult.encode(new StoredResult.Json(json));
   }
 
-  /** The JSON a stored form is committed as. */
-  static JsonValue committed(byte[] result) {
+  /** The JSON text a stored form is committed as. */
+  static String committed(byte[] result) {
     StoredResult r = StoredResult.decode(result);
-    if (r instanceof StoredResult.Json j) return JsonValue.parse(j.text());
+    if (r instanceof StoredResult.Json j) return j.text();
     if (r instanceof StoredResult.Uncertain u) {
       byte[] mark = u.mark().encode(StoredResult.UNCERTAIN_MARKER);
-      return JsonValue.object(UNCERTAIN, new String(mark, 1, mark.length - 1, StandardCharsets.UTF_8));
+      ObjectNode o = ExactJson.object();
+      o.put(UNCERTAIN, new String(mark, 1, mark.length - 1, StandardCharsets.UTF_8));
+      return ExactJson.write(o);
     }
     throw new IllegalArgumentException("the control API stores JSON results only, not " + r.getClass().getSimpleName());
   }
@@ -123,7 +130,15 @@ public final class ControlApiStore implements IdemStore {
     BeginOutcome b = call(() -> idem.begin(a.scope(), a.key(), text(a.fingerprint()), a.lease(), a.retention(),
         a.owner().isEmpty() ? null : a.owner()));
     if (b instanceof BeginOutcome.Acquired x) return new dev.idem.core.BeginOutcome.Acquired(x.fence(), x.recovered(), x.previousFence());
-    if (b instanceof BeginOutcome.Replay r) return new dev.idem.core.BeginOutcome.Replay(0, stored(r.result()), Duration.ZERO);
+    if (b instanceof BeginOutcome.Replay r) {
+      if (!r.result().isNull()) return new dev.idem.core.BeginOutcome.Replay(0, stored(r.resultJson()), Duration.ZERO);
+      // A begin answers null for a committed JSON null and for the gateway's uncertain and
+      // not-stored records alike: the record says which.
+      IdemRecord held = get(a.scope(), a.key()).filter(x -> x.state() == RecordState.DONE)
+          .orElseThrow(() -> new dev.idem.core.NotAppliedException("control API: the record of a replay changed before"
+              + " it could be read; nothing was applied, begin again"));
+      return new dev.idem.core.BeginOutcome.Replay(held.fence(), held.result(), Duration.ZERO);
+    }
     if (b instanceof BeginOutcome.InProgress p) return new dev.idem.core.BeginOutcome.InProgress(p.retryAfter());
     return new dev.idem.core.BeginOutcome.Mismatch();
   }
@@ -133,8 +148,8 @@ public final class ControlApiStore implements IdemStore {
     if (a.result().length > maxResultBytes())
       throw new IllegalArgumentException("the result is " + a.result().length + " bytes, more than the "
           + maxResultBytes() + " bytes the control API takes in one commit");
-    JsonValue result = committed(a.result());
-    CommitOutcome c = call(() -> idem.commit(a.scope(), a.key(), a.fence(), result, a.retention()));
+    String result = committed(a.result());
+    CommitOutcome c = call(() -> idem.commitJson(a.scope(), a.key(), a.fence(), result, a.retention()));
     return c == CommitOutcome.COMMITTED ? dev.idem.core.CommitOutcome.COMMITTED : dev.idem.core.CommitOutcome.FENCED;
   }
 
@@ -162,14 +177,22 @@ public final class ControlApiStore implements IdemStore {
     byte[] result = new byte[0];
     if (s.done()) {
       String kind = s.result().orElse("");
-      if (kind.equals("json")) result = stored(s.value().orElse(JsonValue.NULL));
-      else if (kind.equals("uncertain")) result = StoredResult.encode(new StoredResult.Uncertain(new UncertainMark(
-          s.json().get("uncertain").map(m -> m.asObject().require("fence").asLong()).orElse(0L), "", 0)));
+      if (kind.equals("json")) result = stored(s.valueJson().orElse("null"));
+      else if (kind.equals("uncertain")) result = StoredResult.encode(new StoredResult.Uncertain(uncertainMark(s.json())));
       else if (kind.equals("not_stored")) result = StoredResult.encode(new StoredResult.NotStored(s.responseStatus().orElse(0)));
       else result = StoredResult.encode(new StoredResult.Response(s.responseStatus().orElse(0), List.of(), new byte[0]));
     }
     return new IdemRecord(s.scope(), s.key(), s.done() ? RecordState.DONE : RecordState.PENDING, s.fence(), null,
         s.leaseUntil(), s.expiresAt(), result, "");
+  }
+
+  // The mark the records API shows: {"uncertain": {"fence": F, "instance": "...", "at": "<RFC 3339>"}}.
+  private static UncertainMark uncertainMark(JsonNode record) {
+    JsonNode m = record.get("uncertain");
+    if (m == null || !m.isObject()) return new UncertainMark(0, "", 0);
+    long at = Fields.optional(m, "at").map(t -> java.time.Instant.parse(Fields.asText(t, "at")).toEpochMilli()).orElse(0L);
+    return new UncertainMark(Fields.longValue(m, "fence"), Fields.optional(m, "instance").map(i -> Fields.asText(i, "instance"))
+        .orElse(""), at);
   }
 
   @Override

@@ -1,5 +1,6 @@
 package dev.idem.client;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.URI;
@@ -14,8 +15,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -41,33 +40,38 @@ final class Exchange {
 
   record Answer(int status, String body, Optional<String> retryAfter) {}
 
-  // One exchange, bounded as a whole by requestTimeout (HttpClient's own timeout ends when
-  // the head arrives; a body that stalls would block forever) and in size by maxResponseBytes.
+  // One exchange, bounded as a whole by requestTimeout (HttpClient's own timeout ends when the
+  // head arrives; the body has what is left of it, or a body that stalls would block forever)
+  // and in size by maxResponseBytes. HttpClient.send, not sendAsync: sendAsync completes its
+  // future on the client's executor, one more thread hand-off per call.
   Answer send(HttpRequest r, String what) {
-    CompletableFuture<HttpResponse<byte[]>> call = http.sendAsync(r, info -> new LimitedBody(maxResponseBytes, info.statusCode()));
+    long deadline = System.nanoTime() + requestTimeout.toNanos();
     HttpResponse<byte[]> res;
     try {
-      res = call.get(requestTimeout.toNanos(), TimeUnit.NANOSECONDS);
-    } catch (TimeoutException e) {
-      call.cancel(true);
-      throw new OutcomeUnknownException(what + ": no answer within " + requestTimeout + " (it may have been applied)", 0, e);
+      res = http.send(r, info -> new LimitedBody(maxResponseBytes, info.statusCode(), deadline));
     } catch (InterruptedException e) {
-      call.cancel(true);
       Thread.currentThread().interrupt();
       throw new OutcomeUnknownException(what + ": interrupted (it may have been applied)", 0, e);
-    } catch (ExecutionException e) {
-      Throwable cause = e.getCause();
-      while (cause instanceof CompletionException && cause.getCause() != null) cause = cause.getCause();
-      if (cause instanceof TooLong t)
-        throw new ProtocolException(what + ": answer longer than " + maxResponseBytes + " bytes", t.status, null);
-      if (cause instanceof HttpConnectTimeoutException || cause instanceof ConnectException)
+    } catch (IOException e) {
+      TooLong tooLong = causeOf(e, TooLong.class);
+      if (tooLong != null)
+        throw new ProtocolException(what + ": answer longer than " + maxResponseBytes + " bytes", tooLong.status, null);
+      if (e instanceof HttpConnectTimeoutException || e instanceof ConnectException)
         // No connection: the request was never sent.
-        throw new NotAppliedException(what + ": cannot connect to " + base + ": " + cause, 0, cause);
-      if (cause instanceof HttpTimeoutException)
-        throw new OutcomeUnknownException(what + ": no answer within " + requestTimeout + " (it may have been applied)", 0, cause);
-      throw new OutcomeUnknownException(what + ": connection failed: " + cause + " (it may have been applied)", 0, cause);
+        throw new NotAppliedException(what + ": cannot connect to " + base + ": " + e, 0, e);
+      if (e instanceof HttpTimeoutException || causeOf(e, TimeoutException.class) != null)
+        throw new OutcomeUnknownException(what + ": no answer within " + requestTimeout + " (it may have been applied)", 0, e);
+      throw new OutcomeUnknownException(what + ": connection failed: " + e + " (it may have been applied)", 0, e);
     }
     return new Answer(res.statusCode(), new String(res.body(), StandardCharsets.UTF_8), res.headers().firstValue("Retry-After"));
+  }
+
+  private static <T extends Throwable> T causeOf(Throwable e, Class<T> type) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (type.isInstance(t)) return type.cast(t);
+      if (t.getCause() == t) break;
+    }
+    return null;
   }
 
   private static final class TooLong extends IOException {
@@ -80,17 +84,21 @@ final class Exchange {
     }
   }
 
-  // Collects the body up to a limit; past it, cancels the exchange.
+  // Collects the body up to a limit and a deadline; past either, cancels the exchange.
   private static final class LimitedBody implements HttpResponse.BodySubscriber<byte[]> {
     private final int limit;
     private final int status;
     private final java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
     private final CompletableFuture<byte[]> done = new CompletableFuture<>();
-    private Flow.Subscription subscription;
+    private volatile Flow.Subscription subscription;
 
-    LimitedBody(int limit, int status) {
+    LimitedBody(int limit, int status, long deadline) {
       this.limit = limit;
       this.status = status;
+      done.orTimeout(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS).whenComplete((body, failure) -> {
+        Flow.Subscription s = subscription;
+        if (failure != null && s != null) s.cancel();
+      });
     }
 
     @Override
@@ -101,7 +109,8 @@ final class Exchange {
     @Override
     public void onSubscribe(Flow.Subscription s) {
       subscription = s;
-      s.request(Long.MAX_VALUE);
+      if (done.isDone()) s.cancel();
+      else s.request(Long.MAX_VALUE);
     }
 
     @Override
@@ -130,10 +139,13 @@ final class Exchange {
     }
   }
 
-  static <T> T parse(String what, Answer a, Function<JsonValue, T> reader) {
+  // The answer's body read by `reader`; an answer that is not the control API's JSON is a
+  // ProtocolException naming the call and quoting the answer.
+  static <T> T parse(String what, Answer a, Function<String, T> reader) {
     try {
-      return reader.apply(JsonValue.parse(a.body));
-    } catch (JsonException | java.time.format.DateTimeParseException | ArithmeticException e) {
+      return reader.apply(a.body);
+    } catch (IllegalArgumentException | Fields.Malformed | java.time.format.DateTimeParseException
+             | ArithmeticException e) {
       throw new ProtocolException(what + ": unexpected answer (" + e.getMessage() + "): " + excerpt(a.body), a.status, e);
     }
   }
@@ -176,8 +188,9 @@ final class Exchange {
 
   private static String problemField(String body, String field) {
     try {
-      return JsonValue.parse(body).asObject().get(field).map(JsonValue::asString).orElse("");
-    } catch (JsonException e) {
+      JsonNode v = ExactJson.parse(body).get(field);
+      return v != null && v.isTextual() ? v.textValue() : "";
+    } catch (IllegalArgumentException e) {
       return "";
     }
   }

@@ -1,5 +1,12 @@
 package dev.idem.client;
 
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.util.RawValue;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -144,18 +151,16 @@ public final class Idem {
   public BeginOutcome begin(String scope, String key, String fingerprint, Duration lease, Duration retention,
                             String owner) {
     if (owner != null && owner.isEmpty()) throw new IllegalArgumentException("owner must not be empty (null for none)");
-    return call("/v1/begin", JsonValue.object(
-        "scope", name(scope, "scope"), "key", nonEmpty(key, "key"),
+    ObjectNode body = body("scope", name(scope, "scope"), "key", nonEmpty(key, "key"),
         "fingerprint", fingerprint == null || fingerprint.isEmpty() ? null : fingerprint,
-        "lease_ms", millis(lease, "lease"), "retention_ms", millis(retention, "retention"),
-        "owner", owner), false, o -> {
+        "lease_ms", millis(lease, "lease"), "retention_ms", millis(retention, "retention"), "owner", owner);
+    return call("/v1/begin", body, false, "result", (o, result) -> {
       String outcome = outcome(o);
       return switch (outcome) {
-        case "acquired" -> new BeginOutcome.Acquired(
-            positiveFence(o), o.get("recovered").map(JsonValue::asBoolean).orElse(false),
-            o.get("previous_fence").map(JsonValue::asLong).orElse(0L));
-        case "replay" -> new BeginOutcome.Replay(o.get("result").orElse(JsonValue.NULL));
-        case "in_progress" -> new BeginOutcome.InProgress(Duration.ofMillis(o.require("retry_after_ms").asLong()));
+        case "acquired" -> new BeginOutcome.Acquired(positiveFence(o), Fields.bool(o, "recovered", false),
+            o.has("previous_fence") ? Fields.longValue(o, "previous_fence") : 0L);
+        case "replay" -> BeginOutcome.Replay.of(result == null ? "null" : result);
+        case "in_progress" -> new BeginOutcome.InProgress(Duration.ofMillis(Fields.longValue(o, "retry_after_ms")));
         case "mismatch" -> new BeginOutcome.Mismatch();
         default -> throw unexpected("/v1/begin", outcome);
       };
@@ -163,14 +168,33 @@ public final class Idem {
   }
 
   /**
-   * Completes the claim with {@code result} (any JSON value): every later begin with a
-   * matching fingerprint replays it. A retried commit with the same fence is safe.
+   * Completes the claim with {@code result} (any JSON value; {@code NullNode.instance} for JSON
+   * null): every later begin with a matching fingerprint replays it, numbers exactly as the nodes
+   * hold them. A retried commit with the same fence is safe.
    */
-  public CommitOutcome commit(String scope, String key, long fence, JsonValue result, Duration retention) {
-    Objects.requireNonNull(result, "result (JsonValue.NULL for JSON null)");
-    return call("/v1/commit", JsonValue.object(
-        "scope", name(scope, "scope"), "key", nonEmpty(key, "key"), "fence", fence(fence),
-        "result", result, "retention_ms", millis(retention, "retention")), true, o -> {
+  public CommitOutcome commit(String scope, String key, long fence, JsonNode result, Duration retention) {
+    Objects.requireNonNull(result, "result (NullNode.instance for JSON null)");
+    return commitJson(scope, key, fence, ExactJson.write(result), retention);
+  }
+
+  public CommitOutcome commit(String scope, String key, long fence, JsonNode result) {
+    return commit(scope, key, fence, result, null);
+  }
+
+  /**
+   * The same with the result as JSON text, stored byte for byte as written (what {@link
+   * BeginOutcome.Replay#resultJson()} gives back).
+   *
+   * @throws IllegalArgumentException {@code resultJson} is not one strict JSON value
+   */
+  public CommitOutcome commitJson(String scope, String key, long fence, String resultJson, Duration retention) {
+    String raw = Objects.requireNonNull(resultJson, "resultJson").strip();
+    ExactJson.parse(raw);  // one value, or refused before anything is sent
+    ObjectNode body = body("scope", name(scope, "scope"), "key", nonEmpty(key, "key"), "fence", fence(fence));
+    body.putRawValue("result", new RawValue(raw));
+    Long ms = millis(retention, "retention");
+    if (ms != null) body.put("retention_ms", ms);
+    return call("/v1/commit", body, true, null, (o, r) -> {
       return switch (outcome(o)) {
         case "committed" -> CommitOutcome.COMMITTED;
         case "fenced" -> CommitOutcome.FENCED;
@@ -179,14 +203,10 @@ public final class Idem {
     });
   }
 
-  public CommitOutcome commit(String scope, String key, long fence, JsonValue result) {
-    return commit(scope, key, fence, result, null);
-  }
-
   /** Gives the claim back (nothing is stored), so that a retry acquires it again. */
   public ReleaseOutcome release(String scope, String key, long fence) {
-    return call("/v1/release", JsonValue.object(
-        "scope", name(scope, "scope"), "key", nonEmpty(key, "key"), "fence", fence(fence)), true, o -> {
+    return call("/v1/release", body(
+        "scope", name(scope, "scope"), "key", nonEmpty(key, "key"), "fence", fence(fence)), true, null, (o, r) -> {
       return switch (outcome(o)) {
         case "released" -> ReleaseOutcome.RELEASED;
         case "fenced" -> ReleaseOutcome.FENCED;
@@ -201,8 +221,8 @@ public final class Idem {
    * owner (never made, already given back, done, or taken over); nothing changed.
    */
   public ReleaseOutcome abandon(String scope, String key, String owner) {
-    return call("/v1/abandon", JsonValue.object(
-        "scope", name(scope, "scope"), "key", nonEmpty(key, "key"), "owner", nonEmpty(owner, "owner")), true, o -> {
+    return call("/v1/abandon", body(
+        "scope", name(scope, "scope"), "key", nonEmpty(key, "key"), "owner", nonEmpty(owner, "owner")), true, null, (o, r) -> {
       return switch (outcome(o)) {
         case "released" -> ReleaseOutcome.RELEASED;
         case "fenced" -> ReleaseOutcome.FENCED;
@@ -213,9 +233,9 @@ public final class Idem {
 
   /** Extends the claim's lease to {@code lease} from now; FENCED: the claim was lost. */
   public ExtendOutcome extend(String scope, String key, long fence, Duration lease) {
-    return call("/v1/extend", JsonValue.object(
+    return call("/v1/extend", body(
         "scope", name(scope, "scope"), "key", nonEmpty(key, "key"), "fence", fence(fence),
-        "lease_ms", millis(Objects.requireNonNull(lease, "lease"), "lease")), true, o -> {
+        "lease_ms", millis(Objects.requireNonNull(lease, "lease"), "lease")), true, null, (o, r) -> {
       return switch (outcome(o)) {
         case "extended" -> ExtendOutcome.EXTENDED;
         case "fenced" -> ExtendOutcome.FENCED;
@@ -228,9 +248,9 @@ public final class Idem {
 
   /** Issues a one-time token bound to {@code scope}; {@code ttl} null: {@code tokens.ttl}. */
   public String issueToken(String scope, Duration ttl) {
-    return call("/v1/tokens", JsonValue.object("scope", name(scope, "scope"), "ttl_ms", millis(ttl, "ttl")),
-        false, o -> {
-      String token = o.require("token").asString();
+    return call("/v1/tokens", body("scope", name(scope, "scope"), "ttl_ms", millis(ttl, "ttl")),
+        false, null, (o, r) -> {
+      String token = Fields.text(o, "token");
       if (token.isEmpty()) throw new ProtocolException("/v1/tokens answered an empty token", 200, null);
       return token;
     });
@@ -239,7 +259,7 @@ public final class Idem {
   /** Consumes the token: of concurrent consumers exactly one gets CONSUMED. */
   public ConsumeOutcome consumeToken(String scope, String token) {
     return call("/v1/tokens/consume",
-        JsonValue.object("scope", name(scope, "scope"), "token", Objects.requireNonNull(token, "token")), false, o -> {
+        body("scope", name(scope, "scope"), "token", Objects.requireNonNull(token, "token")), false, null, (o, r) -> {
       return switch (outcome(o)) {
         case "consumed" -> ConsumeOutcome.CONSUMED;
         case "invalid" -> ConsumeOutcome.INVALID;
@@ -250,8 +270,8 @@ public final class Idem {
 
   /** Re-arms a consumed token after a failure, so the user can submit again. */
   public RestoreOutcome restoreToken(String scope, String token, Duration ttl) {
-    return call("/v1/tokens/restore", JsonValue.object("scope", name(scope, "scope"),
-        "token", Objects.requireNonNull(token, "token"), "ttl_ms", millis(ttl, "ttl")), false, o -> {
+    return call("/v1/tokens/restore", body("scope", name(scope, "scope"),
+        "token", Objects.requireNonNull(token, "token"), "ttl_ms", millis(ttl, "ttl")), false, null, (o, r) -> {
       return switch (outcome(o)) {
         case "restored" -> RestoreOutcome.RESTORED;
         case "invalid" -> RestoreOutcome.INVALID;
@@ -264,10 +284,10 @@ public final class Idem {
 
   /** Takes the lock {@code name} for {@code owner} for {@code ttl}, or says who has it for how long. */
   public LockOutcome acquireLock(String name, String owner, Duration ttl) {
-    return call("/v1/locks/acquire", lockBody(name, owner, ttl), false, o -> {
+    return call("/v1/locks/acquire", lockBody(name, owner, ttl), false, null, (o, r) -> {
       return switch (outcome(o)) {
         case "locked" -> new LockOutcome.Locked(positiveFence(o));
-        case "busy" -> new LockOutcome.Busy(Duration.ofMillis(o.require("retry_after_ms").asLong()));
+        case "busy" -> new LockOutcome.Busy(Duration.ofMillis(Fields.longValue(o, "retry_after_ms")));
         default -> throw unexpected("/v1/locks/acquire", outcome(o));
       };
     });
@@ -276,7 +296,7 @@ public final class Idem {
   /** Frees the lock if {@code owner} holds it; never another owner's. */
   public UnlockOutcome releaseLock(String name, String owner) {
     return call("/v1/locks/release",
-        JsonValue.object("name", nonEmpty(name, "name"), "owner", nonEmpty(owner, "owner")), true, o -> {
+        body("name", nonEmpty(name, "name"), "owner", nonEmpty(owner, "owner")), true, null, (o, r) -> {
       return switch (outcome(o)) {
         case "released" -> UnlockOutcome.RELEASED;
         case "not_owner" -> UnlockOutcome.NOT_OWNER;
@@ -287,7 +307,7 @@ public final class Idem {
 
   /** Holds the lock for {@code ttl} from now if {@code owner} holds it. */
   public LockExtendOutcome extendLock(String name, String owner, Duration ttl) {
-    return call("/v1/locks/extend", lockBody(name, owner, ttl), true, o -> {
+    return call("/v1/locks/extend", lockBody(name, owner, ttl), true, null, (o, r) -> {
       return switch (outcome(o)) {
         case "extended" -> LockExtendOutcome.EXTENDED;
         case "not_owner" -> LockExtendOutcome.NOT_OWNER;
@@ -296,8 +316,8 @@ public final class Idem {
     });
   }
 
-  private static JsonValue.Obj lockBody(String name, String owner, Duration ttl) {
-    return JsonValue.object("name", nonEmpty(name, "name"), "owner", nonEmpty(owner, "owner"),
+  private static ObjectNode lockBody(String name, String owner, Duration ttl) {
+    return body("name", nonEmpty(name, "name"), "owner", nonEmpty(owner, "owner"),
         "ttl_ms", millis(Objects.requireNonNull(ttl, "ttl"), "ttl"));
   }
 
@@ -317,7 +337,10 @@ public final class Idem {
     Exchange.Answer a = exchange.send(get(recordPath(scope, key) + keySpaceQuery(keySpace)), "GET /v1/records");
     if (a.status() == 404) return Optional.empty();
     if (a.status() != 200) throw exchange.failure("GET /v1/records", a);
-    return Optional.of(Exchange.parse("GET /v1/records", a, StoredRecord::from));
+    return Optional.of(Exchange.parse("GET /v1/records", a, text -> {
+      ExactJson.WithRaw r = ExactJson.parseObject(text, "value");
+      return StoredRecord.from(r.object(), r.raw());
+    }));
   }
 
   /** Removes the record (an operator's purge); false when there was none. */
@@ -345,26 +368,57 @@ public final class Idem {
     param(query, "cursor", q.cursor());
     Exchange.Answer a = exchange.send(get("/v1/records" + query), "GET /v1/records");
     if (a.status() != 200) throw exchange.failure("GET /v1/records", a);
-    return Exchange.parse("GET /v1/records", a, v -> {
-      JsonValue.Obj o = v.asObject();
-      List<StoredRecord> records = new ArrayList<>();
-      for (JsonValue r : o.require("records").asArray().items()) records.add(StoredRecord.from(r));
-      String next = o.get("next_cursor").filter(c -> !c.isNull()).map(JsonValue::asString).orElse("");
-      return new RecordPage(records, next.isEmpty() ? Optional.empty() : Optional.of(next));
-    });
+    return Exchange.parse("GET /v1/records", a, Idem::page);
+  }
+
+  // {"records": [record...], "next_cursor": "..."}, each record's value kept as written.
+  private static RecordPage page(String text) {
+    List<StoredRecord> records = new ArrayList<>();
+    String next = "";
+    boolean sawRecords = false;
+    try (JsonParser p = ExactJson.parser(text)) {
+      if (p.nextToken() != JsonToken.START_OBJECT) throw new Fields.Malformed("not an object");
+      while (p.nextToken() == JsonToken.FIELD_NAME) {
+        String name = p.currentName();
+        JsonToken t = p.nextToken();
+        if (name.equals("records")) {
+          if (t != JsonToken.START_ARRAY) throw new Fields.Malformed("field \"records\": expected an array");
+          sawRecords = true;
+          while (p.nextToken() == JsonToken.START_OBJECT) {
+            ExactJson.WithRaw r = ExactJson.readObject(p, text, "value");
+            records.add(StoredRecord.from(r.object(), r.raw()));
+          }
+          if (p.currentToken() != JsonToken.END_ARRAY) throw new Fields.Malformed("field \"records\": an array of objects");
+        } else {
+          JsonNode v = ExactJson.readValue(p);
+          if (name.equals("next_cursor") && !v.isNull()) next = Fields.asText(v, "next_cursor");
+        }
+      }
+      if (p.currentToken() != JsonToken.END_OBJECT || p.nextToken() != null) throw new Fields.Malformed("not one object");
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new IllegalArgumentException("invalid JSON: " + e.getOriginalMessage(), e);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    if (!sawRecords) throw new Fields.Malformed("missing field \"records\"");
+    return new RecordPage(records, next.isEmpty() ? Optional.empty() : Optional.of(next));
   }
 
   // ---- the wire ------------------------------------------------------------------------------
 
-  // One POST; its 200 (and, where the operation has one, its 409) body as an object.
-  private <T> T call(String path, JsonValue.Obj body, boolean conflictIsOutcome, Reader<T> reader) {
+  // One POST; its 200 (and, where the operation has one, its 409) body as an object, with the
+  // text of its member `raw` (null: none) as written.
+  private <T> T call(String path, ObjectNode body, boolean conflictIsOutcome, String raw, Reader<T> reader) {
     HttpRequest r = request(path)
         .header("Content-Type", JSON)
-        .POST(HttpRequest.BodyPublishers.ofString(body.toJson(), StandardCharsets.UTF_8))
+        .POST(HttpRequest.BodyPublishers.ofByteArray(ExactJson.writeBytes(body)))
         .build();
     Exchange.Answer a = exchange.send(r, "POST " + path);
     if (a.status() == 200 || (a.status() == 409 && conflictIsOutcome))
-      return Exchange.parse("POST " + path, a, v -> reader.read(v.asObject()));
+      return Exchange.parse("POST " + path, a, text -> {
+        ExactJson.WithRaw o = ExactJson.parseObject(text, raw);
+        return reader.read(o.object(), o.raw());
+      });
     throw exchange.failure("POST " + path, a);
   }
 
@@ -382,17 +436,30 @@ public final class Idem {
   }
 
   private interface Reader<T> {
-    T read(JsonValue.Obj v);
+    T read(ObjectNode answer, String raw);
   }
 
-  private static String outcome(JsonValue.Obj o) {
-    JsonValue v = o.get("outcome").orElseThrow(() -> new JsonException("missing field \"outcome\""));
-    return v.asString();
+  // An object of these members in this order (name, value, ...); null values are left out.
+  private static ObjectNode body(Object... namesAndValues) {
+    ObjectNode o = ExactJson.object();
+    for (int i = 0; i < namesAndValues.length; i += 2) {
+      String name = (String) namesAndValues[i];
+      Object v = namesAndValues[i + 1];
+      if (v == null) continue;
+      if (v instanceof String s) o.put(name, s);
+      else if (v instanceof Long l) o.put(name, l);
+      else throw new IllegalArgumentException("body: " + v.getClass());
+    }
+    return o;
   }
 
-  private static long positiveFence(JsonValue.Obj o) {
-    long fence = o.require("fence").asLong();
-    if (fence <= 0) throw new JsonException("fence must be positive, got " + fence);
+  private static String outcome(ObjectNode o) {
+    return Fields.text(o, "outcome");
+  }
+
+  private static long positiveFence(ObjectNode o) {
+    long fence = Fields.longValue(o, "fence");
+    if (fence <= 0) throw new Fields.Malformed("fence must be positive, got " + fence);
     return fence;
   }
 

@@ -1,5 +1,6 @@
 package dev.idem.client;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import java.time.Instant;
 import java.util.Optional;
 
@@ -11,7 +12,8 @@ import java.util.Optional;
  * @param leaseUntil pending records only
  * @param result done records only: "json" (written through the control API, see
  *     {@code value}), "response" (the gateway's stored response), "uncertain", "not_stored"
- * @param value the committed JSON when result is "json"
+ * @param value the committed JSON when result is "json", with exact numbers ({@link ExactJson})
+ * @param valueJson the same as its text, byte for byte as committed
  * @param responseStatus the stored HTTP status for "response" and "not_stored"
  * @param json the record's JSON as the gateway sent it
  */
@@ -23,9 +25,10 @@ public record StoredRecord(
     Instant expiresAt,
     Optional<Instant> leaseUntil,
     Optional<String> result,
-    Optional<JsonValue> value,
+    Optional<JsonNode> value,
+    Optional<String> valueJson,
     Optional<Integer> responseStatus,
-    JsonValue.Obj json) {
+    JsonNode json) {
 
   public boolean pending() {
     return "pending".equals(state);
@@ -35,18 +38,19 @@ public record StoredRecord(
     return "done".equals(state);
   }
 
-  static StoredRecord from(JsonValue v) {
-    JsonValue.Obj o = v.asObject();
+  /** From the record's JSON and the text of its "value" (null: none). */
+  static StoredRecord from(JsonNode o, String valueJson) {
     return new StoredRecord(
-        o.require("scope").asString(),
-        o.require("key").asString(),
-        o.require("state").asString(),
-        o.require("fence").asLong(),
-        Instant.parse(o.require("expires_at").asString()),
-        o.get("lease_until").map(t -> Instant.parse(t.asString())),
-        o.get("result").map(JsonValue::asString),
-        o.get("value"),
-        o.get("response_status").map(s -> Math.toIntExact(s.asLong())),
+        Fields.text(o, "scope"),
+        Fields.text(o, "key"),
+        Fields.text(o, "state"),
+        Fields.longValue(o, "fence"),
+        Instant.parse(Fields.text(o, "expires_at")),
+        Fields.optional(o, "lease_until").map(t -> Instant.parse(Fields.asText(t, "lease_until"))),
+        Fields.optional(o, "result").map(t -> Fields.asText(t, "result")),
+        Optional.ofNullable(o.get("value")),
+        Optional.ofNullable(o.has("value") ? valueJson : null),
+        Fields.optional(o, "response_status").map(s -> Math.toIntExact(Fields.asLong(s, "response_status"))),
         o);
   }
 }

@@ -7,6 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.BooleanNode;
+import com.fasterxml.jackson.databind.node.NullNode;
+import com.fasterxml.jackson.databind.node.TextNode;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.time.Duration;
@@ -36,11 +40,12 @@ class IdemClientTest extends GatewayTest {
     assertTrue(busy.retryAfter().toMillis() > 0 && busy.retryAfter().toMillis() <= 10_000, busy.toString());
     assertInstanceOf(BeginOutcome.Mismatch.class, idem.begin("s", key, "fp-2"));
 
-    JsonValue result = JsonValue.parse("{\"order\":{\"id\":1790000000000000001},\"ok\":true,\"tags\":[\"a\",null]}");
+    JsonNode result = ExactJson.parse("{\"order\":{\"id\":1790000000000000001},\"ok\":true,\"tags\":[\"a\",null]}");
     assertEquals(CommitOutcome.COMMITTED, idem.commit("s", key, a.fence(), result));
     BeginOutcome.Replay r = assertInstanceOf(BeginOutcome.Replay.class, idem.begin("s", key, "fp-1"));
     assertEquals(result, r.result());
-    assertEquals("1790000000000000001", r.result().asObject().require("order").asObject().require("id").toJson());
+    assertEquals(1790000000000000001L, r.result().get("order").get("id").longValue());
+    assertEquals(ExactJson.write(result), r.resultJson());
     // An empty fingerprint matches any.
     assertInstanceOf(BeginOutcome.Replay.class, idem.begin("s", key, ""));
     assertInstanceOf(BeginOutcome.Mismatch.class, idem.begin("s", key, "fp-2"));
@@ -72,11 +77,11 @@ class IdemClientTest extends GatewayTest {
   void commitIsSafeToRetryAndStaleFencesChangeNothing() {
     String key = fresh("k");
     long fence = ((BeginOutcome.Acquired) idem.begin("s", key, null)).fence();
-    assertEquals(CommitOutcome.FENCED, idem.commit("s", key, fence + 1, JsonValue.of("wrong")));
-    assertEquals(CommitOutcome.COMMITTED, idem.commit("s", key, fence, JsonValue.of("right"), Duration.ofMinutes(5)));
-    assertEquals(CommitOutcome.COMMITTED, idem.commit("s", key, fence, JsonValue.of("right")));
-    assertEquals(JsonValue.of("right"), ((BeginOutcome.Replay) idem.begin("s", key, null)).result());
-    assertEquals(CommitOutcome.FENCED, idem.commit("s", fresh("never-begun"), fence, JsonValue.NULL));
+    assertEquals(CommitOutcome.FENCED, idem.commit("s", key, fence + 1, TextNode.valueOf("wrong")));
+    assertEquals(CommitOutcome.COMMITTED, idem.commit("s", key, fence, TextNode.valueOf("right"), Duration.ofMinutes(5)));
+    assertEquals(CommitOutcome.COMMITTED, idem.commit("s", key, fence, TextNode.valueOf("right")));
+    assertEquals(TextNode.valueOf("right"), ((BeginOutcome.Replay) idem.begin("s", key, null)).result());
+    assertEquals(CommitOutcome.FENCED, idem.commit("s", fresh("never-begun"), fence, NullNode.instance));
   }
 
   @Test
@@ -99,7 +104,7 @@ class IdemClientTest extends GatewayTest {
     Instant after = idem.getRecord("s", key).orElseThrow().leaseUntil().orElseThrow();
     assertTrue(after.isAfter(before.plusSeconds(20)), before + " -> " + after);
     assertEquals(ExtendOutcome.FENCED, idem.extend("s", key, fence - 1, Duration.ofSeconds(30)));
-    assertEquals(CommitOutcome.COMMITTED, idem.commit("s", key, fence, JsonValue.NULL));
+    assertEquals(CommitOutcome.COMMITTED, idem.commit("s", key, fence, NullNode.instance));
     assertEquals(ExtendOutcome.FENCED, idem.extend("s", key, fence, Duration.ofSeconds(30)));  // done now
   }
 
@@ -147,11 +152,12 @@ class IdemClientTest extends GatewayTest {
       assertTrue(pending.pending());
       assertEquals(fence, pending.fence());
       assertTrue(pending.leaseUntil().isPresent());
-      idem.commit(id[0], id[1], fence, JsonValue.object("n", 9007199254740993L));
+      idem.commit(id[0], id[1], fence, ExactJson.mapper().createObjectNode().put("n", 9007199254740993L));
       StoredRecord done = idem.getRecord(id[0], id[1]).orElseThrow();
       assertTrue(done.done());
       assertEquals(Optional.of("json"), done.result());
-      assertEquals("{\"n\":9007199254740993}", done.value().orElseThrow().toJson());
+      assertEquals(Optional.of("{\"n\":9007199254740993}"), done.valueJson());
+      assertEquals(9007199254740993L, done.value().orElseThrow().get("n").longValue());
       assertTrue(done.expiresAt().isAfter(Instant.now()));
     }
     assertTrue(idem.getRecord("", ids.get(1)[1]).isEmpty(), "\"_\" is not the empty scope");
@@ -171,7 +177,7 @@ class IdemClientTest extends GatewayTest {
     String scope = fresh("listed");
     for (int n = 0; n < 3; n++) idem.begin(scope, "key-" + n, null);
     long fence = ((BeginOutcome.Acquired) idem.begin(scope, "key-done", null)).fence();
-    idem.commit(scope, "key-done", fence, JsonValue.TRUE);
+    idem.commit(scope, "key-done", fence, BooleanNode.TRUE);
     RecordPage all = idem.listRecords(RecordQuery.all().withScope(scope));
     assertEquals(4, all.records().size());
     RecordPage pendingOnly = idem.listRecords(RecordQuery.all().withScope(scope).withState("pending"));
@@ -198,17 +204,28 @@ class IdemClientTest extends GatewayTest {
   void nineteenDigitIdsAndBigNumbersAreExact() {
     String key = fresh("k");
     long fence = ((BeginOutcome.Acquired) idem.begin("s", key, null)).fence();
-    JsonValue ids = JsonValue.parse("[1790000000000000001,1790000000000000002,9223372036854775807,"
-        + "-9223372036854775808,18446744073709551615,0.1,-2.5e-3]");
-    idem.commit("s", key, fence, ids);
-    JsonValue.Arr back = ((BeginOutcome.Replay) idem.begin("s", key, null)).result().asArray();
-    assertEquals(1790000000000000001L, back.get(0).asLong());
-    assertEquals(1790000000000000002L, back.get(1).asLong());
-    assertEquals(Long.MAX_VALUE, back.get(2).asLong());
-    assertEquals(Long.MIN_VALUE, back.get(3).asLong());
-    assertEquals(new java.math.BigInteger("18446744073709551615"), back.get(4).asBigDecimal().toBigIntegerExact());
-    assertEquals(0, new java.math.BigDecimal("0.1").compareTo(back.get(5).asBigDecimal()));
-    assertEquals(0, new java.math.BigDecimal("-0.0025").compareTo(back.get(6).asBigDecimal()));
+    String text = "[1790000000000000001,1790000000000000002,9223372036854775807,"
+        + "-9223372036854775808,18446744073709551615,0.1,-2.5e-3,88.00,1e400]";
+    idem.commit("s", key, fence, ExactJson.parse(text));
+    BeginOutcome.Replay replay = (BeginOutcome.Replay) idem.begin("s", key, null);
+    JsonNode back = replay.result();
+    assertEquals(1790000000000000001L, back.get(0).longValue());
+    assertEquals(1790000000000000002L, back.get(1).longValue());
+    assertEquals(Long.MAX_VALUE, back.get(2).longValue());
+    assertEquals(Long.MIN_VALUE, back.get(3).longValue());
+    assertEquals(new java.math.BigInteger("18446744073709551615"), back.get(4).bigIntegerValue());
+    assertEquals(new java.math.BigDecimal("0.1"), back.get(5).decimalValue());
+    assertEquals(0, new java.math.BigDecimal("-0.0025").compareTo(back.get(6).decimalValue()));
+    assertEquals(new java.math.BigDecimal("88.00"), back.get(7).decimalValue());
+    assertEquals(new java.math.BigDecimal("1e400"), back.get(8).decimalValue());
+    // Committed as text, the result comes back byte for byte.
+    String key2 = fresh("k");
+    long fence2 = ((BeginOutcome.Acquired) idem.begin("s", key2, null)).fence();
+    idem.commitJson("s", key2, fence2, text, null);
+    assertEquals(text, ((BeginOutcome.Replay) idem.begin("s", key2, null)).resultJson());
+    assertEquals(Optional.of(text), idem.getRecord("s", key2).orElseThrow().valueJson());
+    assertThrows(IllegalArgumentException.class, () -> idem.commitJson("s", key2, fence2, "[1,", null));
+    assertThrows(IllegalArgumentException.class, () -> idem.commitJson("s", key2, fence2, "1 2", null));
   }
 
   @Test
@@ -234,7 +251,7 @@ class IdemClientTest extends GatewayTest {
     assertThrows(RequestInvalidException.class, () -> idem.listRecords(RecordQuery.all().withCursor("forged")));
     // Refused before anything is sent.
     assertThrows(IllegalArgumentException.class, () -> idem.begin("s", "", null));
-    assertThrows(IllegalArgumentException.class, () -> idem.commit("s", "k", 0, JsonValue.NULL));
+    assertThrows(IllegalArgumentException.class, () -> idem.commit("s", "k", 0, NullNode.instance));
     assertThrows(IllegalArgumentException.class, () -> idem.extend("s", "k", 1, Duration.ZERO));
     assertThrows(NullPointerException.class, () -> idem.begin(null, "k", null));
     assertThrows(IllegalArgumentException.class, () -> Idem.builder().baseUri("ftp://x").build());

@@ -4,9 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.idem.client.ControlApiStore;
+import dev.idem.client.ExactJson;
 import dev.idem.client.GatewayProcess;
-import dev.idem.client.JsonValue;
 import dev.idem.client.StoredRecord;
+import dev.idem.core.ClaimRunner;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -70,7 +72,7 @@ class ExamplesTest {
     String key = UUID.randomUUID().toString();
     HttpResponse<String> first = post(gateway.uri(), "/orders", key, "{\"sku\":\"A-1\",\"qty\":2}");
     assertEquals(201, first.statusCode(), first.body());
-    long id = JsonValue.parse(first.body()).asObject().require("id").asLong();
+    long id = ExactJson.parse(first.body()).get("id").longValue();
     assertEquals(19, Long.toString(id).length(), first.body());
     HttpResponse<String> again = post(gateway.uri(), "/orders", key, "{\"sku\":\"A-1\",\"qty\":2}");
     assertEquals(201, again.statusCode());
@@ -124,8 +126,7 @@ class ExamplesTest {
     String body = "{\"order\":1790000000000000001,\"amount\":500}";
     HttpResponse<String> first = post(direct, "/refunds", key, body);
     assertEquals(201, first.statusCode(), first.body());
-    JsonValue.Obj refund = JsonValue.parse(first.body()).asObject();
-    assertEquals(1790000000000000001L, refund.require("order").asLong());
+    assertEquals(1790000000000000001L, ExactJson.parse(first.body()).get("order").longValue());
     assertEquals(first.body(), post(direct, "/refunds", key, body).body());
     assertEquals(422, post(direct, "/refunds", key, "{\"order\":1790000000000000001,\"amount\":501}").statusCode());
     assertEquals(400, post(direct, "/refunds", null, body).statusCode());
@@ -141,7 +142,8 @@ class ExamplesTest {
       ledger.grant(user, n, fence);
     };
     String group = "loyalty-" + UUID.randomUUID();
-    try (LoyaltyPointsConsumer consumer = new LoyaltyPointsConsumer(gateway.client(), group, flaky)) {
+    try (ClaimRunner runner = new ClaimRunner(new ControlApiStore(gateway.client()))) {
+      LoyaltyPointsConsumer consumer = new LoyaltyPointsConsumer(runner, group, flaky);
       // The first delivery fails (requeued), the redelivery grants, later redeliveries are duplicates.
       assertEquals(LoyaltyPointsConsumer.Verdict.REQUEUE, consumer.onMessage("evt-1", "user-7:100"));
       assertEquals(LoyaltyPointsConsumer.Verdict.ACK, consumer.onMessage("evt-1", "user-7:100"));

@@ -1,14 +1,14 @@
 package dev.idem.examples;
 
-import dev.idem.client.Deduplicator;
-import dev.idem.client.Delivery;
-import dev.idem.client.Idem;
+import dev.idem.core.ClaimRunner;
+import dev.idem.core.Deduplicator;
+import dev.idem.core.Delivery;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A consumer of "order created" events that grants loyalty points, de-duplicated by message
- * id with the {@link Deduplicator} (docs/java.md). The broker is at-least-once (RabbitMQ,
+ * id with the engine's {@link Deduplicator} (docs/java.md). The broker is at-least-once (RabbitMQ,
  * RocketMQ and Kafka all redeliver a message whose acknowledgement was lost), so the same
  * event can arrive twice; the points must be granted once.
  *
@@ -26,7 +26,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * }, tag -> {});
  * }</pre>
  */
-public final class LoyaltyPointsConsumer implements AutoCloseable {
+public final class LoyaltyPointsConsumer {
   /** What to tell the broker. */
   public enum Verdict {
     ACK,
@@ -42,8 +42,9 @@ public final class LoyaltyPointsConsumer implements AutoCloseable {
   private final Deduplicator dedup;
   private final Ledger ledger;
 
-  public LoyaltyPointsConsumer(Idem idem, String consumerGroup, Ledger ledger) {
-    this.dedup = Deduplicator.builder(idem, consumerGroup).build();
+  /** {@code runner}: the service's claim runner, on any store (Redis, a database, the control API). */
+  public LoyaltyPointsConsumer(ClaimRunner runner, String consumerGroup, Ledger ledger) {
+    this.dedup = Deduplicator.builder(runner, consumerGroup).build();
     this.ledger = ledger;
   }
 
@@ -65,11 +66,6 @@ public final class LoyaltyPointsConsumer implements AutoCloseable {
       // The ledger (or idem) failed: the claim was given back; the redelivery runs it again.
       return Verdict.REQUEUE;
     }
-  }
-
-  @Override
-  public void close() {
-    dedup.close();
   }
 
   /** An in-memory ledger for the demonstration and the tests. */

@@ -2,13 +2,16 @@ package dev.idem.examples;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.idem.client.ControlApiStore;
+import dev.idem.client.ExactJson;
 import dev.idem.client.Idem;
-import dev.idem.client.IdempotentCall;
-import dev.idem.client.InProgressException;
-import dev.idem.client.JsonException;
-import dev.idem.client.JsonValue;
-import dev.idem.client.KeyReusedException;
-import dev.idem.client.ResultCodec;
+import dev.idem.core.ClaimRunner;
+import dev.idem.core.IdempotentCall;
+import dev.idem.core.InProgressException;
+import dev.idem.core.JacksonResultCodec;
+import dev.idem.core.KeyReusedException;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -30,9 +33,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li>{@code POST /orders} knows nothing of idem: it runs behind {@code idem serve}, whose
  *       route {@code create-order} replays the first response to a repeated
  *       {@code Idempotency-Key}. Orders get 19-digit Snowflake ids.
- *   <li>{@code POST /refunds} protects itself with {@link IdempotentCall} through the control
- *       API: the key is the request's {@code Idempotency-Key}, the scope its
- *       {@code X-User-Id}, the fingerprint a hash of the body.
+ *   <li>{@code POST /refunds} protects itself with the engine's {@link IdempotentCall}, whose
+ *       store is the control API ({@link ControlApiStore}): the key is the request's {@code
+ *       Idempotency-Key}, the scope its {@code X-User-Id}, the fingerprint a hash of the body.
+ *       With idem-redis or idem-jdbc instead, only the store changes.
  * </ul>
  *
  * <pre>
@@ -47,11 +51,13 @@ public final class OrdersService implements AutoCloseable {
   private final Map<Long, String> orders = new ConcurrentHashMap<>();
   private final AtomicInteger ordersCreated = new AtomicInteger();
   private final AtomicInteger refundsIssued = new AtomicInteger();
-  private final IdempotentCall<JsonValue> refunds;
+  private final ClaimRunner runner;
+  private final IdempotentCall<JsonNode> refunds;
 
   /** Listens on 127.0.0.1:port (0: any free port); refunds use the control API at {@code idem}. */
   public OrdersService(int port, Idem idem) throws IOException {
-    this.refunds = IdempotentCall.builder(idem, ResultCodec.json()).build();
+    this.runner = new ClaimRunner(new ControlApiStore(idem));
+    this.refunds = IdempotentCall.builder(runner, JacksonResultCodec.of(ExactJson.mapper(), JsonNode.class)).build();
     server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 64);
     server.setExecutor(pool);
     server.createContext("/orders", this::orders);
@@ -78,17 +84,21 @@ public final class OrdersService implements AutoCloseable {
       reply(ex, 405, "{\"error\":\"POST only\"}");
       return;
     }
-    JsonValue.Obj req;
+    JsonNode req;
     try {
-      req = JsonValue.parse(body(ex)).asObject();
-      req.require("sku").asString();
-      if (req.require("qty").asLong() <= 0) throw new JsonException("qty must be positive");
-    } catch (JsonException e) {
-      reply(ex, 400, JsonValue.object("error", e.getMessage()).toJson());
+      req = ExactJson.parse(body(ex));
+      if (!req.path("sku").isTextual()) throw new IllegalArgumentException("sku: a string");
+      if (!req.path("qty").canConvertToExactIntegral() || req.get("qty").longValue() <= 0)
+        throw new IllegalArgumentException("qty: a positive integer");
+    } catch (IllegalArgumentException e) {
+      reply(ex, 400, error(e.getMessage()));
       return;
     }
     long id = ids.next();
-    String order = JsonValue.object("id", id, "sku", req.require("sku"), "qty", req.require("qty")).toJson();
+    ObjectNode o = ExactJson.mapper().createObjectNode().put("id", id);
+    o.set("sku", req.get("sku"));
+    o.set("qty", req.get("qty"));
+    String order = ExactJson.write(o);
     orders.put(id, order);
     ordersCreated.incrementAndGet();
     reply(ex, 201, order);
@@ -103,29 +113,36 @@ public final class OrdersService implements AutoCloseable {
       return;
     }
     String body = body(ex);
-    JsonValue.Obj req;
+    JsonNode req;
     try {
-      req = JsonValue.parse(body).asObject();
-      req.require("order").asLong();
-      req.require("amount").asLong();
-    } catch (JsonException e) {
-      reply(ex, 400, JsonValue.object("error", e.getMessage()).toJson());
+      req = ExactJson.parse(body);
+      if (!req.path("order").isIntegralNumber() || !req.path("amount").isNumber())
+        throw new IllegalArgumentException("order: an integer id, amount: a number");
+    } catch (IllegalArgumentException e) {
+      reply(ex, 400, error(e.getMessage()));
       return;
     }
     try {
-      JsonValue refund = refunds.run(user, key, sha256(body), () -> {
+      JsonNode refund = refunds.run(user, key, sha256(body), () -> {
         refundsIssued.incrementAndGet();  // the side effect: at most once per key
-        return JsonValue.object("refund", ids.next(), "order", req.require("order"), "amount", req.require("amount"));
+        ObjectNode r = ExactJson.mapper().createObjectNode().put("refund", ids.next());
+        r.set("order", req.get("order"));
+        r.set("amount", req.get("amount"));
+        return r;
       });
-      reply(ex, 201, refund.toJson());
+      reply(ex, 201, ExactJson.write(refund));
     } catch (InProgressException e) {
       ex.getResponseHeaders().set("Retry-After", Long.toString(Math.max(1, (e.retryAfter().toMillis() + 999) / 1000)));
       reply(ex, 409, "{\"error\":\"in progress\"}");
     } catch (KeyReusedException e) {
       reply(ex, 422, "{\"error\":\"Idempotency-Key reused for another request\"}");
     } catch (RuntimeException e) {
-      reply(ex, 503, JsonValue.object("error", e.getMessage()).toJson());
+      reply(ex, 503, error(e.getMessage()));
     }
+  }
+
+  private static String error(String message) {
+    return ExactJson.write(ExactJson.mapper().createObjectNode().put("error", message));
   }
 
   private static String body(HttpExchange ex) throws IOException {
@@ -152,7 +169,7 @@ public final class OrdersService implements AutoCloseable {
   public void close() {
     server.stop(0);
     pool.shutdownNow();
-    refunds.close();
+    runner.close();
   }
 
   public static void main(String[] args) throws Exception {

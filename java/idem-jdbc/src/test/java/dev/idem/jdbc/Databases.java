@@ -34,4 +34,28 @@ final class Databases {
     c.setPoolName("idem-java-test");
     return new HikariDataSource(c);
   }
+
+  /** The tables of the current database (MySQL) or schema (PostgreSQL) whose names start with {@code prefix}. */
+  static java.util.List<String> tables(javax.sql.DataSource ds, String prefix) throws java.sql.SQLException {
+    java.util.List<String> out = new java.util.ArrayList<>();
+    try (java.sql.Connection c = ds.getConnection()) {
+      boolean mysql = c.getMetaData().getDatabaseProductName().toLowerCase(java.util.Locale.ROOT).matches(".*(mysql|mariadb).*");
+      String sql = mysql ? "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"
+          : "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()";
+      try (java.sql.Statement st = c.createStatement(); java.sql.ResultSet rs = st.executeQuery(sql)) {
+        while (rs.next()) if (rs.getString(1).startsWith(prefix)) out.add(rs.getString(1));  // LIKE would read '_' as any
+      }
+    }
+    return out;
+  }
+
+  /** Drops every table whose name starts with {@code prefix} (a vector's tables), and checks none is left. */
+  static void dropTables(javax.sql.DataSource ds, String prefix) throws java.sql.SQLException {
+    if (!prefix.matches("[a-z_][a-z0-9_]*")) throw new IllegalArgumentException("prefix: " + prefix);
+    try (java.sql.Connection c = ds.getConnection(); java.sql.Statement st = c.createStatement()) {
+      for (String t : tables(ds, prefix)) st.execute("DROP TABLE IF EXISTS " + t);
+    }
+    java.util.List<String> left = tables(ds, prefix);
+    if (!left.isEmpty()) throw new AssertionError("tables left behind: " + left);
+  }
 }

@@ -5,7 +5,10 @@ import dev.idem.core.IdemStore;
 import dev.idem.testkit.StoreVectors;
 import org.junit.jupiter.api.AfterAll;
 
-/** The shared vectors on a real server, each vector on tables of its own (a fresh table prefix). */
+/**
+ * The shared vectors on a real server, each vector on tables of its own (a fresh table prefix),
+ * dropped once it ran.
+ */
 class MySqlVectorsTest extends StoreVectors {
   static HikariDataSource ds;
 
@@ -24,6 +27,15 @@ class MySqlVectorsTest extends StoreVectors {
     synchronized (MySqlVectorsTest.class) {
       if (ds == null) ds = Databases.mysql();
     }
-    return JdbcStore.mysql(ds, JdbcStore.Options.defaults().withTablePrefix("idem_jv_" + id + "_"));
+    return JdbcStore.mysql(ds, JdbcStore.Options.defaults().withTablePrefix(prefix(id)));
+  }
+
+  private static String prefix(String id) {
+    return "idem_jv_" + id + "_";
+  }
+
+  @Override
+  protected void dropStore(String id) throws Exception {
+    Databases.dropTables(ds, prefix(id));
   }
 }

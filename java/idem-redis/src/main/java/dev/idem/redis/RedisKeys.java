@@ -23,8 +23,9 @@ public final class RedisKeys {
   public record Pair(byte[] main, byte[] fence) {}
 
   public static Pair record(String prefix, String scope, String key) {
-    byte[] name = scoped(scope, key), source = slotSource(scope, key);
-    return new Pair(tagged(prefix, source, name, "r"), tagged(prefix, source, name, "rf"));
+    byte[] name = scoped(scope, key);
+    long h = XXH3.hashBytes(slotSource(scope, key));  // one tag for both keys
+    return new Pair(tagged(prefix, h, name, "r"), tagged(prefix, h, name, "rf"));
   }
 
   public static byte[] token(String prefix, String scope, String token) {
@@ -33,7 +34,8 @@ public final class RedisKeys {
 
   public static Pair lock(String prefix, String name) {
     byte[] n = name.getBytes(StandardCharsets.UTF_8);
-    return new Pair(tagged(prefix, n, n, "l"), tagged(prefix, n, n, "lf"));
+    long h = XXH3.hashBytes(n);
+    return new Pair(tagged(prefix, h, n, "l"), tagged(prefix, h, n, "lf"));
   }
 
   /** True when the record (scope, key) and the token (scope, token) share a cluster slot. */
@@ -57,7 +59,10 @@ public final class RedisKeys {
   }
 
   private static byte[] tagged(String prefix, byte[] tagSource, byte[] name, String kind) {
-    long h = XXH3.hashBytes(tagSource);
+    return tagged(prefix, XXH3.hashBytes(tagSource), name, kind);
+  }
+
+  private static byte[] tagged(String prefix, long h, byte[] name, String kind) {
     byte[] p = prefix.getBytes(StandardCharsets.UTF_8), k = kind.getBytes(StandardCharsets.US_ASCII);
     byte[] out = new byte[p.length + 18 + k.length + 1 + name.length];
     int at = 0;

@@ -27,26 +27,33 @@ import dev.idem.core.TokenRestore;
 import dev.idem.core.UnlockOutcome;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.KeyScanCursor;
+import io.lettuce.core.LettuceFutures;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisCommandInterruptedException;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.RedisException;
+import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScanCursor;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisKeyCommands;
-import io.lettuce.core.api.sync.RedisScriptingCommands;
 import io.lettuce.core.api.sync.RedisServerCommands;
 import io.lettuce.core.cluster.ClusterClientOptions;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.codec.ByteArrayCodec;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.NettyCustomizer;
+import io.netty.channel.Channel;
+import io.netty.handler.flush.FlushConsolidationHandler;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -63,6 +70,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The engine on Redis or a Redis Cluster, through Lettuce (docs/java.md; docs/design.md, "Redis in
@@ -98,7 +106,7 @@ public final class RedisStore implements IdemStore {
   private final Map<String, Script> scripts = new ConcurrentHashMap<>();
   private final String prefix;
   private final boolean cluster;
-  private final RedisScriptingCommands<byte[], byte[]> commands;
+  private final RedisScriptingAsyncCommands<byte[], byte[]> async;
   private final StatefulRedisConnection<byte[], byte[]> standalone;
   private final StatefulRedisClusterConnection<byte[], byte[]> clustered;
   private final AutoCloseable owned;
@@ -133,7 +141,7 @@ public final class RedisStore implements IdemStore {
     this.standalone = standalone;
     this.clustered = clustered;
     this.cluster = clustered != null;
-    this.commands = cluster ? clustered.sync() : standalone.sync();
+    this.async = cluster ? clustered.async() : standalone.async();
     this.owned = owned;
     for (String name : SCRIPTS) {
       byte[] text = (ProtocolFile.body(RedisStore.class, "redis/prelude.lua") + "\n"
@@ -235,43 +243,89 @@ public final class RedisStore implements IdemStore {
     }
   }
 
-  // The driver never re-sends a command after a reconnect (at most once): a begin sent twice could
-  // find its own claim in progress; commands made while disconnected fail at once (not applied).
-  private static ClientOptions.Builder atMostOnce(ClientOptions.Builder b) {
-    return b.autoReconnect(true).replayFilter(command -> true)
-        .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS);
+  /**
+   * The client options every store needs, set on {@code b} (for a client of your own, {@link
+   * #of}): the driver never re-sends a command after a reconnect (at most once: a begin sent twice
+   * could find its own claim in progress), and commands made while disconnected fail at once (not
+   * applied). A call's deadline is its wait for the answer (the connection's timeout), so commands
+   * get no timer of their own ({@code timeoutCommands(false)}): one costs a timer task per command
+   * on the driver's threads.
+   */
+  public static <B extends ClientOptions.Builder> B atMostOnce(B b) {
+    b.autoReconnect(true).replayFilter(command -> true)
+        .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+        .timeoutOptions(TimeoutOptions.builder().timeoutCommands(false).build());
+    return b;
+  }
+
+  /**
+   * What the stores {@link #open} makes add to each channel, for a client of your own ({@code
+   * ClientResources.builder().nettyCustomizer(RedisStore.flushConsolidation())}): its flushes are
+   * consolidated (Netty's {@link FlushConsolidationHandler}), so that the commands many callers
+   * send at once leave in one write, not one system call (and one read by the server) each. A
+   * flush is put off only until the event loop has written what it was given; none is lost.
+   */
+  public static NettyCustomizer flushConsolidation() {
+    return new NettyCustomizer() {
+      @Override
+      public void afterChannelInitialized(Channel channel) {
+        channel.pipeline().addFirst("idem-flush-consolidation", new FlushConsolidationHandler(
+            FlushConsolidationHandler.DEFAULT_EXPLICIT_FLUSH_AFTER_FLUSHES, true));
+      }
+    };
+  }
+
+  private static ClientResources resources() {
+    return ClientResources.builder().nettyCustomizer(flushConsolidation()).build();
   }
 
   private static RedisStore standalone(RedisURI uri, Options options) {
-    RedisClient client = RedisClient.create(uri);
+    ClientResources resources = resources();
+    RedisClient client = RedisClient.create(resources, uri);
     client.setOptions(atMostOnce(ClientOptions.builder()).build());
+    AutoCloseable owned = () -> {
+      client.shutdown();
+      resources.shutdown();
+    };
     try {
       StatefulRedisConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
-      return opened(new RedisStore(options.prefix(), c, null, client::shutdown), options);
+      return opened(new RedisStore(options.prefix(), c, null, owned), options);
     } catch (RuntimeException e) {
-      client.shutdown();
+      closeQuietly(owned);
       throw translate(e, "connect");
     }
   }
 
   private static RedisStore cluster(List<RedisURI> nodes, Options options) {
-    RedisClusterClient client = RedisClusterClient.create(nodes);
-    ClusterClientOptions.Builder b = ClusterClientOptions.builder();
-    atMostOnce(b);
-    client.setOptions(b.build());
+    ClientResources resources = resources();
+    RedisClusterClient client = RedisClusterClient.create(resources, nodes);
+    client.setOptions(atMostOnce(ClusterClientOptions.builder()).build());
+    AutoCloseable owned = () -> {
+      client.shutdown();
+      resources.shutdown();
+    };
     try {
       StatefulRedisClusterConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
-      return opened(new RedisStore(options.prefix(), null, c, client::shutdown), options);
+      return opened(new RedisStore(options.prefix(), null, c, owned), options);
     } catch (RuntimeException e) {
-      client.shutdown();
+      closeQuietly(owned);
       throw translate(e, "connect");
+    }
+  }
+
+  private static void closeQuietly(AutoCloseable c) {
+    try {
+      c.close();
+    } catch (Exception e) {
+      // closing after a failure: the failure is what to tell
     }
   }
 
   /**
    * A store on a connection the caller made (and keeps: {@link #close()} leaves it open). The
-   * connection must use {@link ByteArrayCodec}; configure its client at most once (autoReconnect
-   * with {@code replayFilter(c -> true)}), as {@link #open} does.
+   * connection must use {@link ByteArrayCodec}; configure its client as {@link #open} does: {@link
+   * #atMostOnce} on its options (required), {@link #flushConsolidation()} on its resources (for
+   * throughput).
    */
   public static RedisStore of(StatefulRedisConnection<byte[], byte[]> connection, Options options) {
     return opened(new RedisStore(options.prefix(), connection, null, null), options);
@@ -349,17 +403,25 @@ public final class RedisStore implements IdemStore {
 
   // ---- the scripts --------------------------------------------------------------------------
 
+  // One script, awaited for at most the connection's timeout: the driver's own synchronous API
+  // does the same through a reflective proxy; this is the call without it. A timeout cancels the
+  // command and throws RedisCommandTimeoutException, as the synchronous API does.
   private Object eval(String name, ScriptOutputType type, byte[][] keys, byte[]... args) {
     Script s = scripts.get(name);
     try {
       try {
-        return commands.evalsha(s.sha(), type, keys, args);
+        return await(async.evalsha(s.sha(), type, keys, args));
       } catch (RedisNoScriptException e) {
-        return commands.eval(s.text(), type, keys, args);  // a restart or SCRIPT FLUSH: once with the text
+        return await(async.eval(s.text(), type, keys, args));  // a restart or SCRIPT FLUSH: once with the text
       }
     } catch (RuntimeException e) {
       throw translate(e, name);
     }
+  }
+
+  private Object await(RedisFuture<Object> f) {
+    Duration timeout = cluster ? clustered.getTimeout() : standalone.getTimeout();
+    return LettuceFutures.awaitOrCancel(f, timeout.toNanos(), TimeUnit.NANOSECONDS);
   }
 
   /** What a driver's exception means for the caller (docs/design.md, "Calling a store"). */

@@ -62,6 +62,13 @@ public abstract class StoreVectors {
   /** An empty store of its own (a fresh key or table prefix); {@code id} is unique to the vector. */
   protected abstract IdemStore freshStore(String id);
 
+  /**
+   * Removes what {@link #freshStore} made for {@code id} (its tables, its keys), after the vector
+   * ran and its store was closed, whether the vector passed or not. Nothing by default (stores
+   * whose data expires by itself).
+   */
+  protected void dropStore(String id) throws Exception {}
+
   @TestFactory
   Stream<DynamicTest> vectors() {
     List<DynamicTest> tests = new ArrayList<>();
@@ -78,7 +85,11 @@ public abstract class StoreVectors {
           } catch (NotUtf8 e) {
             Assumptions.abort("the vector holds a scope, key or name that is not UTF-8; the Java API holds them as text");
           } finally {
-            store.close();
+            try {
+              store.close();
+            } finally {
+              dropStore(id);
+            }
           }
         }));
       }
