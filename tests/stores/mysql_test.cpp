@@ -160,8 +160,7 @@ TEST_F(MysqlTest, WithoutCreateTablesTheStoreOpensOnlyOnTheTablesTheDdlMade) {
   refused = open_store(uri("&create_tables=false"));
   ASSERT_FALSE(refused.is_ok());
   EXPECT_EQ(refused.status().code(), StatusCode::failed_precondition);
-  EXPECT_NE(refused.status().message().find("_records.key holds 255 bytes, not 320"),
-            std::string::npos)
+  EXPECT_NE(refused.status().message().find("_records.key holds 255 bytes, not 320"), std::string::npos)
       << refused.status().to_string();
   EXPECT_TRUE(open()) << "without create_tables=false, opening widens the column";
   EXPECT_TRUE(open(StoreOptions{}, "&create_tables=false"));

@@ -198,8 +198,7 @@ TEST_F(PostgresTest, WithoutCreateTablesTheStoreOpensOnlyOnTheTablesTheDdlMade) 
   EXPECT_EQ(refused.status().code(), StatusCode::failed_precondition);
   EXPECT_NE(refused.status().message().find("schema --store"), std::string::npos)
       << refused.status().to_string();
-  EXPECT_NE(refused.status().message().find("_records"), std::string::npos)
-      << refused.status().to_string();
+  EXPECT_NE(refused.status().message().find("_records"), std::string::npos) << refused.status().to_string();
   EXPECT_EQ(sql.run(tables), "0");
 
   const Result<std::string> ddl = store_ddl(uri());
