@@ -92,6 +92,13 @@ class Gateway final : public RequestHandler {
   // logged `unprotected`.
   boost::asio::awaitable<std::optional<Answer>> relay(HttpExchange& exchange, const Route* route,
                                                       Duration timeout);
+  // The same, on a path some route protects (`limit` the largest max_body of its routes):
+  // a form body, which may carry an `_method` toward another route (docs/gateway.md,
+  // "Method overrides"), is read whole within `limit` and looked at first, then forwarded
+  // (or refused, counted under the route it would reach); any other body is relayed.
+  boost::asio::awaitable<std::optional<Answer>> pass(HttpExchange& exchange, const Config& config,
+                                                     const Route* route, std::span<const HeaderField> fields,
+                                                     std::uint64_t limit);
   // A protected request rejected before its body was read (check_head, max_body): counts
   // and logs it.
   HttpResponse reject_early(const Route& route, const http::request_header<>& req, const RequestMeta& meta,
@@ -131,7 +138,7 @@ class Gateway final : public RequestHandler {
                                             Coalescer::Lead& lead);
   boost::asio::awaitable<Reply> lock_mode(const Route& route, const Identity& id, const HttpRequest& req,
                                           const RequestMeta& meta);
-  boost::asio::awaitable<Reply> forward_unprotected(const Route& route, const HttpRequest& req,
+  boost::asio::awaitable<Reply> forward_unprotected(Duration timeout, const HttpRequest& req,
                                                     const RequestMeta& meta, bool mark);
   boost::asio::awaitable<Reply> store_failed(const Route& route, const HttpRequest& req,
                                              const RequestMeta& meta, const Status& s);
