@@ -42,12 +42,17 @@ std::optional<OverrideRefusal> refuse_method_override(std::span<const Route> rou
   return refusal;
 }
 
-std::optional<std::uint64_t> routed_path_body_limit(std::span<const Route> routes, std::string_view target) {
+std::optional<std::uint64_t> override_body_limit(std::span<const Route> routes, const Route* as_sent,
+                                                 std::string_view target) {
   const std::string_view path = target_path(target);
-  std::optional<std::uint64_t> limit;
-  for (const Route& route : routes)
-    if (route.path.match(path)) limit = std::max(limit.value_or(0), route.policy.max_body);
-  return limit;
+  std::uint64_t limit = as_sent != nullptr ? as_sent->policy.max_body : 0;
+  bool other = false;
+  for (const Route& route : routes) {
+    if (&route == as_sent || !route.path.match(path)) continue;
+    other = true;
+    limit = std::max(limit, route.policy.max_body);
+  }
+  return other ? std::optional(limit) : std::nullopt;
 }
 
 bool body_may_override(std::span<const HeaderField> headers) {

@@ -43,11 +43,13 @@ struct OverrideRefusal {
 std::optional<OverrideRefusal> refuse_method_override(std::span<const Route> routes, const Route* as_sent,
                                                       const RequestView& request);
 
-// When the path of `target` matches some route, whatever its methods (the requests whose
-// overrides need a look): the largest max_body of those routes, which bounds the form
-// body read to look for `_method` in a request otherwise streamed unprotected. nullopt
-// when no route's path matches.
-std::optional<std::uint64_t> routed_path_body_limit(std::span<const Route> routes, std::string_view target);
+// When the path of `target` matches a route other than `as_sent`, whatever its methods (so
+// an override could take the request there, and needs a look): the largest max_body of
+// the routes that match the path, `as_sent` included, which bounds the form body read to
+// look for an `_method` in a request otherwise streamed. nullopt when no other route's
+// path matches: no override can change the route, and nothing needs a look.
+std::optional<std::uint64_t> override_body_limit(std::span<const Route> routes, const Route* as_sent,
+                                                 std::string_view target);
 
 // True when the body of `head` is application/x-www-form-urlencoded (one Content-Type),
 // so it may carry an `_method`.

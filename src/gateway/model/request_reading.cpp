@@ -120,11 +120,12 @@ ProblemOr<std::optional<std::string>> read_parameter(const RequestView& request,
 
 std::optional<std::string_view> member_in_another_case(const boost::json::object& object,
                                                        std::string_view name) {
-  std::string folded;  // computed on the first member that could match
+  const std::string folded = fold_name(name);
   for (const auto& member : object) {
     const std::string_view key = member.key();
-    if (key == name) continue;
-    if (folded.empty()) folded = fold_name(name);
+    // Folding keeps an ASCII byte and turns two or three bytes into one: a name of another
+    // length range cannot fold to `folded`.
+    if (key == name || key.size() < folded.size() || key.size() > 3 * folded.size()) continue;
     if (fold_name(key) == folded) return key;
   }
   return std::nullopt;

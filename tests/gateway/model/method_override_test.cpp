@@ -99,10 +99,19 @@ TEST(MethodOverride, EverySpellingTowardAnotherRouteIsRefused) {
   }
 }
 
-TEST(MethodOverride, RoutedPathBodyLimitIsTheLargestMaxBodyOfThePathsRoutes) {
-  EXPECT_EQ(routed_path_body_limit(config().routes, "/me?x=1"), 4096u);
-  EXPECT_EQ(routed_path_body_limit(config().routes, "/Orders/"), 1024u);
-  EXPECT_EQ(routed_path_body_limit(config().routes, "/elsewhere"), std::nullopt);
+// Only a path with a route other than the one a request matches needs a look, within the
+// largest max_body of the path's routes.
+TEST(MethodOverride, OverrideBodyLimit) {
+  const std::vector<Route>& routes = config().routes;
+  const Route* profile = &routes[0];
+  const Route* both = &routes[2];
+  EXPECT_EQ(override_body_limit(routes, nullptr, "/me?x=1"), 4096u);
+  EXPECT_EQ(override_body_limit(routes, &routes[1], "/me"), 4096u);
+  EXPECT_EQ(override_body_limit(routes, profile, "/me"), 4096u);
+  EXPECT_EQ(override_body_limit(routes, nullptr, "/Orders/"), 1024u);
+  EXPECT_EQ(override_body_limit(routes, nullptr, "/elsewhere"), std::nullopt);
+  EXPECT_EQ(override_body_limit(routes, both, "/users/7"), std::nullopt);  // one route on the path
+  EXPECT_EQ(override_body_limit(routes, nullptr, "/users/7"), 1024u);
 }
 
 }  // namespace
