@@ -68,8 +68,9 @@ std::optional<Rejection> check_body_size(const Route& route, std::uint64_t size)
 // The checks that need the body, after check_head said protect (any other `head` is
 // returned unchanged):
 //   3. template key: render_key; key_missing under `required: false` → unprotected;
-//      key_missing, key_invalid, body_invalid otherwise → reject
-//   4. fingerprint (replay mode only): request_fingerprint; body_invalid → reject
+//      key_missing, key_invalid, body_invalid, request_ambiguous otherwise → reject
+//   4. fingerprint (replay mode only): request_fingerprint; body_invalid,
+//      request_ambiguous → reject
 // On protect, identity is complete, record_key included.
 // The body is parsed as JSON at most once for both. `params` are the route's captures.
 Decision identify(const Route& route, const PathParams& params, const RequestView& request, Decision head);
