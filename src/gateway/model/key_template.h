@@ -68,6 +68,10 @@ void percent_encode(std::string_view value, std::string& out);
 // literal text is placed as written (the config loader keeps it visible ASCII).
 //   body_invalid  a {json.*} placeholder and the body is not JSON, or a {form.*} one and
 //                 the Content-Type is not application/x-www-form-urlencoded
+//   request_ambiguous  a value the service could read another way (request_reading.h): a
+//                 header sent twice, a form or query name sent twice or in both places, a
+//                 JSON member on the path also named in another case
+// Values are read as request_reading.h reads them (an Authorization normalised).
 // JSON strings render as their text, numbers as their exact decimal value in canonical
 // form (idem::canonical_decimal: 1.0 → "1", 1e21 → "1e21", 1790000000000000001 as
 // written), true and false as such.
@@ -78,7 +82,8 @@ ProblemOr<std::string> render_key(const KeyTemplate& tmpl, RequestContext& reque
 // numbers), so that "1" and 1
 // differ while 1 and 1.0 do not (non-JSON sources are JSON strings); a missing value or
 // JSON null as an absent field, distinct from every value, "" included. Objects and arrays
-// are fingerprinted by their canonical form. Fails only with body_invalid, as render_key.
+// are fingerprinted by their canonical form. Fails only with body_invalid and
+// request_ambiguous, as render_key.
 std::optional<Rejection> add_to_fingerprint(const KeyTemplate& tmpl, RequestContext& request,
                                             Fingerprinter& fp);
 

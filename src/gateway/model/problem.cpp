@@ -66,6 +66,8 @@ Entry entry(Problem p) noexcept {
       return {"not-found", "not_found", 404, "Not found"};
     case Problem::method_not_allowed:
       return {"method-not-allowed", "method_not_allowed", 405, "Method not allowed"};
+    case Problem::request_ambiguous:
+      return {"request-ambiguous", "request_ambiguous", 400, "Request ambiguous"};
   }
   return {"internal", "internal", 500, "Internal error"};  // unreachable for valid enumerators
 }

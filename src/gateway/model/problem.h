@@ -39,6 +39,10 @@ enum class Problem {
   header_too_large,        // 431 a request head over 16 KiB (chunk extensions and trailers included)
   not_found,               // 404 admin listener: no such endpoint, or no such record
   method_not_allowed,      // 405 admin listener: the endpoint takes another method
+  // 400 a value the route reads could be read another way by the service: a field sent
+  // twice or in another case, named in Connection, or a method override toward another
+  // route (docs/gateway.md, "One request, one reading")
+  request_ambiguous,
 };
 
 // "key-missing": the <name> of "urn:idem:problem:<name>".

@@ -7,21 +7,11 @@
 #include "gateway/model/key.h"
 #include "gateway/model/key_template.h"
 #include "gateway/model/request_fingerprint.h"
+#include "gateway/model/request_reading.h"
 #include "idem/fingerprint.h"
 
 namespace idem::gateway {
 namespace {
-
-// Step 1: the subject's value, "" when the route has none.
-ProblemOr<std::string> subject_of(const Subject& subject, const RequestView& head) {
-  if (subject.kind == Subject::Kind::none) return std::string();
-  std::optional<std::string> value = find_header(head.headers, subject.header);
-  if (!value || value->empty()) {
-    return Rejection{Problem::subject_missing, "the " + subject.header + " header is missing"};
-  }
-  if (subject.kind == Subject::Kind::header_hash) return hash_subject(*value);
-  return std::move(*value);
-}
 
 // Step 2 for header and token keys: the key, or nothing when absent (the caller decides
 // between `*_missing` and unprotected).
@@ -37,8 +27,21 @@ ProblemOr<std::optional<std::string>> key_from_header(const RequestView& head, s
 
 }  // namespace
 
+ProblemOr<std::string> subject_of(const Subject& subject, std::span<const HeaderField> headers) {
+  if (subject.kind == Subject::Kind::none) return std::string();
+  ProblemOr<std::optional<std::string>> value = read_header(headers, subject.header);
+  if (!value) return std::move(value).rejection();
+  if (!*value || (*value)->empty()) {
+    return Rejection{Problem::subject_missing, "the " + subject.header + " header is missing"};
+  }
+  if (subject.kind == Subject::Kind::header_hash) return hash_subject(**value);
+  return std::move(**value);
+}
+
 Decision check_head(const Route& route, const RequestView& head) {
-  ProblemOr<std::string> scope = subject_of(route.policy.subject, head);
+  if (auto refusal = connection_names_a_read_field(route, head.headers))
+    return Decision::reject(std::move(*refusal));
+  ProblemOr<std::string> scope = subject_of(route.policy.subject, head.headers);
   if (!scope) return Decision::reject(std::move(scope).rejection());
 
   Decision d;

@@ -1,7 +1,7 @@
 // Who a protected request belongs to and what it is: the (scope, key) of its record and
 // its fingerprint, decided in the order docs/http.md, "Every problem", gives, cheapest checks first:
 //
-//   check_head        subject → key present and valid (header and token keys)
+//   check_head        Connection → subject → key present and valid (header and token keys)
 //   (the pipeline)    read the body, refusing more than check_body_size allows
 //   identify          render and validate template keys → fingerprint
 //   (the pipeline)    claim → forward → store or release → answer
@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -49,9 +50,9 @@ struct Decision {
 
 // The checks that need only the request head (method, target, headers; the body is not
 // looked at), in order:
-//   1. subject (route.policy.subject; on a token route that is tokens.subject):
-//      header:NAME → its value, header-hash:NAME → hash_subject(value);
-//      header absent or empty → subject_missing (also when `required: false`)
+//   0. the Connection header names no field the route reads
+//      (connection_names_a_read_field) → request_ambiguous
+//   1. subject (route.policy.subject; on a token route that is tokens.subject): subject_of
 //   2. header key (parse_key_header: plain or Structured Field string): absent →
 //      key_missing, or unprotected under `required: false`; malformed or sent twice →
 //      key_invalid. Token key (Idempotency-Token): absent → token_missing, or unprotected
@@ -67,11 +68,19 @@ std::optional<Rejection> check_body_size(const Route& route, std::uint64_t size)
 // The checks that need the body, after check_head said protect (any other `head` is
 // returned unchanged):
 //   3. template key: render_key; key_missing under `required: false` → unprotected;
-//      key_missing, key_invalid, body_invalid otherwise → reject
-//   4. fingerprint (replay mode only): request_fingerprint; body_invalid → reject
+//      key_missing, key_invalid, body_invalid, request_ambiguous otherwise → reject
+//   4. fingerprint (replay mode only): request_fingerprint; body_invalid,
+//      request_ambiguous → reject
 // On protect, identity is complete, record_key included.
 // The body is parsed as JSON at most once for both. `params` are the route's captures.
 Decision identify(const Route& route, const PathParams& params, const RequestView& request, Decision head);
+
+// The scope a subject gives a request: "" for none; for header:NAME the header's value, for
+// header-hash:NAME hash_subject(value), read by read_header (request_reading.h: sent once,
+// Authorization normalised). subject_missing when the header is absent or empty (also
+// when `required: false`), request_ambiguous when it is sent twice. The token endpoint
+// scopes the tokens it issues by the same function.
+ProblemOr<std::string> subject_of(const Subject& subject, std::span<const HeaderField> headers);
 
 // All of the above for a request whose body is already read: check_head →
 // check_body_size → identify. For tests and fuzzers, and for callers holding the whole

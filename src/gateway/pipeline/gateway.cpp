@@ -111,7 +111,7 @@ awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& r
   if (d.verdict == Verdict::reject) {
     reply = problem(req, d.rejection.problem, d.rejection.detail);
   } else if (d.verdict == Verdict::unprotected) {
-    reply = co_await forward_unprotected(route, req, meta, false);
+    reply = co_await forward_unprotected(route.policy.upstream_timeout, req, meta, false);
   } else if (route.mode == Mode::lock) {
     reply = co_await lock_mode(route, d.identity, req, meta);
   } else {
@@ -347,16 +347,16 @@ void Gateway::log_unsettled(const Route& route, const Status& settled) const {
 awaitable<Gateway::Reply> Gateway::store_failed(const Route& route, const HttpRequest& req,
                                                 const RequestMeta& meta, const Status&) {
   if (route.policy.on_store_error == OnStoreError::pass)
-    co_return co_await forward_unprotected(route, req, meta, true);
+    co_return co_await forward_unprotected(route.policy.upstream_timeout, req, meta, true);
   co_return problem(req, Problem::store_unavailable, "the idempotency store is unavailable",
                     Duration(1'000'000));
 }
 
-awaitable<Gateway::Reply> Gateway::forward_unprotected(const Route& route, const HttpRequest& req,
+awaitable<Gateway::Reply> Gateway::forward_unprotected(Duration timeout, const HttpRequest& req,
                                                        const RequestMeta& meta, bool mark) {
   const ForwardRequest fwd = forward_request(req, upstream_.url(), meta, {});
   const auto t0 = Steady::now();
-  UpstreamResult up = co_await upstream_.exchange(fwd, route.policy.upstream_timeout, kStreamedPrefix);
+  UpstreamResult up = co_await upstream_.exchange(fwd, timeout, kStreamedPrefix);
   metrics_.observe_upstream(since(t0));
   Reply r = up.kind == UpstreamResult::Kind::response
                 ? forwarded(req, std::move(up), "unprotected")

@@ -3,6 +3,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include "gateway/http/header_fields.h"
 #include "gateway/pipeline/gateway.h"
 #include "gateway/pipeline/gateway_parts.h"
 #include "idem/async.h"
@@ -13,16 +14,11 @@ using boost::asio::use_awaitable;
 
 awaitable<HttpResponse> Gateway::issue_token(const HttpRequest& req) {
   const std::shared_ptr<const Config> config = this->config();
-  const Subject& subject = config->tokens.subject;
-  std::string scope;
-  if (subject.kind != Subject::Kind::none) {
-    auto it = req.find(subject.header);
-    if (it == req.end() || it->value().empty())
-      co_return problem_response(Problem::subject_missing, "the " + subject.header + " header is missing",
-                                 req.version(), req.keep_alive());
-    scope = subject.kind == Subject::Kind::header_hash ? hash_subject(it->value()) : std::string(it->value());
-  }
-  IssueTokenArgs args{scope, config->tokens.ttl};
+  // Scoped as the token routes scope the requests that spend it.
+  ProblemOr<std::string> scope = subject_of(config->tokens.subject, header_fields(req));
+  if (!scope)
+    co_return problem_response(scope.problem(), scope.rejection().detail, req.version(), req.keep_alive());
+  IssueTokenArgs args{std::move(*scope), config->tokens.ttl};
   auto call = async_issue_token(store_, std::move(args), use_awaitable);
   Result<std::string> token = co_await observe("issue_token", std::move(call));
   if (!token)

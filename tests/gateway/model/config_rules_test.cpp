@@ -99,8 +99,9 @@ TEST(ConfigRules, UnknownKeysAnywhere) {
                "idem.yaml:2: tokens.tll: unknown key (expected one of: ttl, subject)");
   EXPECT_ERROR("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    requried: false\n",
                "idem.yaml:4: routes[0].requried: unknown key");
-  EXPECT_ERROR("routes:\n  - name: a\n    match: {method: POST, path: /a, host: x}\n",
-               "idem.yaml:3: routes[0].match.host: unknown key (expected one of: method, path)");
+  EXPECT_ERROR(
+      "routes:\n  - name: a\n    match: {method: POST, path: /a, host: x}\n",
+      "idem.yaml:3: routes[0].match.host: unknown key (expected one of: method, path, format_suffix)");
   // tokens keys are not route keys.
   EXPECT_ERROR("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    ttl: 1m\n",
                "idem.yaml:4: routes[0].ttl: unknown key");
@@ -381,6 +382,34 @@ TEST(ConfigRules, RouteFields) {
             "idem.yaml:4: routes[0].mode: expected replay, lock, got 'exclusive'");
   EXPECT_EQ(error(head + "    match: {method: POST, path: /a}\n    required: 1\n"),
             "idem.yaml:4: routes[0].required: expected true or false, got '1'");
+  EXPECT_EQ(
+      error(head + "    match:\n      method: POST\n      path: /a/*\n      format_suffix: true\n"),
+      "idem.yaml:6: routes[0].match.format_suffix: format_suffix is for a pattern that ends in a segment: a "
+      "prefix pattern (\"/*\") matches every path below it already");
+  EXPECT_EQ(error(head + "    match: {method: POST, path: /a, format_suffix: yes}\n"),
+            "idem.yaml:3: routes[0].match.format_suffix: expected true or false, got 'yes'");
+  const Config c = load_config_text(
+      head + "    match: {method: POST, path: \"/a/{id}\", format_suffix: true}\n", "x.yaml");
+  EXPECT_TRUE(c.routes[0].path.format_suffix());
+  EXPECT_EQ(c.routes[0].path.match("/a/7.json"), (PathParams{{"id", "7"}}));
+}
+
+// A field the gateway never forwards (hop-by-hop: RFC 9110 §7.6.1) cannot identify a request
+// the service sees (docs/gateway.md, "One request, one reading").
+TEST(ConfigRules, NoRouteReadsAHopByHopField) {
+  const std::string head = "routes:\n  - name: a\n    match: {method: POST, path: /a}\n";
+  const std::string why =
+      " is a hop-by-hop field, which the gateway never forwards: the service would not see the value the "
+      "request "
+      "is identified by";
+  EXPECT_EQ(error(head + "    subject: header-hash:Proxy-Authorization\n"),
+            "idem.yaml:4: routes[0].subject: Proxy-Authorization" + why);
+  EXPECT_EQ(error(head + "    key: header:Connection\n"), "idem.yaml:4: routes[0].key: Connection" + why);
+  EXPECT_EQ(error(head + "    key: \"{header.keep-alive}:{json.id}\"\n"),
+            "idem.yaml:4: routes[0].key: keep-alive" + why);
+  EXPECT_EQ(error(head + "    fingerprint: [\"{header.TE}\"]\n"),
+            "idem.yaml:4: routes[0].fingerprint[0]: TE" + why);
+  EXPECT_EQ(error("defaults:\n  subject: header:Upgrade\n"), "idem.yaml:2: defaults.subject: Upgrade" + why);
 }
 
 TEST(ConfigRules, DuplicateRouteNames) {

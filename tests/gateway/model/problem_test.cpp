@@ -9,7 +9,7 @@
 namespace idem::gateway {
 namespace {
 
-constexpr Problem kLast = Problem::method_not_allowed;
+constexpr Problem kLast = Problem::request_ambiguous;
 
 TEST(ProblemTable, EveryProblemHasItsOwnNameItsMetricLabelATitleAndAnErrorStatus) {
   // The rows up to the table's fall-through: a problem added after kLast is checked too,

@@ -303,7 +303,8 @@ TEST(Problems, NamesStatusesAndMetricLabels) {
                  {Problem::unauthorized, "unauthorized", 401},
                  {Problem::forbidden, "forbidden", 403},
                  {Problem::unsupported_media_type, "unsupported-media-type", 415},
-                 {Problem::request_invalid, "request-invalid", 400}}) {
+                 {Problem::request_invalid, "request-invalid", 400},
+                 {Problem::request_ambiguous, "request-ambiguous", 400}}) {
     EXPECT_EQ(problem_name(c.p), c.name);
     EXPECT_EQ(problem_status(c.p), c.status) << c.name;
     std::string metric(c.name);

@@ -6,7 +6,9 @@
 #include "gateway/model/config/config.h"
 #include "gateway/model/config/config_checks.h"
 #include "gateway/model/config/yaml_reader.h"
+#include "gateway/model/hop_by_hop.h"
 #include "gateway/model/key.h"
+#include "util/ascii.h"
 
 namespace idem::gateway {
 namespace {
@@ -20,17 +22,14 @@ const Names kRouteKeys = {"name", "match", "key", "key_space", "required", "mode
 
 constexpr Duration kPositive(1);
 
-bool is_tchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
+using util::is_token;
 
-bool is_token(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!is_tchar(c)) return false;
-  }
-  return true;
+// Why a route may not read the hop-by-hop field `name` (docs/gateway.md, "One request, one
+// reading").
+std::string never_forwarded(std::string_view name) {
+  return std::string(name) +
+         " is a hop-by-hop field, which the gateway never forwards: the service would not see the value the "
+         "request is identified by";
 }
 
 bool is_route_name(std::string_view s) {
@@ -79,6 +78,7 @@ Subject ConfigReader::subject(const Entry& e) const {
     if (!s.starts_with(prefix)) continue;
     std::string name = s.substr(prefix.size());
     if (!is_token(name)) fail(e, "'" + name + "' is not a header name");
+    if (is_hop_by_hop(name)) fail(e, never_forwarded(name));
     return {kind, name};
   }
   fail(e, "expected none, header:NAME or header-hash:NAME, got '" + s + "'");
@@ -208,6 +208,7 @@ KeyRule ConfigReader::key_rule(const Entry& e) const {
   }
   if (s.starts_with("header:") && is_token(s.substr(7))) {
     k.header = s.substr(7);
+    if (is_hop_by_hop(k.header)) fail(e, never_forwarded(k.header));
     return k;
   }
   k.kind = KeyRule::Kind::templated;
@@ -231,6 +232,8 @@ void ConfigReader::check_templates(const KeyTemplate& t, const Route& r, const W
   const std::string of_route = from_defaults ? " of route '" + r.name + "'" : "";
   for (const KeyTemplate::Part& part : t.parts()) {
     if (part.literal) continue;
+    if (part.source == KeyTemplate::Source::header && is_hop_by_hop(part.name))
+      fail(w, never_forwarded(part.name));
     if (part.source == KeyTemplate::Source::path && !r.path.has_param(part.name)) {
       fail(w, part.text + " is not a parameter of match.path \"" + r.path.text() + "\"" + of_route);
     }
@@ -272,11 +275,15 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
   }
 
   const Entry& match = require(es, "match", at);
-  std::vector<Entry> ms = entries(match.value, where(match), {{"method", "path"}});
+  std::vector<Entry> ms = entries(match.value, where(match), {{"method", "path", "format_suffix"}});
   r.methods = methods(require(ms, "method", where(match)));
   const Entry& path = require(ms, "path", where(match));
-  Result<PathPattern> pattern = PathPattern::parse(scalar(path, "a path such as /orders"));
-  if (!pattern) fail(path, pattern.status().message());
+  const Entry* format_suffix = find(ms, "format_suffix");
+  Result<PathPattern> pattern =
+      PathPattern::parse(scalar(path, "a path such as /orders"), format_suffix && boolean(*format_suffix));
+  if (!pattern)
+    fail(format_suffix && pattern.status().message().starts_with("format_suffix") ? *format_suffix : path,
+         pattern.status().message());
   r.path = std::move(*pattern);
 
   const Entry* key = find(es, "key");
