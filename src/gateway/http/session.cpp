@@ -55,36 +55,49 @@ HttpResponse header_too_large(unsigned version) {
 
 // http::async_read_header, with one more refusal: a field line continued on the next line
 // (obs-fold, RFC 9112 §5.2), which a server may refuse and which proxies in front may
-// unfold differently.
-awaitable<std::pair<beast::error_code, std::size_t>> read_head(
-    beast::tcp_stream& stream, beast::flat_buffer& buffer, http::request_parser<http::empty_body>& parser) {
-  // The parser consumes nothing until the whole head is there, so the buffer's start stays
-  // put: only the bytes that arrived since the last look are scanned (a head sent byte by
-  // byte must not cost quadratic time).
-  std::size_t scanned = 0;
+// unfold differently; and the header limit counted over the whole head. Returns the head's
+// size in bytes.
+// Beast takes the request line and each complete field line as they arrive (consuming them
+// from the buffer) and unfolds an obs-fold itself, so both checks count from the head's
+// first byte, not the buffer's: whatever the segmentation, a continuation line is refused
+// and a head longer than `header_limit` gets header_limit. Each byte is scanned once (a head
+// sent byte by byte must not cost quadratic time).
+awaitable<std::pair<beast::error_code, std::size_t>> read_head(beast::tcp_stream& stream,
+                                                              beast::flat_buffer& buffer,
+                                                              http::request_parser<http::empty_body>& parser,
+                                                              std::size_t header_limit) {
+  std::size_t consumed = 0;  // head bytes the parser has taken from the buffer
+  std::size_t scanned = 0;   // head bytes looked at, from the head's first byte
+  char last = '\0';          // the byte before `scanned`
   bool head_ended = false;
   for (;;) {
     if (buffer.size() > 0) {
       const std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
-      for (; !head_ended && scanned < data.size(); ++scanned) {
-        if (scanned == 0 || data[scanned - 1] != '\n') continue;
-        const char c = data[scanned];
-        if (c == ' ' || c == '\t')
-          co_return std::pair{beast::error_code(http::error::bad_field), std::size_t{0}};
-        head_ended = c == '\r';  // the blank line that ends the head
+      for (scanned = std::max(scanned, consumed); !head_ended && scanned < consumed + data.size(); ++scanned) {
+        const char c = data[scanned - consumed];
+        if (scanned > 0 && last == '\n') {
+          if (c == ' ' || c == '\t')
+            co_return std::pair{beast::error_code(http::error::bad_field), std::size_t{0}};
+          head_ended = c == '\r';  // the blank line that ends the head
+        }
+        last = c;
       }
+      // The parser sees no more than what is left of the limit: a head that ends past it
+      // is never taken whole.
+      const std::size_t room = header_limit > consumed ? header_limit - consumed : 0;
       beast::error_code ec;
-      const std::size_t n = parser.put(buffer.data(), ec);
+      const std::size_t n = parser.put(asio::buffer(data.data(), std::min(data.size(), room)), ec);
       buffer.consume(n);
-      if (ec != http::error::need_more) co_return std::pair{ec, n};
-      if (buffer.size() >= buffer.max_size())
-        co_return std::pair{beast::error_code(http::error::header_limit), n};
+      consumed += n;
+      if (ec != http::error::need_more) co_return std::pair{ec, consumed};
+      if (consumed + buffer.size() >= header_limit || buffer.size() >= buffer.max_size())
+        co_return std::pair{beast::error_code(http::error::header_limit), consumed};
     }
     const std::size_t room = std::min<std::size_t>(buffer.max_size() - buffer.size(), kReadPiece);
     auto [ec, n] = co_await stream.async_read_some(buffer.prepare(room), util::kUseTuple);
     buffer.commit(n);
     if (ec == asio::error::eof)
-      ec = buffer.size() > 0 ? http::error::partial_message : http::error::end_of_stream;
+      ec = consumed + buffer.size() > 0 ? http::error::partial_message : http::error::end_of_stream;
     if (ec) co_return std::pair{ec, std::size_t{0}};
   }
 }
@@ -163,7 +176,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     // them again cost a malloc and a free on every request.
     if (buffer.size() == 0 && buffer.capacity() > kReadPiece) buffer.shrink_to_fit();
     stream.expires_after(limits_.header_timeout);
-    auto [ec, n] = co_await read_head(stream, buffer, req.head);
+    auto [ec, n] = co_await read_head(stream, buffer, req.head, limits_.header_limit);
     conn->idle = false;
     req.head_bytes = n;
     req.body_done = req.head.is_done();
