@@ -63,9 +63,9 @@ HttpResponse header_too_large(unsigned version) {
 // and a head longer than `header_limit` gets header_limit. Each byte is scanned once (a head
 // sent byte by byte must not cost quadratic time).
 awaitable<std::pair<beast::error_code, std::size_t>> read_head(beast::tcp_stream& stream,
-                                                              beast::flat_buffer& buffer,
-                                                              http::request_parser<http::empty_body>& parser,
-                                                              std::size_t header_limit) {
+                                                               beast::flat_buffer& buffer,
+                                                               http::request_parser<http::empty_body>& parser,
+                                                               std::size_t header_limit) {
   std::size_t consumed = 0;  // head bytes the parser has taken from the buffer
   std::size_t scanned = 0;   // head bytes looked at, from the head's first byte
   char last = '\0';          // the byte before `scanned`
@@ -73,7 +73,8 @@ awaitable<std::pair<beast::error_code, std::size_t>> read_head(beast::tcp_stream
   for (;;) {
     if (buffer.size() > 0) {
       const std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
-      for (scanned = std::max(scanned, consumed); !head_ended && scanned < consumed + data.size(); ++scanned) {
+      for (scanned = std::max(scanned, consumed); !head_ended && scanned < consumed + data.size();
+           ++scanned) {
         const char c = data[scanned - consumed];
         if (scanned > 0 && last == '\n') {
           if (c == ' ' || c == '\t')
