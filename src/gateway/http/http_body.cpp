@@ -1,5 +1,9 @@
 #include "gateway/http/http_body.h"
 
+#include <algorithm>
+#include <functional>
+#include <iterator>
+
 #include <boost/beast/http/error.hpp>
 
 namespace idem::gateway {
@@ -40,14 +44,12 @@ void ChunkGuard::read_failed(const boost::system::error_code& ec) noexcept {
 
 bool ChunkGuard::finish(boost::beast::http::fields& fields) {
   if (!chunked_) return true;  // only a chunked body ends in trailers
-  // Every field that is not one of the head's (counted with multiplicity) is a trailer.
-  std::vector<bool> matched(head_.size(), false);
+  if (static_cast<std::size_t>(std::distance(fields.begin(), fields.end())) == head_.size())
+    return true;  // none came (the usual case)
+  // Every field that is not one of the head's is a trailer.
+  std::sort(head_.begin(), head_.end(), std::less<>());
   for (auto it = fields.begin(); it != fields.end();) {
-    bool from_head = false;
-    for (std::size_t i = 0; i < head_.size() && !from_head; ++i)
-      if (!matched[i] && head_[i].first == it->name_string() && head_[i].second == it->value())
-        from_head = matched[i] = true;
-    if (from_head) {
+    if (std::binary_search(head_.begin(), head_.end(), &*it, std::less<>())) {
       ++it;
       continue;
     }
