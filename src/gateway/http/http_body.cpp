@@ -16,18 +16,32 @@ bool BodyBudget::take(std::uint64_t n) noexcept {
   return true;
 }
 
-void ChunkGuard::on_chunk(std::uint64_t size, std::string_view extensions, boost::system::error_code& ec) {
+bool BudgetedBody::reader::grow(std::size_t n, boost::system::error_code& ec) {
+  std::string& data = body_.data;
+  const std::uint64_t need = data.size() + n;
+  const std::uint64_t held = body_.reservation->held();
+  ec = {};
+  if (need <= held && need <= data.capacity()) return true;
+  // Doubling (so a body is copied a bounded number of times), from a first piece, up to
+  // what the body may become.
+  const std::uint64_t doubled = std::max<std::uint64_t>(kFirstPiece, 2 * held);
+  const std::uint64_t target = std::max({need, held, std::min(doubled, body_.limit)});
+  if (!body_.reservation->take(target - held)) {
+    body_.overloaded = true;
+    ec = boost::system::errc::make_error_code(boost::system::errc::not_enough_memory);
+    return false;
+  }
+  data.reserve(static_cast<std::size_t>(target));
+  return true;
+}
+
+void ChunkGuard::on_chunk(std::uint64_t, std::string_view extensions, boost::system::error_code& ec) {
   // Extensions carry nothing the gateway uses, yet each is parsed whole from the buffer:
   // all of them together count against the header limit.
   used_ += extensions.size();
   if (used_ > header_limit_) {
     failure_ = Failure::head_too_large;
     ec = boost::beast::http::error::header_limit;
-    return;
-  }
-  if (reservation_ && size > 0 && !reservation_->take(size)) {
-    failure_ = Failure::overloaded;
-    ec = boost::beast::http::error::body_limit;
   }
 }
 

@@ -1,6 +1,9 @@
 // load_config_text: reads the document key by key through a YamlReader, so every error
 // names its line and dotted key, then checks the rules that tie settings together.
+#include <algorithm>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gateway/model/config/config.h"
@@ -11,8 +14,12 @@
 namespace idem::gateway {
 namespace {
 
-const Names kTopKeys = {"listen",   "upstream", "upstream_idle_timeout", "store", "admin",
+const Names kTopKeys = {"listen",   "upstream", "upstream_idle_timeout", "store", "admin", "limits",
                         "defaults", "tokens",   "replay_cache",          "routes"};
+const Names kLimitKeys = {"connections", "connections_per_client", "buffered_bodies",
+                          "buffered_bodies_per_client"};
+constexpr std::uint64_t kMaxConnections = 1u << 20;
+constexpr std::uint64_t kDefaultBodiesPerClient = kClientLimits.buffered_bodies_per_client;
 const Names kPolicyKeys = {"retention",   "lease",          "wait",         "upstream_timeout",
                            "subject",     "on_store_error", "on_duplicate", "on_uncertain",
                            "fingerprint", "cache_5xx",      "max_body",     "max_result"};
@@ -62,6 +69,13 @@ class ConfigReader : public YamlReader {
   FingerprintRule fingerprint(const Entry& e, PolicyOrigin& origin) const;
   void read_policy(const std::vector<Entry>& es, Policy& p, PolicyOrigin& origin) const;
   void read_admin(const Entry& admin, Config& c) const;
+  // `limits` or `admin.limits` into `l`; the entry of buffered_bodies_per_client, if given.
+  std::optional<Entry> read_limits(const Entry& e, ListenerLimits& l) const;
+  // The rules between a listener's limits, and that one client's share of the body budget
+  // holds `largest_body` (`body_of` names it, `remedy` ends the error): `per_client` is the
+  // entry that set that share, if any.
+  void check_limits(const ListenerLimits& l, const Entry& at, const std::optional<Entry>& per_client,
+                    std::uint64_t largest_body, const std::string& body_of, const std::string& remedy) const;
   void read_tokens(const Entry& tokens, Config& c) const;
   void read_replay_cache(const Entry& cache, Config& c) const;
   std::vector<std::string> methods(const Entry& e) const;
@@ -151,8 +165,53 @@ void ConfigReader::read_policy(const std::vector<Entry>& es, Policy& p, PolicyOr
   }
 }
 
+// A size as a config would write it: "32MiB", "1536KiB", "100B".
+std::string size_text(std::uint64_t bytes) {
+  for (auto [shift, unit] : {std::pair{30, "GiB"}, std::pair{20, "MiB"}, std::pair{10, "KiB"}})
+    if (bytes != 0 && bytes % (std::uint64_t{1} << shift) == 0) return std::to_string(bytes >> shift) + unit;
+  return std::to_string(bytes) + "B";
+}
+
+std::optional<Entry> ConfigReader::read_limits(const Entry& e, ListenerLimits& l) const {
+  std::vector<Entry> es = entries(e.value, where(e), {kLimitKeys});
+  // A per-client cap left out is its default, within the listener's cap.
+  if (const Entry* c = find(es, "connections")) l.connections = count(*c, 1, kMaxConnections);
+  if (const Entry* c = find(es, "connections_per_client"))
+    l.connections_per_client = count(*c, 1, kMaxConnections);
+  else
+    l.connections_per_client = std::min(l.connections_per_client, l.connections);
+  if (const Entry* b = find(es, "buffered_bodies")) l.buffered_bodies = size(*b);
+  const Entry* per_client = find(es, "buffered_bodies_per_client");
+  if (!per_client) {
+    l.buffered_bodies_per_client = std::min(l.buffered_bodies_per_client, l.buffered_bodies);
+    return std::nullopt;
+  }
+  l.buffered_bodies_per_client = size(*per_client);
+  return *per_client;
+}
+
+void ConfigReader::check_limits(const ListenerLimits& l, const Entry& at,
+                                const std::optional<Entry>& per_client, std::uint64_t largest_body,
+                                const std::string& body_of, const std::string& remedy) const {
+  const Where w = where(at);
+  if (l.connections_per_client > l.connections)
+    fail({w.line, w.path + ".connections_per_client"},
+         "must be at most connections (" + std::to_string(l.connections) + ")");
+  if (per_client && l.buffered_bodies_per_client > l.buffered_bodies)
+    fail(*per_client, "must be at most buffered_bodies (" + size_text(l.buffered_bodies) + ")");
+  if (l.buffered_bodies_per_client < largest_body)
+    fail(per_client ? where(*per_client) : Where{w.line, w.path + ".buffered_bodies"},
+         size_text(per_client ? l.buffered_bodies_per_client : l.buffered_bodies) + " cannot hold " +
+             body_of + ", so no such body could be received: raise it" + remedy);
+}
+
 void ConfigReader::read_admin(const Entry& admin, Config& c) const {
-  std::vector<Entry> es = entries(admin.value, where(admin), {{"listen", "token_env"}});
+  std::vector<Entry> es = entries(admin.value, where(admin), {{"listen", "token_env", "limits"}});
+  if (const Entry* e = find(es, "limits")) {
+    std::optional<Entry> per_client = read_limits(*e, c.admin.limits);
+    check_limits(c.admin.limits, *e, per_client, kAdminBodyLimit,
+                 "the largest admin request body (" + size_text(kAdminBodyLimit) + ")", "");
+  }
   const Entry* listen = find(es, "listen");
   if (listen) {
     Result<ListenAddress> a = parse_listen_address(scalar(*listen, "HOST:PORT or :PORT"));
@@ -362,6 +421,25 @@ Config ConfigReader::read(const YAML::Node& root) {
     c.routes.push_back(default_route(c.defaults));
     check_fingerprint(c.routes.back(), defaults_origin);
   }
+
+  // One client's share of the body budget holds the largest body a route takes: unless
+  // given, 32MiB or that body, whichever is more (within buffered_bodies: a body larger than
+  // that is refused overloaded, as it always was, unless `limits` says otherwise).
+  const Route* largest = &c.routes.front();
+  for (const Route& r : c.routes)
+    if (r.policy.max_body > largest->policy.max_body) largest = &r;
+  const std::uint64_t largest_body = largest->policy.max_body;
+  std::optional<Entry> per_client;
+  const Entry* limits = find(es, "limits");
+  if (limits) per_client = read_limits(*limits, c.limits);
+  if (!per_client)
+    c.limits.buffered_bodies_per_client =
+        std::min(c.limits.buffered_bodies, std::max(kDefaultBodiesPerClient, largest_body));
+  if (limits)
+    check_limits(
+        c.limits, *limits, per_client, largest_body,
+        "the largest body route '" + largest->name + "' takes (max_body " + size_text(largest_body) + ")",
+        ", or lower max_body");
   return c;
 }
 
