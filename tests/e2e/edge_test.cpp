@@ -2,11 +2,13 @@
 // real `idem serve` binary in front of the test upstream, asserting what the client got
 // and what reached the upstream (count and fields). Each attack is bounded in bytes and
 // time; the memory attacks read idem's resident set from /proc while they run.
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -62,7 +64,11 @@ std::uint64_t cpu_ns(int pid) {
 // connection shares one io_context).
 class Raw {
  public:
-  explicit Raw(unsigned short port, int timeout_ms = 5000) : socket_(ioc()) {
+  // `from`: the loopback address to connect from (idem counts connections and bodies per
+  // client address).
+  explicit Raw(unsigned short port, int timeout_ms = 5000, const char* from = "127.0.0.1") : socket_(ioc()) {
+    socket_.open(tcp::v4());
+    socket_.bind(tcp::endpoint(asio::ip::make_address(from), 0));
     socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
     timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -73,6 +79,20 @@ class Raw {
     boost::system::error_code ec;
     asio::write(socket_, asio::buffer(bytes.data(), bytes.size()), ec);
     return !ec;
+  }
+  // What arrives within `wait_ms` (what one read returns), or "".
+  std::string read_within(int wait_ms) {
+    pollfd p{socket_.native_handle(), POLLIN, 0};
+    if (::poll(&p, 1, wait_ms) != 1) return {};
+    char buf[4096];
+    const ssize_t n = ::recv(socket_.native_handle(), buf, sizeof buf, MSG_DONTWAIT);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+  }
+  // Whether the peer has closed (or reset) the connection, without waiting.
+  bool closed_by_peer() {
+    char byte;
+    const ssize_t n = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
   }
   void shutdown_send() {
     boost::system::error_code ec;
@@ -588,8 +608,11 @@ TEST_F(EdgeTest, IdleKeepAliveConnectionsCostLittleMemory) {
   const std::size_t n = std::min<std::size_t>(2000, files.rlim_cur > 200 ? files.rlim_cur - 200 : 0);
   const long before = rss_kib(idem_->pid());
   std::vector<std::unique_ptr<Raw>> conns;
+  // From 200 addresses each (idem keeps 256 connections of one client at most).
+  std::vector<std::string> from;
+  for (std::size_t i = 0; i < n; i += 200) from.push_back("127.0.1." + std::to_string(1 + i / 200));
   for (std::size_t i = 0; i < n; ++i) {
-    conns.push_back(std::make_unique<Raw>(port_));
+    conns.push_back(std::make_unique<Raw>(port_, 5000, from[i / 200].c_str()));
     // Answered by idem itself (400 key-missing), the connection kept alive.
     conns.back()->send("POST /orders HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
   }
@@ -693,6 +716,203 @@ TEST(UpstreamKeepAlive, AnUpstreamClosingIdleConnectionsNeverMakesAKeyUncertain)
     }
     remove_dir(dir);
   }
+}
+
+// --- Slots strangers cannot hold (issue 29) --------------------------------------------
+
+constexpr const char* kFloodToken = "flood-e2e-token";
+
+// The limits as they ship (none in the config); the admin listener with a token, as it
+// would be to face the network.
+std::string flood_config(unsigned short listen, unsigned short upstream, unsigned short admin) {
+  return config_head(listen, upstream, admin, "memory:") + R"(  token_env: IDEM_FLOOD_E2E_TOKEN
+defaults:
+  upstream_timeout: 5s
+routes:
+  - name: orders
+    match: { method: POST, path: /orders }
+)";
+}
+
+class FloodTest : public GatewayE2E {
+ protected:
+  static void SetUpTestSuite() {
+    ::setenv("IDEM_FLOOD_E2E_TOKEN", kFloodToken, 1);
+    start(&flood_config);
+  }
+  // `n` requests on the protected route from 127.0.0.1, one after the other: how many
+  // were served (201).
+  static int legitimate(int n) {
+    int served = 0;
+    for (int i = 0; i < n; ++i) served += post("/orders", unique("legit")).result_int() == 201 ? 1 : 0;
+    return served;
+  }
+};
+
+// 256 sockets that declared a 1 MiB body and sent none of it held the whole body budget:
+// every protected request was answered 503 overloaded for as long as they stayed (30 s at a
+// time). A body's memory is now taken as its bytes arrive.
+TEST_F(FloodTest, SocketsThatDeclareBodiesAndSendNoneHoldNoBudget) {
+  const long before = rss_kib(idem_->pid());
+  std::vector<std::unique_ptr<Raw>> idle;
+  for (int i = 0; i < 256; ++i) {
+    idle.push_back(std::make_unique<Raw>(port_, 5000, "127.0.0.2"));
+    ASSERT_TRUE(idle.back()->send("POST /orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: " + unique("idle") +
+                                  "\r\nContent-Length: 1048576\r\n\r\n"));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // every head read
+  const int served = legitimate(20);
+  std::printf(
+      "256 sockets each declaring a 1 MiB body and sending none: %d of 20 requests of another client "
+      "served; idem RSS %ld -> %ld KiB\n",
+      served, before, rss_kib(idem_->pid()));
+  EXPECT_EQ(served, 20);
+  int closed = 0;
+  for (auto& c : idle) closed += c->closed_by_peer() ? 1 : 0;
+  EXPECT_EQ(closed, 0) << "sockets within their client's caps, with their request begun, were closed";
+}
+
+// One client's bodies share its part of the budget (32 MiB by default): sockets that send
+// all but the last byte of a 1 MiB body get 503 overloaded past it, and other clients are
+// served meanwhile.
+TEST_F(FloodTest, OneClientsBodiesShareItsPartOfTheBudget) {
+  const std::string body(1048575, 'a');
+  std::vector<std::unique_ptr<Raw>> slow;
+  for (int i = 0; i < 40; ++i) {
+    slow.push_back(std::make_unique<Raw>(port_, 2000, "127.0.0.3"));
+    slow.back()->send("POST /orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: " + unique("slow") +
+                      "\r\nContent-Length: 1048576\r\n\r\n" + body);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  int refused = 0;
+  for (auto& c : slow) refused += c->read_within(10).starts_with("HTTP/1.1 503") ? 1 : 0;
+  const int served = legitimate(20);
+  std::printf(
+      "40 bodies of 1 MiB held back by their last byte from one client: %d refused overloaded, %d of 20 "
+      "requests of another client served; idem RSS %ld KiB\n",
+      refused, served, rss_kib(idem_->pid()));
+  EXPECT_EQ(refused, 8) << "32 MiB of bodies a client";
+  EXPECT_EQ(served, 20);
+}
+
+// One client keeps 256 connections at most: past it, the connection that has waited
+// longest for a request is closed to make room, and other clients are served meanwhile.
+TEST_F(FloodTest, OneClientsConnectionsAreCappedTheLongestWaitingClosedFirst) {
+  std::vector<std::unique_ptr<Raw>> conns;
+  for (int i = 0; i < 300; ++i) conns.push_back(std::make_unique<Raw>(port_, 2000, "127.0.0.4"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  int closed_first = 0, closed_rest = 0;
+  for (int i = 0; i < 300; ++i) (i < 44 ? closed_first : closed_rest) += conns[i]->closed_by_peer() ? 1 : 0;
+  EXPECT_EQ(closed_first, 44) << "the 44 oldest make room";
+  EXPECT_EQ(closed_rest, 0);
+  EXPECT_EQ(legitimate(20), 20);
+}
+
+// The admin listener read a body (up to 1 MiB, of the shared budget) before it checked the
+// token. It now answers from the head: 401 at once, the body never read; and a probe reads
+// no body either.
+TEST_F(FloodTest, TheAdminListenerAnswersFromTheHeadBeforeReadingABody) {
+  for (const char* head : {"POST /v1/begin HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                           "Content-Length: 1048576\r\n\r\n{",
+                           "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1048576\r\n\r\n"}) {
+    const auto t0 = Clock::now();
+    Raw c(admin_, 3000);
+    c.send(head);
+    std::string out;
+    EXPECT_TRUE(c.read_until(out, "\r\n\r\n")) << head;
+    EXPECT_TRUE(out.starts_with(std::string_view(head).starts_with("GET") ? "HTTP/1.1 200" : "HTTP/1.1 401"))
+        << head << ": " << out.substr(0, 100);
+    EXPECT_LT(Clock::now() - t0, std::chrono::seconds(1)) << head;
+  }
+}
+
+// 64 idle connections took the admin listener down, token mode included: /healthz stopped
+// answering (0 of 10 probes in 25 s with 128 reconnecting sockets), so an orchestrator
+// would restart a healthy gateway. At a cap the connection that has waited longest for a
+// request now makes room, so probes and the operator are served through the flood, from the
+// flood's own address too.
+TEST_F(FloodTest, ProbesAreAnsweredThroughAFloodOfIdleSocketsOnTheAdminListener) {
+  for (const char* from : {"127.0.0.5", "127.0.0.1"}) {
+    const long before = rss_kib(idem_->pid());
+    std::atomic<bool> stop{false};
+    std::atomic<int> connections{0};
+    std::vector<std::thread> flood;
+    for (int i = 0; i < 128; ++i)
+      flood.emplace_back([&] {
+        while (!stop.load()) {  // each holds a connection, and opens another once it is closed
+          try {
+            Raw c(admin_, 200, from);
+            connections.fetch_add(1);
+            while (!stop.load() && !c.closed_by_peer())
+              std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          } catch (const std::exception&) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          }
+        }
+      });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    int probes = 0, authorised = 0;
+    Clock::duration slowest{};
+    for (int i = 0; i < 20; ++i) {
+      const auto t0 = Clock::now();
+      Response r =
+          request(admin_, verb::get, i % 2 ? "/readyz" : "/healthz", {}, "", std::chrono::seconds(1));
+      slowest = std::max(slowest, Clock::now() - t0);
+      probes += r.result_int() == 200 ? 1 : 0;
+      if (i % 4 == 0) {
+        Response begun = request(
+            admin_, verb::post, "/v1/begin",
+            {{"Authorization", std::string("Bearer ") + kFloodToken}, {"Content-Type", "application/json"}},
+            R"({"scope":"flood","key":")" + unique("k") + R"(","lease_ms":1000})", std::chrono::seconds(1));
+        authorised += begun.result_int() == 200 ? 1 : 0;
+      }
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(250) -
+          std::min<Clock::duration>(Clock::now() - t0, std::chrono::milliseconds(250)));
+    }
+    const long during = rss_kib(idem_->pid());
+    stop.store(true);
+    for (auto& t : flood) t.join();
+    std::printf(
+        "admin listener, 128 idle sockets from %s reconnecting as they are closed (%d connections): %d "
+        "of 20 probes answered (slowest %lld ms), %d of 5 authorised control calls served; idem RSS %ld "
+        "-> %ld KiB\n",
+        from, connections.load(), probes,
+        static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(slowest).count()),
+        authorised, before, during);
+    EXPECT_EQ(probes, 20) << from;
+    EXPECT_EQ(authorised, 5) << from;
+  }
+}
+
+// With a route whose max_body is 256 MiB or more, one socket declaring such a body held
+// the whole budget.
+TEST(FloodOneSocket, OneSocketDeclaringAHugeBodyHoldsNoBudget) {
+  const std::string dir = temp_dir();
+  Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
+  const unsigned short port = free_port(), admin = free_port();
+  write_file(dir + "/idem.yaml", config_head(port, upstream.port(), admin, "memory:") + R"(routes:
+  - name: orders
+    match: { method: POST, path: /orders }
+  - name: uploads
+    match: { method: POST, path: /uploads }
+    max_body: 512MiB
+)");
+  Process idem({IDEM_BIN, "serve", "--config", dir + "/idem.yaml"}, dir + "/idem.log");
+  ASSERT_TRUE(wait_healthy(admin, 5000));
+  Raw huge(port, 5000, "127.0.0.6");
+  huge.send(
+      "POST /uploads HTTP/1.1\r\nHost: x\r\nIdempotency-Key: huge\r\nContent-Length: 268435456\r\n\r\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int served = 0;
+  for (int i = 0; i < 10; ++i)
+    served += request(port, verb::post, "/orders", {{"Idempotency-Key", "o-" + std::to_string(i)}}, "{}")
+                          .result_int() == 201
+                  ? 1
+                  : 0;
+  std::printf("one socket declaring a 256 MiB body: %d of 10 requests of another client served\n", served);
+  EXPECT_EQ(served, 10);
+  remove_dir(dir);
 }
 
 }  // namespace
