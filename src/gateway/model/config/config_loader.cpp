@@ -69,12 +69,11 @@ class ConfigReader : public YamlReader {
   FingerprintRule fingerprint(const Entry& e, PolicyOrigin& origin) const;
   void read_policy(const std::vector<Entry>& es, Policy& p, PolicyOrigin& origin) const;
   void read_admin(const Entry& admin, Config& c) const;
-  // `limits` or `admin.limits` into `l`; the entry of buffered_bodies_per_client, if given.
-  std::optional<Entry> read_limits(const Entry& e, ListenerLimits& l) const;
-  // The rules between a listener's limits, and that one client's share of the body budget
-  // holds `largest_body` (`body_of` names it, `remedy` ends the error): `per_client` is the
-  // entry that set that share, if any.
-  void check_limits(const ListenerLimits& l, const Entry& at, const std::optional<Entry>& per_client,
+  // `limits` or `admin.limits` into `l`; the keys it gives.
+  std::vector<Entry> read_limits(const Entry& e, ListenerLimits& l) const;
+  // The rules between a listener's limits (`given` at `at`), and that one client's share of
+  // the body budget holds `largest_body` (`body_of` names it, `remedy` ends the error).
+  void check_limits(const ListenerLimits& l, const Entry& at, const std::vector<Entry>& given,
                     std::uint64_t largest_body, const std::string& body_of, const std::string& remedy) const;
   void read_tokens(const Entry& tokens, Config& c) const;
   void read_replay_cache(const Entry& cache, Config& c) const;
@@ -172,7 +171,7 @@ std::string size_text(std::uint64_t bytes) {
   return std::to_string(bytes) + "B";
 }
 
-std::optional<Entry> ConfigReader::read_limits(const Entry& e, ListenerLimits& l) const {
+std::vector<Entry> ConfigReader::read_limits(const Entry& e, ListenerLimits& l) const {
   std::vector<Entry> es = entries(e.value, where(e), {kLimitKeys});
   // A per-client cap left out is its default, within the listener's cap.
   if (const Entry* c = find(es, "connections")) l.connections = count(*c, 1, kMaxConnections);
@@ -181,35 +180,38 @@ std::optional<Entry> ConfigReader::read_limits(const Entry& e, ListenerLimits& l
   else
     l.connections_per_client = std::min(l.connections_per_client, l.connections);
   if (const Entry* b = find(es, "buffered_bodies")) l.buffered_bodies = size(*b);
-  const Entry* per_client = find(es, "buffered_bodies_per_client");
-  if (!per_client) {
+  if (const Entry* b = find(es, "buffered_bodies_per_client"))
+    l.buffered_bodies_per_client = size(*b);
+  else
     l.buffered_bodies_per_client = std::min(l.buffered_bodies_per_client, l.buffered_bodies);
-    return std::nullopt;
-  }
-  l.buffered_bodies_per_client = size(*per_client);
-  return *per_client;
+  return es;
 }
 
-void ConfigReader::check_limits(const ListenerLimits& l, const Entry& at,
-                                const std::optional<Entry>& per_client, std::uint64_t largest_body,
-                                const std::string& body_of, const std::string& remedy) const {
-  const Where w = where(at);
+void ConfigReader::check_limits(const ListenerLimits& l, const Entry& at, const std::vector<Entry>& given,
+                                std::uint64_t largest_body, const std::string& body_of,
+                                const std::string& remedy) const {
+  // A rule broken by a default is told at the key that set the other side.
+  const auto at_key = [&](const char* name) {
+    const Entry* e = find(given, name);
+    return e ? where(*e) : Where{where(at).line, where(at).path + "." + name};
+  };
   if (l.connections_per_client > l.connections)
-    fail({w.line, w.path + ".connections_per_client"},
+    fail(at_key("connections_per_client"),
          "must be at most connections (" + std::to_string(l.connections) + ")");
+  const Entry* per_client = find(given, "buffered_bodies_per_client");
   if (per_client && l.buffered_bodies_per_client > l.buffered_bodies)
     fail(*per_client, "must be at most buffered_bodies (" + size_text(l.buffered_bodies) + ")");
   if (l.buffered_bodies_per_client < largest_body)
-    fail(per_client ? where(*per_client) : Where{w.line, w.path + ".buffered_bodies"},
-         size_text(per_client ? l.buffered_bodies_per_client : l.buffered_bodies) + " cannot hold " +
-             body_of + ", so no such body could be received: raise it" + remedy);
+    fail(at_key(per_client ? "buffered_bodies_per_client" : "buffered_bodies"),
+         size_text(l.buffered_bodies_per_client) + " cannot hold " + body_of +
+             ", so no such body could be received: raise it" + remedy);
 }
 
 void ConfigReader::read_admin(const Entry& admin, Config& c) const {
   std::vector<Entry> es = entries(admin.value, where(admin), {{"listen", "token_env", "limits"}});
   if (const Entry* e = find(es, "limits")) {
-    std::optional<Entry> per_client = read_limits(*e, c.admin.limits);
-    check_limits(c.admin.limits, *e, per_client, kAdminBodyLimit,
+    const std::vector<Entry> given = read_limits(*e, c.admin.limits);
+    check_limits(c.admin.limits, *e, given, kAdminBodyLimit,
                  "the largest admin request body (" + size_text(kAdminBodyLimit) + ")", "");
   }
   const Entry* listen = find(es, "listen");
@@ -429,15 +431,15 @@ Config ConfigReader::read(const YAML::Node& root) {
   for (const Route& r : c.routes)
     if (r.policy.max_body > largest->policy.max_body) largest = &r;
   const std::uint64_t largest_body = largest->policy.max_body;
-  std::optional<Entry> per_client;
+  std::vector<Entry> given;
   const Entry* limits = find(es, "limits");
-  if (limits) per_client = read_limits(*limits, c.limits);
-  if (!per_client)
+  if (limits) given = read_limits(*limits, c.limits);
+  if (!find(given, "buffered_bodies_per_client"))
     c.limits.buffered_bodies_per_client =
         std::min(c.limits.buffered_bodies, std::max(kDefaultBodiesPerClient, largest_body));
   if (limits)
     check_limits(
-        c.limits, *limits, per_client, largest_body,
+        c.limits, *limits, given, largest_body,
         "the largest body route '" + largest->name + "' takes (max_body " + size_text(largest_body) + ")",
         ", or lower max_body");
   return c;
