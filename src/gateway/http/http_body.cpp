@@ -25,7 +25,7 @@ bool BudgetedBody::reader::grow(std::size_t n, boost::system::error_code& ec) {
   // Doubling (so a body is copied a bounded number of times), from a first piece, up to
   // what the body may become.
   const std::uint64_t doubled = std::max<std::uint64_t>(kFirstPiece, 2 * held);
-  const std::uint64_t target = std::max({need, held, std::min(doubled, body_.limit)});
+  const std::uint64_t target = std::max({need, held, body_.limit ? std::min(doubled, body_.limit) : doubled});
   if (!body_.reservation->take(target - held)) {
     body_.overloaded = true;
     ec = boost::system::errc::make_error_code(boost::system::errc::not_enough_memory);

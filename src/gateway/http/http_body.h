@@ -86,7 +86,7 @@ struct BudgetedBody {
   struct value_type {
     std::string data;
     BodyReservation* reservation = nullptr;  // set before the read
-    std::uint64_t limit = 0;                 // the largest body the read takes
+    std::uint64_t limit = 0;                 // the largest body the read takes; 0: none
     bool overloaded = false;
   };
 

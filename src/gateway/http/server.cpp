@@ -126,7 +126,8 @@ awaitable<void> Server::accept_loop(Listener& listener) {
     // the client holding the most connections. With none waiting, or twice the cap open (those
     // being closed too), wait for one to close (connection_closed cancels the gate; the short
     // expiry only bounds the wait should a wake-up race past it).
-    while (!stopping_.load()) {
+    // (The admin listener serves while the client listener drains.)
+    while (!closing_.load() && (listener.admin || !stopping_.load())) {
       const auto open = static_cast<std::int64_t>(listener.open.load());
       const auto cap = static_cast<std::int64_t>(listener.limits.connections);
       if (open - static_cast<std::int64_t>(listener.closing.load()) < cap && open < 2 * cap) break;
