@@ -774,7 +774,7 @@ TEST_F(FloodTest, SocketsThatDeclareBodiesAndSendNoneHoldNoBudget) {
 
 // One client's bodies share its part of the budget (32 MiB by default): sockets that send
 // all but the last byte of a 1 MiB body get 503 overloaded past it, and other clients are
-// served meanwhile.
+// served meanwhile. (Before, one budget for all: none was refused.)
 TEST_F(FloodTest, OneClientsBodiesShareItsPartOfTheBudget) {
   const std::string body(1048575, 'a');
   std::vector<std::unique_ptr<Raw>> slow;
@@ -791,7 +791,10 @@ TEST_F(FloodTest, OneClientsBodiesShareItsPartOfTheBudget) {
       "40 bodies of 1 MiB held back by their last byte from one client: %d refused overloaded, %d of 20 "
       "requests of another client served; idem RSS %ld KiB\n",
       refused, served, rss_kib(idem_->pid()));
-  EXPECT_EQ(refused, 8) << "32 MiB of bodies a client";
+  // 32 hold 1 MiB each; more may be refused when a later body held part of the budget as an
+  // earlier one grew, never most of them.
+  EXPECT_GE(refused, 8) << "32 MiB of bodies a client";
+  EXPECT_LE(refused, 16);
   EXPECT_EQ(served, 20);
 }
 
