@@ -105,21 +105,18 @@ int list_records(const std::string& uri, std::string_view key_space, std::string
   return kOk;
 }
 
-// Raises the open-files limit to what the system allows, and keeps the client connections
-// to what it leaves: each may hold an upstream connection too, plus the store's files.
-ServerLimits server_limits() {
-  ServerLimits limits;
+// Raises the open-files limit to what the system allows, and returns how many client
+// connections it leaves room for: each may hold an upstream connection too, plus the
+// store's files.
+std::size_t max_client_connections() {
   rlimit files{};
-  if (::getrlimit(RLIMIT_NOFILE, &files) == 0) {
-    if (files.rlim_cur < files.rlim_max) {
-      files.rlim_cur = files.rlim_max;
-      ::setrlimit(RLIMIT_NOFILE, &files);
-      ::getrlimit(RLIMIT_NOFILE, &files);
-    }
-    const auto usable = files.rlim_cur > 128 ? (files.rlim_cur - 128) / 2 : 16;
-    limits.max_connections = std::min<std::size_t>(limits.max_connections, usable);
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0) return SIZE_MAX;
+  if (files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+    ::getrlimit(RLIMIT_NOFILE, &files);
   }
-  return limits;
+  return files.rlim_cur > 128 ? (files.rlim_cur - 128) / 2 : 16;
 }
 
 int serve(const std::string& config_file, const CliOverrides& flags) {
@@ -170,7 +167,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   std::unique_ptr<Runtime> runtime;
   try {
     RuntimeOptions options;
-    options.limits = server_limits();
+    options.max_client_connections = max_client_connections();
     options.config_file = config_file;
     options.flags = flags;
     runtime = std::make_unique<Runtime>(config, *store, std::move(options));

@@ -39,4 +39,14 @@ constexpr bool is_token(std::string_view s) noexcept {
   return true;
 }
 
+// The order of `a` and `b` with ASCII letters compared without case (then by length): the
+// order in which a list of names sorted once answers iequals lookups by binary search.
+constexpr bool iless(std::string_view a, std::string_view b) noexcept {
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const char x = ascii_lower(a[i]), y = ascii_lower(b[i]);
+    if (x != y) return x < y;
+  }
+  return a.size() < b.size();
+}
+
 }  // namespace idem::util

@@ -110,6 +110,7 @@ void serve(tcp::socket& socket) {
     }
     http::request_parser<http::string_body> parser;
     parser.body_limit(64ull * 1024 * 1024);
+    parser.header_limit(64 * 1024);  // the gateway forwards heads up to its own 16 KiB and more
     http::read(socket, buffer, parser, ec);
     if (ec) return;
     http::request<http::string_body> req = parser.release();

@@ -29,11 +29,18 @@ class Admin final : public RequestHandler {
   // `cache` (may be null): the gateway's replay cache, which forgets what DELETE removes.
   Admin(const Config& config, Store& store, Metrics& metrics, ReplayCache* cache);
 
-  // The admin listener's handler (http/handler.h): reads the body whole, at most 1 MiB,
-  // and answers it with handle().
+  // The admin listener's handler (http/handler.h): decides from the head whether the
+  // request may be served (refuse()) and answers a probe, before it reads a byte of body;
+  // then reads the body whole, at most 1 MiB, and answers it with handle().
   boost::asio::awaitable<std::optional<Answer>> serve(HttpExchange& exchange) override;
   // Answers one fully read admin request. Never throws.
   boost::asio::awaitable<HttpResponse> handle(const HttpRequest& req);
+  // The answer a request gets from its head alone, or nullopt when it may be served: 403
+  // for a foreign Origin or (without a token) Host, 404 for no such endpoint, 401 without
+  // the token where one is required (docs/admin.md). Never for a GET of /healthz, /readyz
+  // or /metrics that passes the Origin and Host rules. `keep_alive`: whether the client lets
+  // the connection be kept.
+  std::optional<HttpResponse> refuse(const http::request_header<>& head, bool keep_alive) const;
 
   // SIGHUP: the control API's defaults (lease, retention, token ttl) and the admin token of
   // `next` apply from the next request on.
@@ -43,6 +50,8 @@ class Admin final : public RequestHandler {
   void set_draining() noexcept { draining_.store(true); }
 
  private:
+  // GET /healthz, /readyz or /metrics (`head` passed refuse()).
+  boost::asio::awaitable<HttpResponse> probe(const http::request_header<>& head, bool keep_alive);
   boost::asio::awaitable<HttpResponse> records(const HttpRequest& req, std::string_view rest);
   boost::asio::awaitable<HttpResponse> list_records(const HttpRequest& req);
   // POST /v1/<op>: the endpoint of the table in admin.cpp that `op` names.

@@ -28,7 +28,11 @@ namespace idem::gateway {
 
 struct RuntimeOptions {
   unsigned threads = 0;  // I/O threads; 0: one per core
+  // The header limit and timeouts. The listeners' caps come from the config (`limits`,
+  // `admin.limits`), the client listener's connections at most `max_client_connections`
+  // (idem serve: what the open-files limit leaves).
   ServerLimits limits;
+  std::size_t max_client_connections = SIZE_MAX;
   // What reload() reads again, with `flags` over it; "" makes reload() refuse.
   std::string config_file;
   CliOverrides flags;

@@ -4,7 +4,6 @@
 #include <array>
 #include <span>
 #include <string>
-#include <vector>
 
 #include <boost/json.hpp>
 
@@ -58,34 +57,24 @@ HttpResponse json_response(http::status status, std::string body, unsigned versi
   return res;
 }
 
+ConnectionNames::ConnectionNames(const http::fields& fields) {
+  for_each_connection_name(fields, [&](std::string_view name) { names_.push_back(name); });
+  const std::span<std::string_view> names = names_.views();
+  std::sort(names.begin(), names.end(), util::iless);
+}
+
+bool ConnectionNames::contains(std::string_view name) const noexcept {
+  const std::span<const std::string_view> names = names_.views();
+  return std::binary_search(names.begin(), names.end(), name, util::iless);
+}
+
 void strip_hop_by_hop(http::fields& fields) {
-  // One pass, no copies (it runs on every forwarded request and response). The names the
-  // Connection fields list are views into them: those fields go last.
-  std::array<std::string_view, 8> names;
-  std::size_t n = 0;
-  bool many = false;
-  for_each_connection_name(fields, [&](std::string_view name) {
-    if (n < names.size())
-      names[n++] = name;
-    else
-      many = true;
-  });
-  if (many) {
-    // A long list: copy it and erase by name (never the Connection fields, which go last).
-    std::vector<std::string> copied;
-    for_each_connection_name(fields, [&](std::string_view name) { copied.emplace_back(name); });
-    for (const auto& name : copied)
-      if (!util::iequals(name, "connection")) fields.erase(name);
-    n = 0;
-  }
-  const std::span<const std::string_view> listed(names.data(), n);
+  // One pass, no copies (it runs on every forwarded request and response). The listed names
+  // are views into the Connection fields: those go last.
+  const ConnectionNames listed(fields);
   for (auto it = fields.begin(); it != fields.end();) {
-    const std::string_view name = it->name_string();
-    const bool drop =
-        it->name() != http::field::connection &&
-        (is_hop_by_hop(it->name()) || std::any_of(listed.begin(), listed.end(), [&](std::string_view l) {
-           return util::iequals(l, name);
-         }));
+    const bool drop = it->name() != http::field::connection &&
+                      (is_hop_by_hop(it->name()) || listed.contains(it->name_string()));
     it = drop ? fields.erase(it) : std::next(it);
   }
   fields.erase(http::field::connection);

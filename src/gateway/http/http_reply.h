@@ -48,6 +48,10 @@ class ViewList {
     return n_ > kInline ? std::span<const std::string_view>(many_)
                         : std::span<const std::string_view>(inline_.data(), n_);
   }
+  std::span<std::string_view> views() noexcept {
+    return n_ > kInline ? std::span<std::string_view>(many_)
+                        : std::span<std::string_view>(inline_.data(), n_);
+  }
 
  private:
   static constexpr std::size_t kInline = 8;
@@ -72,6 +76,21 @@ void for_each_connection_name(const http::fields& fields, Fn&& fn) {
     }
   }
 }
+
+// The names the Connection fields of a message list (for_each_connection_name), as views
+// into those fields, sorted once so that asking of each field whether it is listed costs
+// O(log n): a pass over the fields stays linear in them however long the list is (a head of
+// 4,000 fields and a Connection list as long cost 16 million comparisons before: issue 29).
+class ConnectionNames {
+ public:
+  explicit ConnectionNames(const http::fields& fields);
+  // Whether `name` is listed, in any case.
+  bool contains(std::string_view name) const noexcept;
+  bool empty() const noexcept { return names_.views().empty(); }
+
+ private:
+  ViewList names_;
+};
 
 // kHopByHopFields (hop_by_hop.h) by Beast's code for the name. Beast knows each of those
 // names (whatever their case; a test checks), so a field whose name it does not know is

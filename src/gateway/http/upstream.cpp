@@ -134,13 +134,7 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
   // of the name and appends the new one at the end, so the order is: the client's fields
   // that stay, then X-Forwarded-For, X-Forwarded-Proto, X-Request-Id (when it is set),
   // Content-Length (when the framing is recomputed), then `set`.
-  ViewList listed_names;
-  for_each_connection_name(client, [&](std::string_view name) { listed_names.push_back(name); });
-  const std::span<const std::string_view> listed = listed_names.views();
-  auto named_in = [](std::span<const std::string_view> names, std::string_view name) {
-    return std::any_of(names.begin(), names.end(),
-                       [&](std::string_view n) { return util::iequals(n, name); });
-  };
+  const ConnectionNames listed(client);
   // make_forward_request recomputes the framing of a body and of POST, PUT and PATCH:
   // prepare_payload sets Content-Length for a body and for an empty one on POST and PUT,
   // and removes it from an empty PATCH. Other requests keep the client's.
@@ -160,7 +154,7 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
   h.append(" HTTP/1.1\r\n", 11);
   for (const auto& f : client) {
     const std::string_view name = f.name_string();
-    if (is_hop_by_hop(f.name()) || named_in(listed, name)) continue;  // strip_hop_by_hop
+    if (is_hop_by_hop(f.name()) || listed.contains(name)) continue;  // strip_hop_by_hop
     if (f.name() == http::field::expect || util::iequals(name, kFenceHeader)) continue;
     if (util::iequals(name, kForwardedForHeader)) {
       xff.push_back(f.value());

@@ -44,7 +44,7 @@ TEST(ConfigError, ControlCharactersAreWrittenAsHex) {
   EXPECT_EQ(e.reason(), "b\\x00c\\x1b[31m\\x7f");
   EXPECT_EQ(error(std::string_view("\x01x: 1\n", 6)),
             "idem.yaml:1: \\x01x: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
-            "store, admin, defaults, "
+            "store, admin, limits, defaults, "
             "tokens, replay_cache, routes)");
   const char nul_escape[] = "up/127.020.1 \0\0\0\0\0\0\0.020.1:9000\n";
   EXPECT_EQ(error(std::string_view(nul_escape, sizeof nul_escape - 1)),
@@ -90,10 +90,13 @@ TEST(ConfigRules, StrayCommaIsAnErrorNotAHang) {
 TEST(ConfigRules, UnknownKeysAnywhere) {
   EXPECT_EQ(error("listen: 127.0.0.1:8080\nlistne: 1\n"),
             "idem.yaml:2: listne: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
-            "store, admin, defaults, "
+            "store, admin, limits, defaults, "
             "tokens, replay_cache, routes)");
   EXPECT_ERROR("admin:\n  token: x\n",
-               "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env)");
+               "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env, limits)");
+  EXPECT_ERROR("limits:\n  connection: 1\n",
+               "idem.yaml:2: limits.connection: unknown key (expected one of: connections, "
+               "connections_per_client, buffered_bodies, buffered_bodies_per_client)");
   EXPECT_ERROR("defaults:\n  lease: 1s\n  leese: 2s\n", "idem.yaml:3: defaults.leese: unknown key");
   EXPECT_ERROR("tokens:\n  tll: 1m\n",
                "idem.yaml:2: tokens.tll: unknown key (expected one of: ttl, subject)");
@@ -245,6 +248,51 @@ TEST(ConfigRules, SizeBounds) {
                 at + "size \"1 MB\": unknown unit (use B, KiB/KB, MiB/MB or GiB/GB)");
     }
   }
+}
+
+// What clients may hold of each listener (docs/configuration.md, "Connections and bodies"):
+// the defaults, a per-client cap left out within the listener's, a client's share of the
+// body budget that holds the largest body the listener reads, and the mistakes.
+TEST(ConfigRules, ListenerLimits) {
+  const Config plain = load_config_text("", "idem.yaml");
+  EXPECT_EQ(plain.limits, kClientLimits);
+  EXPECT_EQ(plain.admin.limits, kAdminLimits);
+  EXPECT_EQ(plain.limits, (ListenerLimits{4096, 256, 256u << 20, 32u << 20}));
+  EXPECT_EQ(plain.admin.limits, (ListenerLimits{64, 16, 16u << 20, 4u << 20}));
+
+  // Left out, a client's share holds the largest max_body (within buffered_bodies).
+  const auto route = [](const char* max_body) {
+    return std::string("routes:\n  - name: up\n    match: {method: POST, path: /up}\n    max_body: ") +
+           max_body + "\n";
+  };
+  EXPECT_EQ(load_config_text(route("64MiB"), "idem.yaml").limits.buffered_bodies_per_client, 64u << 20);
+  EXPECT_EQ(load_config_text(route("512MiB"), "idem.yaml").limits.buffered_bodies_per_client, 256u << 20);
+  const Config set = load_config_text(
+      "limits:\n  connections: 100\n  buffered_bodies: 8MiB\nadmin:\n  limits:\n    connections: 8\n",
+      "idem.yaml");
+  EXPECT_EQ(set.limits, (ListenerLimits{100, 100, 8u << 20, 8u << 20}));
+  EXPECT_EQ(set.admin.limits, (ListenerLimits{8, 8, 16u << 20, 4u << 20}));
+
+  for (const char* bad : {"0", "x", "-1", "1.5", "1048577", "99999999999999999999999"})
+    EXPECT_EQ(
+        error(std::string("limits:\n  connections: ") + bad + "\n"),
+        std::string("idem.yaml:2: limits.connections: expected a whole number from 1 to 1048576, got '") +
+            bad + "'");
+  EXPECT_EQ(error("limits:\n  connections: 10\n  connections_per_client: 11\n"),
+            "idem.yaml:3: limits.connections_per_client: must be at most connections (10)");
+  EXPECT_EQ(error("limits:\n  buffered_bodies: 8MiB\n  buffered_bodies_per_client: 9MiB\n"),
+            "idem.yaml:3: limits.buffered_bodies_per_client: must be at most buffered_bodies (8MiB)");
+  EXPECT_EQ(
+      error("limits:\n  buffered_bodies_per_client: 8MiB\n" + route("64MiB")),
+      "idem.yaml:2: limits.buffered_bodies_per_client: 8MiB cannot hold the largest body route 'up' takes "
+      "(max_body 64MiB), so no such body could be received: raise it, or lower max_body");
+  EXPECT_EQ(error("limits:\n  buffered_bodies: 512KiB\n"),
+            "idem.yaml:2: limits.buffered_bodies: 512KiB cannot hold the largest body route 'default' takes "
+            "(max_body 1MiB), so no such body could be received: raise it, or lower max_body");
+  EXPECT_EQ(
+      error("admin:\n  limits:\n    buffered_bodies_per_client: 1023KiB\n"),
+      "idem.yaml:3: admin.limits.buffered_bodies_per_client: 1023KiB cannot hold the largest admin request "
+      "body (1MiB), so no such body could be received: raise it");
 }
 
 TEST(ConfigRules, Addresses) {

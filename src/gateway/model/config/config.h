@@ -58,10 +58,33 @@ struct ConfigEnvironment {
   std::optional<std::string> get(const std::string& name) const;
 };
 
+// What clients may hold of a listener (docs/configuration.md, "Connections and bodies"):
+// its open connections and the request-body bytes held in memory for them, in all and from
+// one client (an IPv4 address, or an IPv6 /64). At a connection cap the connection that has
+// waited longest for a request is closed to make room.
+struct ListenerLimits {
+  std::size_t connections = 0;
+  std::size_t connections_per_client = 0;        // at most `connections`
+  std::uint64_t buffered_bodies = 0;             // bytes
+  std::uint64_t buffered_bodies_per_client = 0;  // at most `buffered_bodies`
+
+  friend bool operator==(const ListenerLimits&, const ListenerLimits&) = default;
+};
+
+// `limits`, for the client listener. buffered_bodies_per_client is at least every route's
+// max_body: by default 32MiB or the largest max_body, whichever is more (but at most
+// buffered_bodies).
+inline constexpr ListenerLimits kClientLimits{4096, 256, 256ull << 20, 32ull << 20};
+// `admin.limits`. The admin listener reads a body of 1MiB at most (kAdminBodyLimit), so each
+// client may hold at least that.
+inline constexpr ListenerLimits kAdminLimits{64, 16, 16ull << 20, 4ull << 20};
+inline constexpr std::uint64_t kAdminBodyLimit = 1ull << 20;
+
 struct AdminConfig {
   ListenAddress listen{"127.0.0.1", 9901};
   std::string token_env;  // the variable named by admin.token_env, or "" for none
   std::string token;      // its value at load time; never empty when token_env is set
+  ListenerLimits limits = kAdminLimits;
 };
 
 struct TokensConfig {
@@ -90,6 +113,7 @@ struct Config {
   Duration upstream_idle = std::chrono::seconds(3);
   std::string store = "sqlite:./idem.db";
   AdminConfig admin;
+  ListenerLimits limits = kClientLimits;  // the client listener's
   Policy defaults;
   TokensConfig tokens;
   ReplayCacheConfig replay_cache;
@@ -106,7 +130,9 @@ Config default_config();
 // Reads the YAML text of a config; `name` is the file name used in messages. Every key is
 // read and checked; unknown or repeated keys, values of the wrong type or out of range, and
 // the rules that tie settings together (token_env set and non-empty; every duration at most
-// 3650d and every size at most 1GiB; lease ≥ 100ms; retention, upstream_timeout > 0;
+// 3650d and every size at most 1GiB; a listener's per-client caps at most its caps, and a
+// client's share of the body budget holding the largest body the listener reads (every
+// route's max_body, the admin listener's 1MiB); lease ≥ 100ms; retention, upstream_timeout > 0;
 // tokens.ttl ≥ 1s; no `key: token` with `mode: lock`; no route-level `subject` on a token
 // route; unique route names; templates naming path parameters the route has) throw
 // ConfigError, as do YAML syntax errors and more than one YAML document. An empty text is

@@ -1,6 +1,9 @@
 // load_config_text: reads the document key by key through a YamlReader, so every error
 // names its line and dotted key, then checks the rules that tie settings together.
+#include <algorithm>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gateway/model/config/config.h"
@@ -13,8 +16,12 @@
 namespace idem::gateway {
 namespace {
 
-const Names kTopKeys = {"listen",   "upstream", "upstream_idle_timeout", "store", "admin",
+const Names kTopKeys = {"listen",   "upstream", "upstream_idle_timeout", "store", "admin", "limits",
                         "defaults", "tokens",   "replay_cache",          "routes"};
+const Names kLimitKeys = {"connections", "connections_per_client", "buffered_bodies",
+                          "buffered_bodies_per_client"};
+constexpr std::uint64_t kMaxConnections = 1u << 20;
+constexpr std::uint64_t kDefaultBodiesPerClient = kClientLimits.buffered_bodies_per_client;
 const Names kPolicyKeys = {"retention",   "lease",          "wait",         "upstream_timeout",
                            "subject",     "on_store_error", "on_duplicate", "on_uncertain",
                            "fingerprint", "cache_5xx",      "max_body",     "max_result"};
@@ -61,6 +68,12 @@ class ConfigReader : public YamlReader {
   FingerprintRule fingerprint(const Entry& e, PolicyOrigin& origin) const;
   void read_policy(const std::vector<Entry>& es, Policy& p, PolicyOrigin& origin) const;
   void read_admin(const Entry& admin, Config& c) const;
+  // `limits` or `admin.limits` into `l`; the keys it gives.
+  std::vector<Entry> read_limits(const Entry& e, ListenerLimits& l) const;
+  // The rules between a listener's limits (`given` at `at`), and that one client's share of
+  // the body budget holds `largest_body` (`body_of` names it, `remedy` ends the error).
+  void check_limits(const ListenerLimits& l, const Entry& at, const std::vector<Entry>& given,
+                    std::uint64_t largest_body, const std::string& body_of, const std::string& remedy) const;
   void read_tokens(const Entry& tokens, Config& c) const;
   void read_replay_cache(const Entry& cache, Config& c) const;
   std::vector<std::string> methods(const Entry& e) const;
@@ -151,8 +164,56 @@ void ConfigReader::read_policy(const std::vector<Entry>& es, Policy& p, PolicyOr
   }
 }
 
+// A size as a config would write it: "32MiB", "1536KiB", "100B".
+std::string size_text(std::uint64_t bytes) {
+  for (auto [shift, unit] : {std::pair{30, "GiB"}, std::pair{20, "MiB"}, std::pair{10, "KiB"}})
+    if (bytes != 0 && bytes % (std::uint64_t{1} << shift) == 0) return std::to_string(bytes >> shift) + unit;
+  return std::to_string(bytes) + "B";
+}
+
+std::vector<Entry> ConfigReader::read_limits(const Entry& e, ListenerLimits& l) const {
+  std::vector<Entry> es = entries(e.value, where(e), {kLimitKeys});
+  // A per-client cap left out is its default, within the listener's cap.
+  if (const Entry* c = find(es, "connections")) l.connections = count(*c, 1, kMaxConnections);
+  if (const Entry* c = find(es, "connections_per_client"))
+    l.connections_per_client = count(*c, 1, kMaxConnections);
+  else
+    l.connections_per_client = std::min(l.connections_per_client, l.connections);
+  if (const Entry* b = find(es, "buffered_bodies")) l.buffered_bodies = size(*b);
+  if (const Entry* b = find(es, "buffered_bodies_per_client"))
+    l.buffered_bodies_per_client = size(*b);
+  else
+    l.buffered_bodies_per_client = std::min(l.buffered_bodies_per_client, l.buffered_bodies);
+  return es;
+}
+
+void ConfigReader::check_limits(const ListenerLimits& l, const Entry& at, const std::vector<Entry>& given,
+                                std::uint64_t largest_body, const std::string& body_of,
+                                const std::string& remedy) const {
+  // A rule broken by a default is told at the key that set the other side.
+  const auto at_key = [&](const char* name) {
+    const Entry* e = find(given, name);
+    return e ? where(*e) : Where{where(at).line, where(at).path + "." + name};
+  };
+  if (l.connections_per_client > l.connections)
+    fail(at_key("connections_per_client"),
+         "must be at most connections (" + std::to_string(l.connections) + ")");
+  const Entry* per_client = find(given, "buffered_bodies_per_client");
+  if (per_client && l.buffered_bodies_per_client > l.buffered_bodies)
+    fail(*per_client, "must be at most buffered_bodies (" + size_text(l.buffered_bodies) + ")");
+  if (l.buffered_bodies_per_client < largest_body)
+    fail(at_key(per_client ? "buffered_bodies_per_client" : "buffered_bodies"),
+         size_text(l.buffered_bodies_per_client) + " cannot hold " + body_of +
+             ", so no such body could be received: raise it" + remedy);
+}
+
 void ConfigReader::read_admin(const Entry& admin, Config& c) const {
-  std::vector<Entry> es = entries(admin.value, where(admin), {{"listen", "token_env"}});
+  std::vector<Entry> es = entries(admin.value, where(admin), {{"listen", "token_env", "limits"}});
+  if (const Entry* e = find(es, "limits")) {
+    const std::vector<Entry> given = read_limits(*e, c.admin.limits);
+    check_limits(c.admin.limits, *e, given, kAdminBodyLimit,
+                 "the largest admin request body (" + size_text(kAdminBodyLimit) + ")", "");
+  }
   const Entry* listen = find(es, "listen");
   if (listen) {
     Result<ListenAddress> a = parse_listen_address(scalar(*listen, "HOST:PORT or :PORT"));
@@ -369,6 +430,25 @@ Config ConfigReader::read(const YAML::Node& root) {
     c.routes.push_back(default_route(c.defaults));
     check_fingerprint(c.routes.back(), defaults_origin);
   }
+
+  // One client's share of the body budget holds the largest body a route takes: unless
+  // given, 32MiB or that body, whichever is more (within buffered_bodies: a body larger than
+  // that is refused overloaded, as it always was, unless `limits` says otherwise).
+  const Route* largest = &c.routes.front();
+  for (const Route& r : c.routes)
+    if (r.policy.max_body > largest->policy.max_body) largest = &r;
+  const std::uint64_t largest_body = largest->policy.max_body;
+  std::vector<Entry> given;
+  const Entry* limits = find(es, "limits");
+  if (limits) given = read_limits(*limits, c.limits);
+  if (!find(given, "buffered_bodies_per_client"))
+    c.limits.buffered_bodies_per_client =
+        std::min(c.limits.buffered_bodies, std::max(kDefaultBodiesPerClient, largest_body));
+  if (limits)
+    check_limits(
+        c.limits, *limits, given, largest_body,
+        "the largest body route '" + largest->name + "' takes (max_body " + size_text(largest_body) + ")",
+        ", or lower max_body");
   return c;
 }
 

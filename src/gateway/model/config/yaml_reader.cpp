@@ -216,6 +216,18 @@ std::uint64_t YamlReader::size(const Entry& e) const {
   return *s;
 }
 
+std::uint64_t YamlReader::count(const Entry& e, std::uint64_t min, std::uint64_t max) const {
+  const std::string s = scalar(e, "a whole number");
+  const std::string range = "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  std::uint64_t n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9' || n > max) fail(e, "expected " + range + ", got '" + s + "'");
+    n = n * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (n < min || n > max) fail(e, "expected " + range + ", got '" + s + "'");
+  return n;
+}
+
 bool YamlReader::boolean(const Entry& e) const {
   std::string s = scalar(e, "true or false");
   if (s == "true" || s == "True" || s == "TRUE") return true;
