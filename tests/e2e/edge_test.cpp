@@ -415,6 +415,112 @@ TEST_F(EdgeTest, TargetsFrameworksDisagreeOnAreRefusedOnEveryPath) {
   EXPECT_EQ(seen_count(), before);
 }
 
+// --- Forwarding fields -----------------------------------------------------------------
+
+// The fields of a request from a client that named another scheme, host, port, prefix and
+// address (issue 29: password-reset links built from X-Forwarded-Host, TLS claimed with
+// X-Forwarded-Ssl) passed through to the upstream.
+const char* const kForgedForwarding =
+    "Forwarded: for=6.6.6.6;proto=https;host=evil.example\r\nX-Forwarded-For: 6.6.6.6\r\n"
+    "X-Forwarded-Proto: https\r\nX-Forwarded-Host: evil.example\r\nX-Forwarded-Port: 8443\r\n"
+    "X-Forwarded-Prefix: /evil\r\nX-Forwarded-Ssl: on\r\nX-Real-IP: 6.6.6.6\r\nFront-End-Https: on\r\n";
+
+TEST_F(EdgeTest, AClientsForwardingFieldsAreRemovedOrOverwritten) {
+  for (const char* target : {"/orders", "/unmatched"}) {
+    const std::size_t before = seen_count();
+    const std::string out = raw_exchange(
+        port_, std::string("POST ") + target +
+                   " HTTP/1.1\r\nHost: shop.example\r\nIdempotency-Key: " + unique("fwd") + "\r\n" +
+                   kForgedForwarding + "Connection: close\r\nContent-Length: 2\r\n\r\n{}");
+    EXPECT_TRUE(out.starts_with("HTTP/1.1 20")) << target << ": " << out.substr(0, 300);
+    json::array seen = seen_from(before);
+    ASSERT_EQ(seen.size(), 1u) << target;
+    for (const char* name : {"X-Forwarded-Host", "X-Forwarded-Port", "X-Forwarded-Prefix", "X-Forwarded-Ssl",
+                             "X-Real-IP", "Front-End-Https"})
+      EXPECT_TRUE(field_values(seen[0], name).empty()) << target << ": " << name << " reached the upstream";
+    EXPECT_EQ(field_values(seen[0], "X-Forwarded-For"), std::vector<std::string>{"127.0.0.1"}) << target;
+    EXPECT_EQ(field_values(seen[0], "X-Forwarded-Proto"), std::vector<std::string>{"http"}) << target;
+    EXPECT_EQ(field_values(seen[0], "Forwarded"), std::vector<std::string>{"for=127.0.0.1;proto=http"})
+        << target;
+    EXPECT_EQ(field_values(seen[0], "Host"), std::vector<std::string>{"shop.example"}) << target;
+  }
+}
+
+// RFC 9112 §3.2: an HTTP/1.1 request without Host is refused; an HTTP/1.0 one may lack it
+// and is forwarded (as HTTP/1.1) with the upstream's authority, never without a Host.
+TEST_F(EdgeTest, HostIsRequiredOfHttp11AndAddedForHttp10) {
+  for (const char* target : {"/orders", "/unmatched"}) {
+    std::size_t before = seen_count();
+    std::string out = raw_exchange(port_, std::string("POST ") + target + " HTTP/1.1\r\nIdempotency-Key: " +
+                                              unique("nohost") + "\r\nContent-Length: 2\r\n\r\n{}");
+    EXPECT_TRUE(out.starts_with("HTTP/1.1 400")) << target << ": " << out.substr(0, 300);
+    EXPECT_NE(out.find("Host"), std::string::npos) << out;
+    EXPECT_EQ(seen_count(), before) << target;
+
+    out = raw_exchange(port_, std::string("POST ") + target + " HTTP/1.0\r\nIdempotency-Key: " +
+                                  unique("host10") + "\r\nContent-Length: 2\r\n\r\n{}");
+    EXPECT_TRUE(out.starts_with("HTTP/1.0 20")) << target << ": " << out.substr(0, 300);
+    json::array seen = seen_from(before);
+    ASSERT_EQ(seen.size(), 1u) << target;
+    EXPECT_EQ(field_values(seen[0], "Host"),
+              std::vector<std::string>{"127.0.0.1:" + std::to_string(upstream_->port())})
+        << target;
+  }
+}
+
+// Behind a TLS-terminating proxy the gateway trusts (`trusted_proxies`), the service still
+// learns that the client used https, for which host, and from which address; the request
+// log names that client. (Before: X-Forwarded-Proto: http, and redirect URLs broke.)
+TEST(TrustedProxiesE2E, ATrustedProxysForwardingFieldsAreKeptAndAppendedTo) {
+  const std::string dir = temp_dir();
+  Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
+  const unsigned short port = free_port(), admin = free_port();
+  write_file(dir + "/idem.yaml", config_head(port, upstream.port(), admin, "memory:") + R"(trusted_proxies:
+  - 127.0.0.1
+  - "::1"
+routes:
+  - name: orders
+    match: { method: POST, path: /orders }
+)");
+  Process idem({IDEM_BIN, "serve", "--config", dir + "/idem.yaml"}, dir + "/idem.log");
+  ASSERT_TRUE(wait_healthy(admin, 5000)) << read_text(dir + "/idem.log");
+  auto seen_last = [&] {
+    json::array all = json::parse(request(upstream.port(), verb::get, "/_seen?from=0").body()).as_array();
+    return all.back();
+  };
+  auto values = [](const json::value& seen, std::string_view name) {
+    std::vector<std::string> out;
+    for (const auto& f : seen.at("fields").as_array())
+      if (const auto& n = f.as_array()[0].as_string(); idem::util::iequals({n.data(), n.size()}, name))
+        out.emplace_back(f.as_array()[1].as_string());
+    return out;
+  };
+  for (const char* target : {"/orders", "/unmatched"}) {
+    const std::string out = raw_exchange(
+        port,
+        std::string("POST ") + target +
+            " HTTP/1.1\r\nHost: shop.example\r\nIdempotency-Key: trusted-1\r\n"
+            "X-Forwarded-For: 6.6.6.6, 203.0.113.7\r\nX-Forwarded-Proto: https\r\n"
+            "X-Forwarded-Host: shop.example\r\nForwarded: for=203.0.113.7;proto=https;host=shop.example\r\n"
+            "Connection: close\r\nContent-Length: 2\r\n\r\n{}");
+    EXPECT_TRUE(out.starts_with("HTTP/1.1 20")) << target << ": " << out.substr(0, 300);
+    const json::value seen = seen_last();
+    EXPECT_EQ(values(seen, "X-Forwarded-Proto"), std::vector<std::string>{"https"}) << target;
+    EXPECT_EQ(values(seen, "X-Forwarded-For"), std::vector<std::string>{"6.6.6.6, 203.0.113.7, 127.0.0.1"})
+        << target;
+    EXPECT_EQ(
+        values(seen, "Forwarded"),
+        std::vector<std::string>{"for=203.0.113.7;proto=https;host=shop.example, for=127.0.0.1;proto=http"})
+        << target;
+    EXPECT_EQ(values(seen, "X-Forwarded-Host"), std::vector<std::string>{"shop.example"}) << target;
+  }
+  // The log line of the protected request names the client the proxy vouched for.
+  EXPECT_TRUE(testutil::eventually([&] {
+    return read_text(dir + "/idem.log").find(R"("client":"203.0.113.7")") != std::string::npos;
+  })) << read_text(dir + "/idem.log");
+  remove_dir(dir);
+}
+
 // --- Responses -----------------------------------------------------------------------
 
 TEST_F(EdgeTest, FieldsTheUpstreamNamesInConnectionAreNeitherForwardedNorReplayed) {

@@ -64,6 +64,9 @@ class Gateway final : public RequestHandler {
   // the built-in endpoints (POST /_idem/tokens), then the routes. Answers, counts
   // idem_requests_total and logs one line for every request of a route.
   boost::asio::awaitable<std::optional<Answer>> serve(HttpExchange& exchange) override;
+  // The request's context under the config's trusted_proxies (docs/gateway.md,
+  // "Forwarding fields").
+  RequestMeta meta(const http::request_header<>& head, std::string_view peer) const override;
 
   // The request log (one JSON line per protected request) is written to standard output
   // in batches: when 16 KiB have gathered, or when flush_log() is called, which the owner

@@ -49,7 +49,7 @@ void Gateway::log(const Route& route, const Identity* id, std::string_view metho
   b.append(R"(,"request_id":)");
   append_json_string(b, meta.request_id.view(), kMaxRequestIdLength);
   b.append(R"(,"client":)");
-  append_json_string(b, meta.client, kLoggedClient);
+  append_json_string(b, meta.origin(), kLoggedClient);
   if (!key_hash.empty()) b.append(R"(,"key_hash":")").append(key_hash).append("\"");
   b.append("}\n");
   if (b.size() >= 16 * 1024) write_log_locked();

@@ -71,6 +71,11 @@ awaitable<std::optional<Answer>> Gateway::serve(HttpExchange& exchange) {
   co_return co_await protect(*match, *body.request, fields, std::move(decision), exchange.meta());
 }
 
+RequestMeta Gateway::meta(const http::request_header<>& head, std::string_view peer) const {
+  const std::shared_ptr<const Config> config = this->config();
+  return request_meta(head, peer, config->trusted_proxies.empty() ? nullptr : &config->trusted_proxies);
+}
+
 awaitable<std::optional<Answer>> Gateway::serve_tokens(HttpExchange& exchange) {
   BodyRead body = co_await exchange.read_body(kTokenBodyLimit);
   if (body.client_gone) co_return std::nullopt;

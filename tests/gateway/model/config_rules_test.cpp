@@ -45,7 +45,7 @@ TEST(ConfigError, ControlCharactersAreWrittenAsHex) {
   EXPECT_EQ(error(std::string_view("\x01x: 1\n", 6)),
             "idem.yaml:1: \\x01x: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
             "store, admin, defaults, "
-            "tokens, replay_cache, routes)");
+            "tokens, replay_cache, routes, trusted_proxies)");
   const char nul_escape[] = "up/127.020.1 \0\0\0\0\0\0\0.020.1:9000\n";
   EXPECT_EQ(error(std::string_view(nul_escape, sizeof nul_escape - 1)),
             "idem.yaml:1: invalid YAML: unknown escape character: \\x00");
@@ -91,7 +91,7 @@ TEST(ConfigRules, UnknownKeysAnywhere) {
   EXPECT_EQ(error("listen: 127.0.0.1:8080\nlistne: 1\n"),
             "idem.yaml:2: listne: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
             "store, admin, defaults, "
-            "tokens, replay_cache, routes)");
+            "tokens, replay_cache, routes, trusted_proxies)");
   EXPECT_ERROR("admin:\n  token: x\n",
                "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env)");
   EXPECT_ERROR("defaults:\n  lease: 1s\n  leese: 2s\n", "idem.yaml:3: defaults.leese: unknown key");
@@ -393,6 +393,19 @@ TEST(ConfigRules, DuplicateRouteNames) {
     match: {method: POST, path: /c}
 )"),
             "idem.yaml:6: routes[2].name: route name 'a' is already used by routes[0]");
+}
+
+TEST(ConfigRules, TrustedProxies) {
+  EXPECT_EQ(error("trusted_proxies: [10.0.0.0/8, proxy.internal]\n"),
+            "idem.yaml:1: trusted_proxies[1]: 'proxy.internal' is not an IPv4 or IPv6 address");
+  EXPECT_EQ(
+      error("trusted_proxies:\n  - 10.0.0.1/8\n"),
+      "idem.yaml:2: trusted_proxies[0]: '10.0.0.1/8' has address bits set past its /8 prefix (the range "
+      "is 10.0.0.0/8)");
+  EXPECT_EQ(error("trusted_proxies:\n  - ::1/129\n"),
+            "idem.yaml:2: trusted_proxies[0]: '::1/129': the prefix length must be a number from 0 to 128");
+  EXPECT_EQ(error("trusted_proxies: 10.0.0.0/8\n"), "idem.yaml:1: trusted_proxies: expected a list");
+  EXPECT_EQ(error("trusted_proxies: []\n"), "no error");
 }
 
 TEST(ConfigRules, TokenRoutes) {

@@ -229,6 +229,18 @@ TEST(LoadConfig, Tokens) {
   EXPECT_EQ(load("tokens: {ttl: 1s}").tokens.ttl, 1s);
 }
 
+TEST(LoadConfig, TrustedProxies) {
+  EXPECT_TRUE(load("").trusted_proxies.empty());
+  Config c = load("trusted_proxies: [10.0.0.0/8, 192.0.2.7, \"fd00::/8\", \"::1\"]\n");
+  ASSERT_EQ(c.trusted_proxies.ranges().size(), 4u);
+  EXPECT_TRUE(c.trusted_proxies.contains("10.1.2.3"));
+  EXPECT_TRUE(c.trusted_proxies.contains("192.0.2.7"));
+  EXPECT_FALSE(c.trusted_proxies.contains("192.0.2.8"));
+  EXPECT_TRUE(c.trusted_proxies.contains("fd00::9"));
+  EXPECT_TRUE(c.trusted_proxies.contains("::1"));
+  EXPECT_FALSE(c.trusted_proxies.contains("127.0.0.1"));
+}
+
 // The full example configuration of the product contract, verbatim.
 constexpr std::string_view kSpecExample = R"(
 listen: 127.0.0.1:8080              # client-facing listener

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gateway/model/config/address.h"
+#include "gateway/model/forwarding.h"
 #include "gateway/model/policy.h"
 #include "gateway/model/route.h"
 #include "idem/clock.h"
@@ -93,6 +94,9 @@ struct Config {
   Policy defaults;
   TokensConfig tokens;
   ReplayCacheConfig replay_cache;
+  // `trusted_proxies`: the peers whose forwarding fields are believed (forwarding.h);
+  // empty trusts none.
+  TrustedProxies trusted_proxies;
   // In order; the first match wins. Never empty: without `routes` the default route
   // (default_route(defaults)).
   std::vector<Route> routes;

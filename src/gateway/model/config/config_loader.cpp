@@ -11,8 +11,8 @@
 namespace idem::gateway {
 namespace {
 
-const Names kTopKeys = {"listen",   "upstream", "upstream_idle_timeout", "store", "admin",
-                        "defaults", "tokens",   "replay_cache",          "routes"};
+const Names kTopKeys = {"listen",   "upstream", "upstream_idle_timeout", "store",  "admin",
+                        "defaults", "tokens",   "replay_cache",          "routes", "trusted_proxies"};
 const Names kPolicyKeys = {"retention",   "lease",          "wait",         "upstream_timeout",
                            "subject",     "on_store_error", "on_duplicate", "on_uncertain",
                            "fingerprint", "cache_5xx",      "max_body",     "max_result"};
@@ -64,6 +64,7 @@ class ConfigReader : public YamlReader {
   void read_admin(const Entry& admin, Config& c) const;
   void read_tokens(const Entry& tokens, Config& c) const;
   void read_replay_cache(const Entry& cache, Config& c) const;
+  void read_trusted_proxies(const Entry& list, Config& c) const;
   std::vector<std::string> methods(const Entry& e) const;
   KeyRule key_rule(const Entry& e) const;
   Route read_route(const Entry& item, const Config& c, const PolicyOrigin& defaults, Where& name_at) const;
@@ -183,6 +184,17 @@ void ConfigReader::read_replay_cache(const Entry& cache, Config& c) const {
   if (const Entry* e = find(es, "max_bytes")) c.replay_cache.max_bytes = size(*e);
   if (const Entry* e = find(es, "shared_ttl"))
     c.replay_cache.shared_ttl = duration(*e, Duration::zero(), "must not be negative");
+}
+
+void ConfigReader::read_trusted_proxies(const Entry& list, Config& c) const {
+  if (list.value.IsNull()) return;
+  std::vector<IpRange> ranges;
+  for (const Entry& item : items(list)) {
+    Result<IpRange> r = parse_ip_range(scalar(item, "an address or a CIDR range such as 10.0.0.0/8"));
+    if (!r) fail(item, r.status().message());
+    ranges.push_back(*r);
+  }
+  c.trusted_proxies = TrustedProxies(std::move(ranges));
 }
 
 std::vector<std::string> ConfigReader::methods(const Entry& e) const {
@@ -330,6 +342,7 @@ Config ConfigReader::read(const YAML::Node& root) {
     c.store = scalar(*e, "a store URI such as sqlite:./idem.db");
     if (Status s = check_store_uri(c.store); !s) fail(*e, s.message());
   }
+  if (const Entry* e = find(es, "trusted_proxies")) read_trusted_proxies(*e, c);
   const Entry* admin = find(es, "admin");
   if (admin) read_admin(*admin, c);
   if (auto why = config_checks::listeners_collide(c)) {
