@@ -16,6 +16,7 @@
 #include <boost/beast/core/string.hpp>
 
 #include "e2e/e2e_fixture.h"
+#include "e2e/raw_socket.h"
 #include "util/ascii.h"
 
 namespace idem::e2e {
@@ -24,76 +25,6 @@ namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
-
-// Under AddressSanitizer (the asan preset builds idem with it too) freed memory waits in a
-// quarantine of up to 256 MiB instead of being reused, so the resident set measures the
-// sanitizer, not what idem holds: memory bounds are asserted in the release build only
-// (the behaviour around them in both).
-#if defined(__SANITIZE_ADDRESS__)
-constexpr long kMemoryFactor = 1L << 20;
-#else
-constexpr long kMemoryFactor = 1;
-#endif
-
-// idem's resident set in KiB (VmRSS of /proc/PID/status).
-long rss_kib(int pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
-  return -1;
-}
-
-// A raw client connection with a receive timeout (blocking calls only, so every
-// connection shares one io_context).
-class Raw {
- public:
-  explicit Raw(unsigned short port, int timeout_ms = 5000) : socket_(ioc()) {
-    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-    timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  }
-  // False once the peer stopped taking bytes (it answered and closed).
-  bool send(std::string_view bytes) {
-    boost::system::error_code ec;
-    asio::write(socket_, asio::buffer(bytes.data(), bytes.size()), ec);
-    return !ec;
-  }
-  void shutdown_send() {
-    boost::system::error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_send, ec);
-  }
-  // Whatever arrives until the peer closes or the timeout passes.
-  std::string read_all() {
-    std::string out;
-    char buf[4096];
-    for (;;) {
-      boost::system::error_code ec;
-      const std::size_t n = socket_.read_some(asio::buffer(buf), ec);
-      if (ec) return out;
-      out.append(buf, n);
-    }
-  }
-  // Reads until `needle` has arrived (true) or the peer closes / times out (false).
-  bool read_until(std::string& out, std::string_view needle) {
-    char buf[4096];
-    while (out.find(needle) == std::string::npos) {
-      boost::system::error_code ec;
-      const std::size_t n = socket_.read_some(asio::buffer(buf), ec);
-      if (ec) return false;
-      out.append(buf, n);
-    }
-    return true;
-  }
-
- private:
-  static asio::io_context& ioc() {
-    static asio::io_context ioc;
-    return ioc;
-  }
-  tcp::socket socket_;
-};
 
 // The routes under attack: a client key, a small body and result, a path parameter.
 std::string edge_config(unsigned short listen, unsigned short upstream, unsigned short admin) {
@@ -580,13 +511,6 @@ TEST_F(EdgeTest, AResponseOverMaxResultStreamsAndIsNotStored) {
   EXPECT_LT(rss_kib(idem_->pid()) - before, kMemoryFactor * 16 * 1024);
   Response again = request(port_, verb::post, "/small", {{"Idempotency-Key", key}}, "{}");
   EXPECT_EQ(problem_type(again), "urn:idem:problem:result-not-stored");
-}
-
-TEST_F(EdgeTest, TheTokenEndpointReadsNoLargeBody) {
-  const std::string out =
-      raw_exchange(port_, "POST /_idem/tokens HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" +
-                              std::string(5000, 'a'));
-  EXPECT_TRUE(out.starts_with("HTTP/1.1 413")) << out.substr(0, 200);
 }
 
 // Not a test of a limit but a figure for the docs: what idle keep-alive connections cost.

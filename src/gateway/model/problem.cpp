@@ -66,6 +66,8 @@ Entry entry(Problem p) noexcept {
       return {"not-found", "not_found", 404, "Not found"};
     case Problem::method_not_allowed:
       return {"method-not-allowed", "method_not_allowed", 405, "Method not allowed"};
+    case Problem::too_many_tokens:
+      return {"too-many-tokens", "too_many_tokens", 429, "Too many tokens"};
   }
   return {"internal", "internal", 500, "Internal error"};  // unreachable for valid enumerators
 }

@@ -39,6 +39,7 @@ enum class Problem {
   header_too_large,        // 431 a request head over 16 KiB (chunk extensions and trailers included)
   not_found,               // 404 admin listener: no such endpoint, or no such record
   method_not_allowed,      // 405 admin listener: the endpoint takes another method
+  too_many_tokens,         // 429 the tokens endpoint's bounds (tokens.per_client, tokens.max_live)
 };
 
 // "key-missing": the <name> of "urn:idem:problem:<name>".
@@ -48,7 +49,7 @@ std::string_view problem_name(Problem p) noexcept;
 std::string_view problem_metric_name(Problem p) noexcept;
 
 // The HTTP status the problem is answered with (400, 401, 403, 404, 405, 409, 413, 415, 422,
-// 431, 502, 503, 504, 505).
+// 429, 431, 502, 503, 504, 505).
 int problem_status(Problem p) noexcept;
 
 // A short human title for the problem+json "title" ("Idempotency key missing").

@@ -23,22 +23,15 @@ constexpr std::uint64_t kTokenBodyLimit = 4096;
 
 awaitable<std::optional<Answer>> Gateway::serve(HttpExchange& exchange) {
   const http::request_header<>& head = exchange.head();
-  // The gateway's own endpoints, matched by exact method and path before any configured
-  // route (docs/http.md, "One-time tokens").
-  struct BuiltIn {
-    http::verb method;
-    std::string_view path;
-    awaitable<std::optional<Answer>> (Gateway::*serve)(HttpExchange&);
-  };
-  static constexpr BuiltIn kBuiltIns[] = {
-      {http::verb::post, "/_idem/tokens", &Gateway::serve_tokens},
-  };
-  for (const BuiltIn& b : kBuiltIns)
-    if (head.method() == b.method && target_path(head.target()) == b.path)
-      co_return co_await (this->*b.serve)(exchange);
-
   // Held until the answer: the route matched stays valid across a reload.
   const std::shared_ptr<const Config> config = this->config();
+  // The gateway's own endpoint, matched by exact method and path before any configured
+  // route, and only where some route takes its tokens (docs/http.md, "One-time tokens"):
+  // elsewhere the path is the upstream's.
+  if (head.method() == http::verb::post && target_path(head.target()) == config->tokens.path &&
+      config->issues_tokens())
+    co_return co_await serve_tokens(exchange, *config);
+
   auto match = match_route(config->routes, head.method_string(), head.target());
   if (!match) co_return co_await relay(exchange, nullptr, config->defaults.upstream_timeout);
 
@@ -76,11 +69,11 @@ RequestMeta Gateway::meta(const http::request_header<>& head, std::string_view p
   return request_meta(head, peer, config->trusted_proxies.empty() ? nullptr : &config->trusted_proxies);
 }
 
-awaitable<std::optional<Answer>> Gateway::serve_tokens(HttpExchange& exchange) {
+awaitable<std::optional<Answer>> Gateway::serve_tokens(HttpExchange& exchange, const Config& config) {
   BodyRead body = co_await exchange.read_body(kTokenBodyLimit);
   if (body.client_gone) co_return std::nullopt;
   if (body.refusal) co_return Answer{std::move(*body.refusal)};
-  co_return Answer{co_await issue_token(*body.request)};
+  co_return Answer{co_await issue_token(*body.request, exchange.meta(), config)};
 }
 
 awaitable<std::optional<Answer>> Gateway::relay(HttpExchange& exchange, const Route* route,

@@ -95,8 +95,9 @@ TEST(ConfigRules, UnknownKeysAnywhere) {
   EXPECT_ERROR("admin:\n  token: x\n",
                "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env)");
   EXPECT_ERROR("defaults:\n  lease: 1s\n  leese: 2s\n", "idem.yaml:3: defaults.leese: unknown key");
-  EXPECT_ERROR("tokens:\n  tll: 1m\n",
-               "idem.yaml:2: tokens.tll: unknown key (expected one of: ttl, subject)");
+  EXPECT_ERROR(
+      "tokens:\n  tll: 1m\n",
+      "idem.yaml:2: tokens.tll: unknown key (expected one of: ttl, subject, path, max_live, per_client)");
   EXPECT_ERROR("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    requried: false\n",
                "idem.yaml:4: routes[0].requried: unknown key");
   EXPECT_ERROR("routes:\n  - name: a\n    match: {method: POST, path: /a, host: x}\n",
@@ -406,6 +407,29 @@ TEST(ConfigRules, TrustedProxies) {
             "idem.yaml:2: trusted_proxies[0]: '::1/129': the prefix length must be a number from 0 to 128");
   EXPECT_EQ(error("trusted_proxies: 10.0.0.0/8\n"), "idem.yaml:1: trusted_proxies: expected a list");
   EXPECT_EQ(error("trusted_proxies: []\n"), "no error");
+}
+
+TEST(ConfigRules, TokensEndpoint) {
+  EXPECT_EQ(error("tokens:\n  path: _idem/tokens\n"), "idem.yaml:2: tokens.path: must start with '/'");
+  EXPECT_EQ(error("tokens:\n  path: /_idem/tokens?x=1\n"),
+            "idem.yaml:2: tokens.path: may hold letters, digits and -._~!$&'()*+,;=:@/ only (no "
+            "percent-encoding or "
+            "query)");
+  EXPECT_EQ(error("tokens:\n  path: /a%2Fb\n"),
+            "idem.yaml:2: tokens.path: may hold letters, digits and -._~!$&'()*+,;=:@/ only (no "
+            "percent-encoding or "
+            "query)");
+  EXPECT_EQ(error("tokens:\n  path: /a//b\n"), "idem.yaml:2: tokens.path: has an empty segment ('//')");
+  EXPECT_EQ(error("tokens:\n  path: /a/../b\n"), "idem.yaml:2: tokens.path: has a dot segment");
+  EXPECT_EQ(error("tokens:\n  max_live: 0\n"),
+            "idem.yaml:2: tokens.max_live: must be a whole number from 1 to 100000000");
+  EXPECT_EQ(error("tokens:\n  max_live: 1e6\n"),
+            "idem.yaml:2: tokens.max_live: expected a whole number from 1 to 100000000, got '1e6'");
+  EXPECT_EQ(error("tokens:\n  per_client: -1\n"),
+            "idem.yaml:2: tokens.per_client: expected a whole number from 0 to 100000000, got '-1'");
+  EXPECT_EQ(error("tokens:\n  per_client: 100000001\n"),
+            "idem.yaml:2: tokens.per_client: must be a whole number from 0 to 100000000");
+  EXPECT_EQ(error("tokens: {path: /x/tokens, max_live: 1, per_client: 0}\n"), "no error");
 }
 
 TEST(ConfigRules, TokenRoutes) {

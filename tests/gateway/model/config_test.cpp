@@ -227,6 +227,23 @@ TEST(LoadConfig, Tokens) {
   EXPECT_EQ(c.tokens.ttl, 90s);
   EXPECT_EQ(c.tokens.subject, (Subject{Subject::Kind::header, "X-User-Id"}));
   EXPECT_EQ(load("tokens: {ttl: 1s}").tokens.ttl, 1s);
+  EXPECT_EQ(c.tokens.path, "/_idem/tokens");
+  EXPECT_EQ(c.tokens.max_live, 100'000u);
+  EXPECT_EQ(c.tokens.per_client, 60u);
+  Config bounded = load("tokens:\n  path: /api/form-tokens\n  max_live: 5000\n  per_client: 0\n");
+  EXPECT_EQ(bounded.tokens.path, "/api/form-tokens");
+  EXPECT_EQ(bounded.tokens.max_live, 5000u);
+  EXPECT_EQ(bounded.tokens.per_client, 0u);
+  EXPECT_EQ(bounded.tokens.limits().ttl, 10min);
+}
+
+// The tokens endpoint is served only where some route takes tokens.
+TEST(LoadConfig, IssuesTokensOnlyWithATokenRoute) {
+  EXPECT_FALSE(load("").issues_tokens());
+  EXPECT_FALSE(load("routes:\n  - name: o\n    match: {method: POST, path: /o}\n").issues_tokens());
+  EXPECT_TRUE(load("routes:\n  - name: o\n    match: {method: POST, path: /o}\n"
+                   "  - name: f\n    match: {method: POST, path: /f}\n    key: token\n")
+                  .issues_tokens());
 }
 
 TEST(LoadConfig, TrustedProxies) {

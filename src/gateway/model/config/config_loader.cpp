@@ -19,6 +19,31 @@ const Names kPolicyKeys = {"retention",   "lease",          "wait",         "ups
 const Names kRouteKeys = {"name", "match", "key", "key_space", "required", "mode"};
 
 constexpr Duration kPositive(1);
+// The most `tokens.max_live` and `tokens.per_client` may be: far past what any store holds
+// comfortably, low enough that a typo of a few digits too many is caught.
+constexpr std::uint64_t kMaxLiveTokens = 100'000'000;
+
+// Why `path` cannot be the tokens endpoint's, or nullopt: it is matched exactly against a
+// request's path, so it is a plain path: '/' and then letters, digits and - . _ ~ ! $ & ' (
+// ) * + , ; = : @ and '/', without percent-encoding, empty or dot segments.
+std::optional<std::string> endpoint_path_error(std::string_view path) {
+  if (!path.starts_with('/')) return "must start with '/'";
+  if (path.size() > 256) return "is longer than 256 characters";
+  for (char c : path) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       std::string_view("-._~!$&'()*+,;=:@/").find(c) != std::string_view::npos;
+    if (!plain) return "may hold letters, digits and -._~!$&'()*+,;=:@/ only (no percent-encoding or query)";
+  }
+  for (std::string_view rest = path.substr(1);;) {
+    const auto slash = rest.find('/');
+    const std::string_view segment = rest.substr(0, slash);
+    if (segment.empty() && slash != std::string_view::npos) return "has an empty segment ('//')";
+    if (segment == "." || segment == "..") return "has a dot segment";
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  return std::nullopt;
+}
 
 bool is_tchar(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
@@ -173,10 +198,17 @@ void ConfigReader::read_admin(const Entry& admin, Config& c) const {
 }
 
 void ConfigReader::read_tokens(const Entry& tokens, Config& c) const {
-  std::vector<Entry> es = entries(tokens.value, where(tokens), {{"ttl", "subject"}});
+  std::vector<Entry> es =
+      entries(tokens.value, where(tokens), {{"ttl", "subject", "path", "max_live", "per_client"}});
   if (const Entry* e = find(es, "ttl"))
     c.tokens.ttl = duration(*e, std::chrono::seconds(1), "must be at least 1s");
   if (const Entry* e = find(es, "subject")) c.tokens.subject = subject(*e);
+  if (const Entry* e = find(es, "path")) {
+    c.tokens.path = scalar(*e, "a path such as /_idem/tokens");
+    if (auto why = endpoint_path_error(c.tokens.path)) fail(*e, *why);
+  }
+  if (const Entry* e = find(es, "max_live")) c.tokens.max_live = count(*e, 1, kMaxLiveTokens);
+  if (const Entry* e = find(es, "per_client")) c.tokens.per_client = count(*e, 0, kMaxLiveTokens);
 }
 
 void ConfigReader::read_replay_cache(const Entry& cache, Config& c) const {

@@ -1,5 +1,7 @@
 #include "gateway/model/config/yaml_reader.h"
 
+#include <charconv>
+
 #include <sstream>
 #include <unordered_map>
 
@@ -214,6 +216,17 @@ std::uint64_t YamlReader::size(const Entry& e) const {
   Result<std::uint64_t> s = parse_size(scalar(e, "a size such as 1MiB"));
   if (!s) fail(e, s.status().message());
   return *s;
+}
+
+std::uint64_t YamlReader::count(const Entry& e, std::uint64_t min, std::uint64_t max) const {
+  const std::string s = scalar(e, "a whole number");
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  const std::string range = "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || s[0] == '+')
+    fail(e, "expected " + range + ", got '" + s + "'");
+  if (n < min || n > max) fail(e, "must be " + range);
+  return n;
 }
 
 bool YamlReader::boolean(const Entry& e) const {

@@ -72,6 +72,8 @@ class YamlReader {
   Duration duration(const Entry& e, Duration min, const char* rule) const;
   std::uint64_t size(const Entry& e) const;  // parse_size
   bool boolean(const Entry& e) const;        // true/True/TRUE, false/False/FALSE (YAML 1.2 core)
+  // A whole number written in decimal digits, from `min` to `max`.
+  std::uint64_t count(const Entry& e, std::uint64_t min, std::uint64_t max) const;
   // The index of the scalar among `names`; fails naming them otherwise.
   std::size_t choice(const Entry& e, const Names& names) const;
 
