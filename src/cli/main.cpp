@@ -211,6 +211,10 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     options.limits = server_limits();
     options.config_file = config_file;
     options.flags = flags;
+    // The install's secret for the request log's key_hash (docs/observability.md): the
+    // Debian package writes a random one to /etc/default/idem. Without it, one of this
+    // process's own.
+    if (const char* secret = std::getenv("IDEM_KEY_HASH_SECRET")) options.key_hash_secret = secret;
     runtime = std::make_unique<Runtime>(config, *store, std::move(options));
   } catch (const ListenError& e) {
     std::cerr << "idem: " << e.what() << "\n";

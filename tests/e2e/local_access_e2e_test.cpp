@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <sstream>
 
 #include "e2e/e2e_fixture.h"
 #include "testutil/eventually.h"
@@ -137,6 +138,70 @@ TEST(LocalAccess, TheCliTakesItsStoreFromAConfigOrTheEnvironment) {
   EXPECT_EQ(out,
             "idem: no store: give --store URI, --config FILE (its store) or the environment variable "
             "IDEM_STORE\n");
+}
+
+// The request log's key_hash was an unsalted SHA-256 of the scope and key, so a template
+// key built from guessable ids (an order number) could be recovered from the log by hashing
+// guesses. It is keyed now: HMAC-SHA256 under IDEM_KEY_HASH_SECRET, the install's secret
+// (the package writes a random one), or under a random secret of the process without one.
+std::string log_key_hash(const std::string& log, const std::string& request_id) {
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(request_id) == std::string::npos || !line.starts_with("{\"time\"")) continue;
+    return std::string(json::parse(line).as_object().at("key_hash").as_string());
+  }
+  return "";
+}
+
+// The first 12 hex digits of `digest` (openssl dgst's output, "... = hex" or "SHA2-256(stdin)= hex").
+std::string first12(const std::string& digest) {
+  const auto eq = digest.rfind("= ");
+  return eq == std::string::npos ? "" : digest.substr(eq + 2, 12);
+}
+
+TEST(LocalAccess, TheLogsKeyHashIsKeyedByTheInstallsSecret) {
+  TempDir tmp;
+  Process upstream({IDEM_TEST_UPSTREAM}, tmp.path + "/upstream.log", true);
+  auto key_hash_of = [&](const char* secret, const std::string& request_id) {
+    const unsigned short port = free_port(), admin = free_port();
+    write_file(tmp.path + "/idem.yaml", orders_config(port, upstream.port(), admin, "memory:"));
+    if (secret)
+      ::setenv("IDEM_KEY_HASH_SECRET", secret, 1);
+    else
+      ::unsetenv("IDEM_KEY_HASH_SECRET");
+    const std::string log = tmp.path + "/idem-" + request_id + ".log";
+    Process idem({IDEM_BIN, "serve", "--config", tmp.path + "/idem.yaml"}, log);
+    ::unsetenv("IDEM_KEY_HASH_SECRET");
+    EXPECT_TRUE(wait_healthy(admin, 5000)) << read_text(log);
+    EXPECT_EQ(request(port, verb::post, "/orders",
+                      {{"Idempotency-Key", "order-1001"}, {"X-Request-Id", request_id}}, "{}")
+                  .result_int(),
+              201u);
+    std::string hash;
+    EXPECT_TRUE(testutil::eventually([&] {
+      return !(hash = log_key_hash(read_text(log), request_id)).empty();
+    })) << read_text(log);
+    return hash;
+  };
+  // What the operator computes for a key they know (docs/observability.md): the record's
+  // scope ("" here), a newline, and the stored key "orders:order-1001".
+  const std::string keyed = key_hash_of("install-s3cret", "rid-keyed");
+  std::string expected;
+  ASSERT_EQ(
+      run({"/bin/sh", "-c", "printf \"\\norders:order-1001\" | openssl dgst -sha256 -hmac install-s3cret"},
+          &expected),
+      0)
+      << expected;
+  EXPECT_EQ(keyed, first12(expected));
+  std::string unkeyed;
+  ASSERT_EQ(run({"/bin/sh", "-c", "printf \"\\norders:order-1001\" | openssl dgst -sha256"}, &unkeyed), 0);
+  EXPECT_NE(keyed, first12(unkeyed)) << "anyone can hash a guessed key without the secret";
+  EXPECT_EQ(key_hash_of("install-s3cret", "rid-again"), keyed)
+      << "one secret: one key's lines found together";
+  // Without the variable: a secret of the process's own, never the unkeyed hash.
+  const std::string a = key_hash_of(nullptr, "rid-a"), b = key_hash_of(nullptr, "rid-b");
+  EXPECT_NE(a, first12(unkeyed));
+  EXPECT_NE(a, b);
 }
 
 }  // namespace

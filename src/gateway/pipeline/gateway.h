@@ -43,8 +43,10 @@ class Gateway final : public RequestHandler {
  public:
   // `clock` is the one the store judges expiry by (the system clock when null): the replay
   // cache uses it too.
+  // `key_hash_secret` keys the request log's key_hash (KeyHasher): the install's secret,
+  // or "" for a random one of this gateway's own.
   Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,
-          std::shared_ptr<const Clock> clock = nullptr);
+          std::shared_ptr<const Clock> clock = nullptr, std::string_view key_hash_secret = {});
 
   // The config in force. A request keeps the one it was matched with (its routes and
   // policies) until it is answered, whatever reload() does meanwhile.
@@ -177,8 +179,9 @@ class Gateway final : public RequestHandler {
   Waiters waiters_;
   ReplayCache cache_;
   Coalescer coalescer_;
-  ClaimRunner runner_;   // after waiters_, which its hooks use: destroyed first
-  TokenLimiter tokens_;  // tokens.per_client and tokens.max_live
+  ClaimRunner runner_;          // after waiters_, which its hooks use: destroyed first
+  TokenLimiter tokens_;         // tokens.per_client and tokens.max_live
+  const KeyHasher key_hasher_;  // the request log's key_hash
   std::mutex log_mu_;
   std::string log_buffer_;  // guarded by log_mu_
 };
