@@ -258,6 +258,45 @@ TEST_F(EdgeTest, AnHttp2PriorKnowledgePrefaceGetsAClearRefusal) {
   EXPECT_NE(out.find("urn:idem:problem:version-not-supported"), std::string::npos);
 }
 
+// A body dripped a byte at a time, each within the 30 s a read may wait, on a request on no
+// route (streamed to the upstream), held its connection and the upstream's for as long as
+// the client liked (issue 29). The whole body has a deadline now: 30 s plus a second per
+// KiB received. Beside it, an upload that keeps 2 KiB/s goes on past 30 s and is answered.
+TEST_F(EdgeTest, ABodyDrippedOnNoRouteIsCutAtItsDeadlineAndASteadyUploadIsNot) {
+  std::thread steady_upload([&] {
+    Raw c(port_, 60000);
+    constexpr int kSeconds = 36, kPerSecond = 2048;
+    ASSERT_TRUE(c.send("POST /unmatched HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+                       std::to_string(kSeconds * kPerSecond) + "\r\n\r\n"));
+    for (int i = 0; i < kSeconds; ++i) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      ASSERT_TRUE(c.send(std::string(kPerSecond, 's'))) << "cut after " << i << " s at 2 KiB/s";
+    }
+    const std::string out = c.read_all();
+    EXPECT_TRUE(out.starts_with("HTTP/1.1 201")) << out.substr(0, 200);
+  });
+  Raw c(port_, 60000);
+  ASSERT_TRUE(c.send("POST /unmatched HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"));
+  const auto t0 = Clock::now();
+  std::atomic<bool> closed{false};
+  std::thread reader([&] {
+    c.read_all();
+    closed = true;
+  });
+  while (!closed && Clock::now() - t0 < std::chrono::seconds(50)) {
+    c.send("d");
+    for (int i = 0; i < 20 && !closed; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const auto cut_after = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - t0);
+  reader.join();
+  steady_upload.join();
+  std::printf("a body dripped a byte every 2 s was cut after %lld s\n",
+              static_cast<long long>(cut_after.count()));
+  EXPECT_TRUE(closed) << "still open after 50 s";
+  EXPECT_GE(cut_after, std::chrono::seconds(29));
+  EXPECT_LE(cut_after, std::chrono::seconds(33));
+}
+
 // --- Route matching errs on the side of protection ------------------------------------
 
 // Express folds case and ignores a trailing '/', nginx merges slashes, Tomcat strips
