@@ -19,7 +19,13 @@ namespace idem::e2e {
 // quarantine of up to 256 MiB instead of being reused, so the resident set measures the
 // sanitizer, not what idem holds: memory bounds are asserted in the release build only
 // (the behaviour around them in both).
-#if defined(__SANITIZE_ADDRESS__)
+// (GCC says so with __SANITIZE_ADDRESS__, clang with __has_feature.)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define IDEM_E2E_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(IDEM_E2E_ASAN)
 constexpr long kMemoryFactor = 1L << 20;
 #else
 constexpr long kMemoryFactor = 1;

@@ -274,16 +274,17 @@ void prepare_forward_head(http::request_header<>& head, const UpstreamUrl& upstr
 }
 
 void add_forwarding_fields(http::request_header<>& head, const RequestMeta& meta) {
-  // The client's values are views into the fields that set() replaces: the new values are
-  // made first. From a peer that is not a trusted proxy, every forwarding field goes.
+  // The client's values are views into the fields that are replaced: the new values are
+  // made first. The fields take() keeps none of go (from a peer that is not a trusted
+  // proxy, every forwarding field); three come back, set below.
   ForwardingValues forwarding;
-  std::vector<std::string> untrusted;
+  std::vector<std::string> replaced;
   for (const auto& f : head)
-    if (!forwarding.take(f.name_string(), f.value(), meta)) untrusted.emplace_back(f.name_string());
+    if (!forwarding.take(f.name_string(), f.value(), meta)) replaced.emplace_back(f.name_string());
   std::string xff = forwarding.forwarded_for(meta);
   std::string xfp(forwarding.forwarded_proto());
   std::string fwd = forwarding.forwarded(meta);
-  for (const std::string& name : untrusted) head.erase(name);
+  for (const std::string& name : replaced) head.erase(name);
   head.set(kForwardedForHeader, xff);
   head.set(kForwardedProtoHeader, xfp);
   head.set(kForwardedHeader, fwd);
