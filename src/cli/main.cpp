@@ -1,7 +1,8 @@
 // The `idem` command (docs/configuration.md, "Command line"; docs/operations.md): serve, check, record
-// get|delete|list, sweep, schema, version. Exit codes: 0 ok, 2 usage or config error, 1 runtime failure.
-// Diagnostics go to standard error; `idem serve` writes one JSON line per protected request to standard
-// output.
+// get|delete|list, sweep, schema, version. The commands that act on a store take it from
+// --store, --config or $IDEM_STORE (store_uri_of). Exit codes: 0 ok, 2 usage or config error, 1 runtime
+// failure. Diagnostics go to standard error; `idem serve` writes one JSON line per protected request to
+// standard output.
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -11,6 +12,9 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
@@ -80,6 +84,40 @@ bool found(const Result<T>& r, const std::string& uri) {
     return false;
   }
   return true;
+}
+
+// The store URI a command acts on (docs/configuration.md, "Command line"): --store, else
+// the `store` of --config FILE (its ${NAME} read from the environment), else the
+// environment variable IDEM_STORE. So the URI, and the password in it, need not be on the
+// command line, where `ps` shows it to every local user. nullopt when there is none, or
+// the config cannot give one (said on standard error: exit 2).
+std::optional<std::string> store_uri_of(const std::string& flag, const std::string& config_file) {
+  if (!flag.empty()) return flag;
+  if (!config_file.empty()) {
+    // Only the store matters here: an unset variable elsewhere (admin.token_env, say) is
+    // no reason to refuse a sweep; one in the store is named, before what it broke.
+    std::vector<ConfigError> unset;
+    auto store_unset = [&] {
+      for (const ConfigError& w : unset)
+        if (w.key() == "store") {
+          std::cerr << "idem: " << w.what() << "\n";
+          return true;
+        }
+      return false;
+    };
+    try {
+      Config c = load_config_file(config_file, {.strict = false, .warnings = &unset});
+      if (store_unset()) return std::nullopt;
+      return c.store;
+    } catch (const ConfigError& e) {
+      if (!store_unset()) std::cerr << "idem: " << e.what() << "\n";
+      return std::nullopt;
+    }
+  }
+  if (const char* env = std::getenv("IDEM_STORE"); env && *env) return std::string(env);
+  std::cerr << "idem: no store: give --store URI, --config FILE (its store) or the environment variable "
+               "IDEM_STORE\n";
+  return std::nullopt;
 }
 
 // `record list`: the same JSON document as GET /v1/records.
@@ -170,6 +208,10 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     options.max_client_connections = max_client_connections();
     options.config_file = config_file;
     options.flags = flags;
+    // The install's secret for the request log's key_hash (docs/observability.md): the
+    // Debian package writes a random one to /etc/default/idem. Without it, one of this
+    // process's own.
+    if (const char* secret = std::getenv("IDEM_KEY_HASH_SECRET")) options.key_hash_secret = secret;
     runtime = std::make_unique<Runtime>(config, *store, std::move(options));
   } catch (const ListenError& e) {
     std::cerr << "idem: " << e.what() << "\n";
@@ -339,12 +381,17 @@ int main(int argc, char** argv) {
                         "Also open this store: it must hold every route's max_result, and live records (at "
                         "most 10,000) this config would orphan or misread are warned of");
 
+  // The store of the commands below: --store, else --config's, else $IDEM_STORE (store_uri_of).
+  const std::string store_help = "Store URI (else --config's store, else $IDEM_STORE)";
+  const std::string config_help = "Take the store from this config file (its ${NAME} from the environment)";
+  std::string store_config;
   std::string record_store, record_scope, record_key_space, record_key;
   auto* record_cmd = app.add_subcommand("record", "Inspect or remove a record");
   record_cmd->require_subcommand(1);
   for (const char* name : {"get", "delete"}) {
     auto* sub = record_cmd->add_subcommand(name, std::string(name) + " a record");
-    sub->add_option("--store", record_store, "Store URI")->required();
+    sub->add_option("--store", record_store, store_help);
+    sub->add_option("--config", store_config, config_help)->check(CLI::ExistingFile);
     sub->add_option("--scope", record_scope, "The record's scope (default: empty)");
     sub->add_option("--key-space", record_key_space,
                     "The route's key space: KEY is then the key as the route rendered it (default: KEY is "
@@ -356,7 +403,8 @@ int main(int argc, char** argv) {
   bool list_uncertain = false;
   std::optional<std::size_t> list_limit;
   auto* list_cmd = record_cmd->add_subcommand("list", "list records, newest first where the store can order");
-  list_cmd->add_option("--store", list_store, "Store URI")->required();
+  list_cmd->add_option("--store", list_store, store_help);
+  list_cmd->add_option("--config", store_config, config_help)->check(CLI::ExistingFile);
   list_cmd->add_option("--key-space", list_key_space, "Only the records of this key space");
   list_cmd->add_option("--state", list_state, "Only pending or done records");
   list_cmd->add_flag("--uncertain", list_uncertain, "Only records whose outcome is uncertain");
@@ -365,13 +413,16 @@ int main(int argc, char** argv) {
 
   std::string sweep_store;
   auto* sweep_cmd = app.add_subcommand("sweep", "Remove expired records");
-  sweep_cmd->add_option("--store", sweep_store, "Store URI")->required();
+  sweep_cmd->add_option("--store", sweep_store, store_help);
+  sweep_cmd->add_option("--config", store_config, config_help)->check(CLI::ExistingFile);
 
   std::string schema_store;
   auto* schema_cmd = app.add_subcommand("schema", "Print the DDL of a PostgreSQL or MySQL store's tables");
-  schema_cmd
-      ->add_option("--store", schema_store, "Store URI (postgres:// or mysql://; its table_prefix applies)")
-      ->required();
+  schema_cmd->add_option(
+      "--store", schema_store,
+      "Store URI (postgres:// or mysql://; its table_prefix applies; else --config's store, "
+      "else $IDEM_STORE)");
+  schema_cmd->add_option("--config", store_config, config_help)->check(CLI::ExistingFile);
 
   auto* version_cmd = app.add_subcommand("version", "Print the version");
 
@@ -390,14 +441,19 @@ int main(int argc, char** argv) {
     return serve(config_file, flags);
   }
   if (*check_cmd) return check(check_file, check_strict, check_store);
-  if (*list_cmd)
-    return list_records(list_store, list_key_space, list_state, list_uncertain, list_limit,
-                        std::move(list_cursor));
+  if (*list_cmd) {
+    const auto uri = store_uri_of(list_store, store_config);
+    if (!uri) return kUsage;
+    return list_records(*uri, list_key_space, list_state, list_uncertain, list_limit, std::move(list_cursor));
+  }
   if (*record_cmd) {
     if (!record_key_space.empty() && !is_key_space(record_key_space)) {
       std::cerr << "idem: --key-space is 1-64 letters, digits, '-', '_' and '.'\n";
       return kUsage;
     }
+    const auto uri = store_uri_of(record_store, store_config);
+    if (!uri) return kUsage;
+    record_store = *uri;
     auto store = open_or_die(record_store);
     if (!store) return kRuntime;
     RecordId id{record_scope,
@@ -414,6 +470,9 @@ int main(int argc, char** argv) {
     return kOk;
   }
   if (*sweep_cmd) {
+    const auto uri = store_uri_of(sweep_store, store_config);
+    if (!uri) return kUsage;
+    sweep_store = *uri;
     auto store = open_or_die(sweep_store);
     if (!store) return kRuntime;
     auto n = store->sweep();
@@ -424,7 +483,10 @@ int main(int argc, char** argv) {
     std::cout << *n << "\n";
     return kOk;
   }
-  if (*schema_cmd) return schema(schema_store);
+  if (*schema_cmd) {
+    const auto uri = store_uri_of(schema_store, store_config);
+    return uri ? schema(*uri) : kUsage;
+  }
   if (*version_cmd) {
     std::cout << "idem " << kVersion << "\n";
     return kOk;

@@ -38,6 +38,9 @@ struct RuntimeOptions {
   CliOverrides flags;
   // The clock the store judges expiry by (the system clock when null), for the replay cache.
   std::shared_ptr<const Clock> clock;
+  // The secret of the request log's key_hash (KeyHasher; `idem serve` reads
+  // IDEM_KEY_HASH_SECRET); "" for a random one of this runtime's own.
+  std::string key_hash_secret;
 };
 
 class Runtime {

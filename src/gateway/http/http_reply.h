@@ -108,5 +108,6 @@ inline constexpr std::string_view kReplayedHeader = "Idempotent-Replayed";
 inline constexpr std::string_view kStatusHeader = "Idempotency-Status";
 inline constexpr std::string_view kForwardedForHeader = "X-Forwarded-For";
 inline constexpr std::string_view kForwardedProtoHeader = "X-Forwarded-Proto";
+inline constexpr std::string_view kForwardedHeader = "Forwarded";
 
 }  // namespace idem::gateway

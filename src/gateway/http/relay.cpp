@@ -22,16 +22,25 @@ namespace {
 
 constexpr std::size_t kPiece = 16 * 1024;
 
+// The least rate a streamed body must keep, past its first client_read (relay.h).
+constexpr std::uint64_t kMinBodyRate = 1024;  // bytes per second
+
+// When the body must have arrived whole, `received` bytes into it.
+Steady::time_point body_deadline(Steady::time_point start, Steady::duration base, std::uint64_t received) {
+  return start + base + std::chrono::seconds(received / kMinBodyRate);
+}
+
 // The next part of the client's body into `piece` (the parser's body tells how much):
 // parsed from what `buffer` already holds when that is enough (no waiting, no trip
-// through the scheduler); else, with `wait`, read from the client.
+// through the scheduler); else, with `wait`, read from the client, waiting at most
+// `timeout` and never past `deadline`.
 awaitable<beast::error_code> read_piece(beast::tcp_stream& client, beast::flat_buffer& buffer,
                                         StreamParser& parser, bool& starved, std::array<char, kPiece>& piece,
-                                        bool wait, Steady::duration timeout) {
+                                        bool wait, Steady::duration timeout, Steady::time_point deadline) {
   auto& body = parser.get().body();
   body.data = piece.data();
   body.size = piece.size();
-  if (wait) client.expires_after(timeout);
+  if (wait) client.expires_at(std::min(Steady::now() + timeout, deadline));
   co_return co_await parse_body_some(client, buffer, parser, starved, wait);
 }
 
@@ -110,17 +119,20 @@ awaitable<std::optional<Answer>> relay_request(beast::tcp_stream& client, beast:
   append_head(scratch, fwd.base());
   // The head goes out with the first part of the body, so a request that arrived whole
   // (the usual case) is forwarded in one write.
+  const Steady::time_point start = Steady::now();
+  std::uint64_t received = 0;
   for (bool first = true; first || !parser.is_done(); first = false) {
     std::size_t n = 0;
     if (!parser.is_done()) {
       // The first part is only what is already buffered: the head is not held back
       // waiting for a slow client's body.
-      if (auto rec =
-              co_await read_piece(client, buffer, parser, starved, piece, !first, timeouts.client_read)) {
+      if (auto rec = co_await read_piece(client, buffer, parser, starved, piece, !first, timeouts.client_read,
+                                         body_deadline(start, timeouts.client_read, received))) {
         guard.read_failed(rec);
         co_return std::nullopt;  // the upstream sees a cut request
       }
       n = piece.size() - parser.get().body().size;
+      received += n;
       if (parser.is_done() && !guard.finish(parser.get())) co_return std::nullopt;
     }
     const std::string_view head_bytes = first ? std::string_view(scratch) : std::string_view();

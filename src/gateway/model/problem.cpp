@@ -68,6 +68,8 @@ Entry entry(Problem p) noexcept {
       return {"method-not-allowed", "method_not_allowed", 405, "Method not allowed"};
     case Problem::request_ambiguous:
       return {"request-ambiguous", "request_ambiguous", 400, "Request ambiguous"};
+    case Problem::too_many_tokens:
+      return {"too-many-tokens", "too_many_tokens", 429, "Too many tokens"};
   }
   return {"internal", "internal", 500, "Internal error"};  // unreachable for valid enumerators
 }

@@ -43,6 +43,7 @@ enum class Problem {
   // twice or in another case, named in Connection, or a method override toward another
   // route (docs/gateway.md, "One request, one reading")
   request_ambiguous,
+  too_many_tokens,  // 429 the tokens endpoint's bounds (tokens.per_client, tokens.max_live)
 };
 
 // "key-missing": the <name> of "urn:idem:problem:<name>".
@@ -52,7 +53,7 @@ std::string_view problem_name(Problem p) noexcept;
 std::string_view problem_metric_name(Problem p) noexcept;
 
 // The HTTP status the problem is answered with (400, 401, 403, 404, 405, 409, 413, 415, 422,
-// 431, 502, 503, 504, 505).
+// 429, 431, 502, 503, 504, 505).
 int problem_status(Problem p) noexcept;
 
 // A short human title for the problem+json "title" ("Idempotency key missing").

@@ -10,6 +10,8 @@
 // consumes no token and takes no lock. Pure (no I/O); safe for concurrent use.
 #pragma once
 
+#include <array>
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -91,5 +93,21 @@ Decision identify_request(const RouteMatch& match, const RequestView& request);
 // which an operator can compute to find a user's records. Throws bad_alloc when OpenSSL
 // cannot allocate.
 std::string hash_subject(std::string_view value);
+
+// The request log's key_hash (docs/observability.md): the first 12 hex digits of
+// HMAC-SHA256(secret, scope "\n" stored key). Keyed, so that a key built from guessable ids
+// (an order number) cannot be found in the log by hashing guesses; lines of one key share a
+// hash for as long as the secret lasts. An empty `secret` is replaced by 32 random bytes
+// (one process's own). Immutable once built; safe for concurrent use. Throws bad_alloc
+// when OpenSSL cannot allocate.
+class KeyHasher {
+ public:
+  explicit KeyHasher(std::string_view secret);
+  std::string operator()(std::string_view scope, std::string_view key) const;
+
+ private:
+  static constexpr std::size_t kBlock = 64;  // SHA-256's block: RFC 2104's B
+  std::array<unsigned char, kBlock> inner_pad_{}, outer_pad_{};
+};
 
 }  // namespace idem::gateway

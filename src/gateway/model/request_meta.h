@@ -48,16 +48,27 @@ class RequestId {
 RequestId choose_request_id(std::span<const std::string_view> values) noexcept;
 
 // The request's context: the peer address (the IP without port, "127.0.0.1" or "::1"; an
-// IPv4 client on an IPv6 socket as IPv4) and its request id. `client` views a string that
-// lives as long as the connection.
+// IPv4 client on an IPv6 socket as IPv4), its request id, and whether the peer is a
+// trusted proxy (`trusted_proxies`, forwarding.h). `client` views a string that lives as
+// long as the connection.
 struct RequestMeta {
   std::string_view client;
   RequestId request_id;
+  // The peer is a trusted proxy: the forwarding fields it sent are kept and appended to.
+  // Otherwise each is removed or overwritten (forwarding.h).
+  bool trusted_peer = false;
+  // From a trusted proxy, the client its X-Forwarded-For names (resolve_client); else empty.
+  std::string forwarded_client;
+
+  // Who sent the request: the client a trusted proxy names, else the peer. What the request
+  // log's `client` says and what per-client limits count.
+  std::string_view origin() const noexcept { return forwarded_client.empty() ? client : forwarded_client; }
 };
 
 // The X-Forwarded-For value the upstream receives: the client's own value(s) with `client`
 // appended ("a, b, client"), or `client` alone when the client sent none. Several fields
-// are combined in order, as RFC 9110 §5.3 allows; empty ones are skipped.
+// are combined in order, as RFC 9110 §5.3 allows; empty ones are skipped. The caller passes
+// the existing values only from a trusted proxy.
 std::string forwarded_for(std::span<const std::string_view> existing, std::string_view client);
 
 // Appends `text` to `out` as a JSON string, quotes included: '"', '\\' and control

@@ -63,7 +63,7 @@ ForwardRequest Gateway::forward_with_claim(const HttpRequest& req, const Request
 }
 
 Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,
-                 std::shared_ptr<const Clock> clock)
+                 std::shared_ptr<const Clock> clock, std::string_view key_hash_secret)
     : config_(std::make_shared<const Config>(config)),
       store_(store),
       upstream_(upstream),
@@ -75,7 +75,8 @@ Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, M
                          .observed = [this](const char* op, Duration latency,
                                             const Status& status) { observed(op, latency, status); },
                          .conflict = [this] { metrics_.count_store_conflict(); },
-                     }) {}
+                     }),
+      key_hasher_(key_hash_secret) {}
 
 void Gateway::observed(const char* op, Duration latency, const Status& status) {
   metrics_.observe_store(op, latency);

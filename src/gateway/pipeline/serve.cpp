@@ -24,22 +24,15 @@ constexpr std::uint64_t kTokenBodyLimit = 4096;
 
 awaitable<std::optional<Answer>> Gateway::serve(HttpExchange& exchange) {
   const http::request_header<>& head = exchange.head();
-  // The gateway's own endpoints, matched by exact method and path before any configured
-  // route (docs/http.md, "One-time tokens").
-  struct BuiltIn {
-    http::verb method;
-    std::string_view path;
-    awaitable<std::optional<Answer>> (Gateway::*serve)(HttpExchange&);
-  };
-  static constexpr BuiltIn kBuiltIns[] = {
-      {http::verb::post, "/_idem/tokens", &Gateway::serve_tokens},
-  };
-  for (const BuiltIn& b : kBuiltIns)
-    if (head.method() == b.method && target_path(head.target()) == b.path)
-      co_return co_await (this->*b.serve)(exchange);
-
   // Held until the answer: the route matched stays valid across a reload.
   const std::shared_ptr<const Config> config = this->config();
+  // The gateway's own endpoint, matched by exact method and path before any configured
+  // route, and only where some route takes its tokens (docs/http.md, "One-time tokens"):
+  // elsewhere the path is the upstream's.
+  if (head.method() == http::verb::post && target_path(head.target()) == config->tokens.path &&
+      config->issues_tokens())
+    co_return co_await serve_tokens(exchange, *config);
+
   auto match = match_route(config->routes, head.method_string(), head.target());
   const Route* as_sent = match ? match->route : nullptr;
   // Another route on this path, which a method override could reach at the service
@@ -89,11 +82,16 @@ awaitable<std::optional<Answer>> Gateway::serve(HttpExchange& exchange) {
   co_return co_await protect(*match, req, fields, std::move(decision), exchange.meta());
 }
 
-awaitable<std::optional<Answer>> Gateway::serve_tokens(HttpExchange& exchange) {
+RequestMeta Gateway::meta(const http::request_header<>& head, std::string_view peer) const {
+  const std::shared_ptr<const Config> config = this->config();
+  return request_meta(head, peer, config->trusted_proxies.empty() ? nullptr : &config->trusted_proxies);
+}
+
+awaitable<std::optional<Answer>> Gateway::serve_tokens(HttpExchange& exchange, const Config& config) {
   BodyRead body = co_await exchange.read_body(kTokenBodyLimit);
   if (body.client_gone) co_return std::nullopt;
   if (body.refusal) co_return Answer{std::move(*body.refusal)};
-  co_return Answer{co_await issue_token(*body.request)};
+  co_return Answer{co_await issue_token(*body.request, exchange.meta(), config)};
 }
 
 awaitable<std::optional<Answer>> Gateway::pass(HttpExchange& exchange, const Config& config,

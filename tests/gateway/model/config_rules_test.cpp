@@ -45,7 +45,7 @@ TEST(ConfigError, ControlCharactersAreWrittenAsHex) {
   EXPECT_EQ(error(std::string_view("\x01x: 1\n", 6)),
             "idem.yaml:1: \\x01x: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
             "store, admin, limits, defaults, "
-            "tokens, replay_cache, routes)");
+            "tokens, replay_cache, routes, trusted_proxies)");
   const char nul_escape[] = "up/127.020.1 \0\0\0\0\0\0\0.020.1:9000\n";
   EXPECT_EQ(error(std::string_view(nul_escape, sizeof nul_escape - 1)),
             "idem.yaml:1: invalid YAML: unknown escape character: \\x00");
@@ -91,15 +91,16 @@ TEST(ConfigRules, UnknownKeysAnywhere) {
   EXPECT_EQ(error("listen: 127.0.0.1:8080\nlistne: 1\n"),
             "idem.yaml:2: listne: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
             "store, admin, limits, defaults, "
-            "tokens, replay_cache, routes)");
+            "tokens, replay_cache, routes, trusted_proxies)");
   EXPECT_ERROR("admin:\n  token: x\n",
                "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env, limits)");
   EXPECT_ERROR("limits:\n  connection: 1\n",
                "idem.yaml:2: limits.connection: unknown key (expected one of: connections, "
                "connections_per_client, buffered_bodies, buffered_bodies_per_client)");
   EXPECT_ERROR("defaults:\n  lease: 1s\n  leese: 2s\n", "idem.yaml:3: defaults.leese: unknown key");
-  EXPECT_ERROR("tokens:\n  tll: 1m\n",
-               "idem.yaml:2: tokens.tll: unknown key (expected one of: ttl, subject)");
+  EXPECT_ERROR(
+      "tokens:\n  tll: 1m\n",
+      "idem.yaml:2: tokens.tll: unknown key (expected one of: ttl, subject, path, max_live, per_client)");
   EXPECT_ERROR("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    requried: false\n",
                "idem.yaml:4: routes[0].requried: unknown key");
   EXPECT_ERROR(
@@ -470,6 +471,42 @@ TEST(ConfigRules, DuplicateRouteNames) {
     match: {method: POST, path: /c}
 )"),
             "idem.yaml:6: routes[2].name: route name 'a' is already used by routes[0]");
+}
+
+TEST(ConfigRules, TrustedProxies) {
+  EXPECT_EQ(error("trusted_proxies: [10.0.0.0/8, proxy.internal]\n"),
+            "idem.yaml:1: trusted_proxies[1]: 'proxy.internal' is not an IPv4 or IPv6 address");
+  EXPECT_EQ(
+      error("trusted_proxies:\n  - 10.0.0.1/8\n"),
+      "idem.yaml:2: trusted_proxies[0]: '10.0.0.1/8' has address bits set past its /8 prefix (the range "
+      "is 10.0.0.0/8)");
+  EXPECT_EQ(error("trusted_proxies:\n  - ::1/129\n"),
+            "idem.yaml:2: trusted_proxies[0]: '::1/129': the prefix length must be a number from 0 to 128");
+  EXPECT_EQ(error("trusted_proxies: 10.0.0.0/8\n"), "idem.yaml:1: trusted_proxies: expected a list");
+  EXPECT_EQ(error("trusted_proxies: []\n"), "no error");
+}
+
+TEST(ConfigRules, TokensEndpoint) {
+  EXPECT_EQ(error("tokens:\n  path: _idem/tokens\n"), "idem.yaml:2: tokens.path: must start with '/'");
+  EXPECT_EQ(error("tokens:\n  path: /_idem/tokens?x=1\n"),
+            "idem.yaml:2: tokens.path: may hold letters, digits and -._~!$&'()*+,;=:@/ only (no "
+            "percent-encoding or "
+            "query)");
+  EXPECT_EQ(error("tokens:\n  path: /a%2Fb\n"),
+            "idem.yaml:2: tokens.path: may hold letters, digits and -._~!$&'()*+,;=:@/ only (no "
+            "percent-encoding or "
+            "query)");
+  EXPECT_EQ(error("tokens:\n  path: /a//b\n"), "idem.yaml:2: tokens.path: has an empty segment ('//')");
+  EXPECT_EQ(error("tokens:\n  path: /a/../b\n"), "idem.yaml:2: tokens.path: has a dot segment");
+  EXPECT_EQ(error("tokens:\n  max_live: 0\n"),
+            "idem.yaml:2: tokens.max_live: expected a whole number from 1 to 100000000, got '0'");
+  EXPECT_EQ(error("tokens:\n  max_live: 1e6\n"),
+            "idem.yaml:2: tokens.max_live: expected a whole number from 1 to 100000000, got '1e6'");
+  EXPECT_EQ(error("tokens:\n  per_client: -1\n"),
+            "idem.yaml:2: tokens.per_client: expected a whole number from 0 to 100000000, got '-1'");
+  EXPECT_EQ(error("tokens:\n  per_client: 100000001\n"),
+            "idem.yaml:2: tokens.per_client: expected a whole number from 0 to 100000000, got '100000001'");
+  EXPECT_EQ(error("tokens: {path: /x/tokens, max_live: 1, per_client: 0}\n"), "no error");
 }
 
 TEST(ConfigRules, TokenRoutes) {

@@ -9,7 +9,7 @@
 namespace idem::gateway {
 namespace {
 
-constexpr Problem kLast = Problem::request_ambiguous;
+constexpr Problem kLast = Problem::too_many_tokens;
 
 TEST(ProblemTable, EveryProblemHasItsOwnNameItsMetricLabelATitleAndAnErrorStatus) {
   // The rows up to the table's fall-through: a problem added after kLast is checked too,
@@ -40,6 +40,8 @@ TEST(ProblemTable, TheHttpLevelRefusalsAreRows) {
   EXPECT_EQ(problem_name(Problem::method_not_allowed), "method-not-allowed");
   EXPECT_EQ(problem_status(Problem::header_too_large), 431);
   EXPECT_EQ(problem_name(Problem::header_too_large), "header-too-large");
+  EXPECT_EQ(problem_status(Problem::too_many_tokens), 429);
+  EXPECT_EQ(problem_name(Problem::too_many_tokens), "too-many-tokens");
 }
 
 }  // namespace

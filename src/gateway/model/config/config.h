@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "gateway/model/config/address.h"
+#include "gateway/model/forwarding.h"
 #include "gateway/model/policy.h"
 #include "gateway/model/route.h"
+#include "gateway/model/token_limits.h"
 #include "idem/clock.h"
 
 namespace idem::gateway {
@@ -87,9 +89,16 @@ struct AdminConfig {
   ListenerLimits limits = kAdminLimits;
 };
 
+// `tokens` (docs/http.md, "One-time tokens"): the tokens endpoint, served only when a
+// route has `key: token` (Config::issues_tokens), and its bounds (token_limits.h).
 struct TokensConfig {
   Duration ttl = std::chrono::minutes(10);  // at least 1s
   Subject subject;                          // defaults to defaults.subject
+  std::string path = "/_idem/tokens";       // where POST issues a token
+  std::uint64_t max_live = 100'000;         // tokens issued within the last ttl, at most
+  std::uint64_t per_client = 60;            // tokens per client and minute; 0: unbounded
+
+  TokenLimits limits() const { return {max_live, per_client, ttl}; }
 };
 
 // `replay_cache` (docs/gateway.md, "Replays from memory").
@@ -117,9 +126,16 @@ struct Config {
   Policy defaults;
   TokensConfig tokens;
   ReplayCacheConfig replay_cache;
+  // `trusted_proxies`: the peers whose forwarding fields are believed (forwarding.h);
+  // empty trusts none.
+  TrustedProxies trusted_proxies;
   // In order; the first match wins. Never empty: without `routes` the default route
   // (default_route(defaults)).
   std::vector<Route> routes;
+
+  // Whether some route takes one-time tokens (`key: token`): only then is the tokens
+  // endpoint served.
+  bool issues_tokens() const;
 };
 
 // What `idem serve` runs without a config file: listen 127.0.0.1:8080, admin

@@ -16,8 +16,8 @@
 namespace idem::gateway {
 namespace {
 
-const Names kTopKeys = {"listen",   "upstream", "upstream_idle_timeout", "store", "admin", "limits",
-                        "defaults", "tokens",   "replay_cache",          "routes"};
+const Names kTopKeys = {"listen",   "upstream", "upstream_idle_timeout", "store",  "admin",          "limits",
+                        "defaults", "tokens",   "replay_cache",          "routes", "trusted_proxies"};
 const Names kLimitKeys = {"connections", "connections_per_client", "buffered_bodies",
                           "buffered_bodies_per_client"};
 constexpr std::uint64_t kMaxConnections = 1u << 20;
@@ -28,6 +28,31 @@ const Names kPolicyKeys = {"retention",   "lease",          "wait",         "ups
 const Names kRouteKeys = {"name", "match", "key", "key_space", "required", "mode"};
 
 constexpr Duration kPositive(1);
+// The most `tokens.max_live` and `tokens.per_client` may be: far past what any store holds
+// comfortably, low enough that a typo of a few digits too many is caught.
+constexpr std::uint64_t kMaxLiveTokens = 100'000'000;
+
+// Why `path` cannot be the tokens endpoint's, or nullopt: it is matched exactly against a
+// request's path, so it is a plain path: '/' and then letters, digits and - . _ ~ ! $ & ' (
+// ) * + , ; = : @ and '/', without percent-encoding, empty or dot segments.
+std::optional<std::string> endpoint_path_error(std::string_view path) {
+  if (!path.starts_with('/')) return "must start with '/'";
+  if (path.size() > 256) return "is longer than 256 characters";
+  for (char c : path) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       std::string_view("-._~!$&'()*+,;=:@/").find(c) != std::string_view::npos;
+    if (!plain) return "may hold letters, digits and -._~!$&'()*+,;=:@/ only (no percent-encoding or query)";
+  }
+  for (std::string_view rest = path.substr(1);;) {
+    const auto slash = rest.find('/');
+    const std::string_view segment = rest.substr(0, slash);
+    if (segment.empty() && slash != std::string_view::npos) return "has an empty segment ('//')";
+    if (segment == "." || segment == "..") return "has a dot segment";
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  return std::nullopt;
+}
 
 using util::is_token;
 
@@ -76,6 +101,7 @@ class ConfigReader : public YamlReader {
                     std::uint64_t largest_body, const std::string& body_of, const std::string& remedy) const;
   void read_tokens(const Entry& tokens, Config& c) const;
   void read_replay_cache(const Entry& cache, Config& c) const;
+  void read_trusted_proxies(const Entry& list, Config& c) const;
   std::vector<std::string> methods(const Entry& e) const;
   KeyRule key_rule(const Entry& e) const;
   Route read_route(const Entry& item, const Config& c, const PolicyOrigin& defaults, Where& name_at) const;
@@ -233,10 +259,17 @@ void ConfigReader::read_admin(const Entry& admin, Config& c) const {
 }
 
 void ConfigReader::read_tokens(const Entry& tokens, Config& c) const {
-  std::vector<Entry> es = entries(tokens.value, where(tokens), {{"ttl", "subject"}});
+  std::vector<Entry> es =
+      entries(tokens.value, where(tokens), {{"ttl", "subject", "path", "max_live", "per_client"}});
   if (const Entry* e = find(es, "ttl"))
     c.tokens.ttl = duration(*e, std::chrono::seconds(1), "must be at least 1s");
   if (const Entry* e = find(es, "subject")) c.tokens.subject = subject(*e);
+  if (const Entry* e = find(es, "path")) {
+    c.tokens.path = scalar(*e, "a path such as /_idem/tokens");
+    if (auto why = endpoint_path_error(c.tokens.path)) fail(*e, *why);
+  }
+  if (const Entry* e = find(es, "max_live")) c.tokens.max_live = count(*e, 1, kMaxLiveTokens);
+  if (const Entry* e = find(es, "per_client")) c.tokens.per_client = count(*e, 0, kMaxLiveTokens);
 }
 
 void ConfigReader::read_replay_cache(const Entry& cache, Config& c) const {
@@ -244,6 +277,17 @@ void ConfigReader::read_replay_cache(const Entry& cache, Config& c) const {
   if (const Entry* e = find(es, "max_bytes")) c.replay_cache.max_bytes = size(*e);
   if (const Entry* e = find(es, "shared_ttl"))
     c.replay_cache.shared_ttl = duration(*e, Duration::zero(), "must not be negative");
+}
+
+void ConfigReader::read_trusted_proxies(const Entry& list, Config& c) const {
+  if (list.value.IsNull()) return;
+  std::vector<IpRange> ranges;
+  for (const Entry& item : items(list)) {
+    Result<IpRange> r = parse_ip_range(scalar(item, "an address or a CIDR range such as 10.0.0.0/8"));
+    if (!r) fail(item, r.status().message());
+    ranges.push_back(*r);
+  }
+  c.trusted_proxies = TrustedProxies(std::move(ranges));
 }
 
 std::vector<std::string> ConfigReader::methods(const Entry& e) const {
@@ -398,6 +442,7 @@ Config ConfigReader::read(const YAML::Node& root) {
     c.store = scalar(*e, "a store URI such as sqlite:./idem.db");
     if (Status s = check_store_uri(c.store); !s) fail(*e, s.message());
   }
+  if (const Entry* e = find(es, "trusted_proxies")) read_trusted_proxies(*e, c);
   const Entry* admin = find(es, "admin");
   if (admin) read_admin(*admin, c);
   if (auto why = config_checks::listeners_collide(c)) {

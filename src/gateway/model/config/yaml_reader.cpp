@@ -1,5 +1,7 @@
 #include "gateway/model/config/yaml_reader.h"
 
+#include <charconv>
+
 #include <sstream>
 #include <unordered_map>
 
