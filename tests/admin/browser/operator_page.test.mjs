@@ -12,7 +12,7 @@
 // to $IDEM_ARTIFACTS_DIR/operator-page.png (default: ARTIFACTS_DIR, which ctest sets to
 // build/<preset>/artifacts). Exits non-zero on any failed expectation; stops every process
 // either way.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, openSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -166,6 +166,10 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
   expect(/Basic realm="idem admin"/.test(challenge.headers.get('www-authenticate') || ''),
          `the 401 challenges Basic (WWW-Authenticate: ${challenge.headers.get('www-authenticate')})`);
 
+  // The scope above, and the page's Chinese, must render as glyphs in the screenshot, not
+  // boxes: Chromium takes them from fontconfig (scripts/bootstrap installs fonts-noto-cjk).
+  const cjk = execFileSync('fc-list', [':lang=zh-cn', 'family'], { encoding: 'utf8' }).trim();
+  expect(cjk !== '', 'a font covers Chinese (fc-list :lang=zh-cn lists none: install fonts-noto-cjk)');
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     args: ['--no-sandbox'],  // CI runs as root, where Chromium's sandbox refuses to start
