@@ -71,16 +71,34 @@ std::unique_ptr<Store> open_or_die(const std::string& uri) {
   return std::move(*store);
 }
 
+// What `record get|delete` says when there is no record: where it looked, and, for a key
+// given without its key space, the form records are stored in (docs/gateway.md, "Key
+// spaces"), since that is the usual reason.
+std::string not_found(const std::string& scope, const std::string& key_space, const std::string& key) {
+  const std::string in_scope = scope.empty() ? "" : " in scope \"" + scope + "\"";
+  if (!key_space.empty())
+    return "not found: no record for key \"" + key + "\" in key space " + key_space + in_scope +
+           " (stored key \"" + stored_key(key_space, key) + "\")";
+  const auto colon = key.find(':');
+  if (colon != std::string::npos && is_key_space(key.substr(0, colon)))
+    return "not found: no record with the stored key \"" + key + "\"" + in_scope + " (key space " +
+           key.substr(0, colon) + ")";
+  return "not found: no record with the stored key \"" + key + "\"" + in_scope +
+         ", which names no key space; records are stored as <key_space>:<key>, the key space being the "
+         "route's key_space or name: try ROUTE:" +
+         key + " or --key-space ROUTE " + key;
+}
+
 // `record get|delete`: true when the store answered and there was a record; otherwise
 // says why not on standard error.
 template <class T>
-bool found(const Result<T>& r, const std::string& uri) {
+bool found(const Result<T>& r, const std::string& uri, const std::string& what_missing) {
   if (!r) {
     report(r.status(), uri);
     return false;
   }
   if (!*r) {
-    std::cerr << "idem: not found\n";
+    std::cerr << "idem: " << what_missing << "\n";
     return false;
   }
   return true;
@@ -458,14 +476,15 @@ int main(int argc, char** argv) {
     if (!store) return kRuntime;
     RecordId id{record_scope,
                 record_key_space.empty() ? record_key : stored_key(record_key_space, record_key)};
+    const std::string missing = not_found(record_scope, record_key_space, record_key);
     if (record_cmd->got_subcommand("get")) {
       auto r = store->get(std::move(id));
-      if (!found(r, record_store)) return kRuntime;
+      if (!found(r, record_store, missing)) return kRuntime;
       std::cout << record_json(**r) << "\n";
       return kOk;
     }
     auto r = store->remove(std::move(id));
-    if (!found(r, record_store)) return kRuntime;
+    if (!found(r, record_store, missing)) return kRuntime;
     std::cout << "removed\n";
     return kOk;
   }

@@ -3,7 +3,8 @@
 // uncertain by this test (a key and scope full of characters that HTML would read as
 // markup) page by page, and its Resolve button, once the dialog is accepted, removes a
 // record — not one that changed since it was listed, nor when the dialog is cancelled;
-// then the same without a token, from http://localhost.
+// opened with the credentials in its address, the page still reads and lists; then the same
+// without a token, from http://localhost.
 //   node operator_page.test.mjs IDEM_BIN TEST_UPSTREAM [ARTIFACTS_DIR]
 // Starts tests/testutil/test_upstream and `idem serve` (memory store, admin token set; then
 // a second one without a token) on free loopback ports, drives Debian's /usr/bin/chromium
@@ -11,7 +12,7 @@
 // to $IDEM_ARTIFACTS_DIR/operator-page.png (default: ARTIFACTS_DIR, which ctest sets to
 // build/<preset>/artifacts). Exits non-zero on any failed expectation; stops every process
 // either way.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, openSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -171,6 +172,10 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
   expect(/Basic realm="idem admin"/.test(challenge.headers.get('www-authenticate') || ''),
          `the 401 challenges Basic (WWW-Authenticate: ${challenge.headers.get('www-authenticate')})`);
 
+  // The scope above, and the page's Chinese, must render as glyphs in the screenshot, not
+  // boxes: Chromium takes them from fontconfig (scripts/bootstrap installs fonts-noto-cjk).
+  const cjk = execFileSync('fc-list', [':lang=zh-cn', 'family'], { encoding: 'utf8' }).trim();
+  expect(cjk !== '', 'a font covers Chinese (fc-list :lang=zh-cn lists none: install fonts-noto-cjk)');
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     args: ['--no-sandbox'],  // CI runs as root, where Chromium's sandbox refuses to start
@@ -291,6 +296,29 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
   await expectEventually(async () => (await rowOf(`held:${lateKey}`).count()) === 1,
                          'a record made uncertain later shows after the next refresh');
 
+  // Opened with the credentials in its address (http://operator:TOKEN@host:port/, as a
+  // bookmark or a runbook link has it), the browser answers the challenge with them; the
+  // page's own requests must not carry them in their URL, which fetch refuses ("Request
+  // cannot be constructed from a URL that includes credentials").
+  const inUrl = await browser.newContext();
+  const linked = await inUrl.newPage();
+  const linkedProblems = [];
+  linked.on('pageerror', e => linkedProblems.push(`page error: ${e.message}`));
+  linked.on('console', m => {
+    if (m.type() === 'error' && !/favicon/.test(m.location().url || '')) linkedProblems.push(`console: ${m.text()}`);
+  });
+  const withUserinfo = `http://operator:${token}@127.0.0.1:${adminPort}/`;
+  const linkedLoad = await linked.goto(withUserinfo, { waitUntil: 'load' });
+  expect(linkedLoad.status() === 200, `the page opened as ${withUserinfo} loads (status ${linkedLoad.status()})`);
+  await linked.locator('#status').filter({ hasNotText: 'Loading…' }).waitFor({ timeout: 15000 });
+  const linkedStatus = await linked.locator('#status').textContent();
+  expect(linkedStatus === 'Live', `opened with credentials in its address, the page refreshes (status: ${linkedStatus})`);
+  await linked.locator('#store.ready').waitFor({ timeout: 15000 });
+  expect(await linked.locator('#uncertain tbody tr.record').count() === await rows.count(),
+         'opened with credentials in its address, the page lists the uncertain records');
+  expect(linkedProblems.length === 0, `the page opened with credentials ran without errors:\n  ${linkedProblems.join('\n  ')}`);
+  await inUrl.close();
+
   // Without a token (the default), the page is this machine's: opened as localhost, with no
   // credentials, its DELETE carries Origin http://localhost:PORT, which the listener takes
   // as its own.
@@ -317,7 +345,7 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
   await openRow.waitFor({ state: 'detached', timeout: 15000 });
   expect((await fetch(openUrl)).status === 404, `GET ${openUrl} answers 404 once resolved`);
   expect(problems.length === 0, `the page ran without errors:\n  ${problems.join('\n  ')}`);
-  console.log(`PASS: ${storedKey} shown as text, resolved from the page, gone from the store; paging, cancel and a changed record too`);
+  console.log(`PASS: ${storedKey} shown as text, resolved from the page, gone from the store; paging, cancel, a changed record and credentials in the address too`);
 } catch (e) {
   failed = true;
   console.error(`FAIL: ${e.message}\n(logs in ${work})`);
