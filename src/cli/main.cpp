@@ -187,8 +187,8 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     return kUsage;
   }
   // A store that cannot be reached now does not stop the gateway (docs/admin.md, "When
-  // the store is down"): it serves, /readyz says 503 and protected requests follow
-  // on_store_error, while the store is opened again in the background. A store that
+  // the store is down"): it serves, protected requests follow on_store_error and /readyz
+  // with them (docs/admin.md, "Readiness"), while the store is opened again in the background. A store that
   // refuses what it was given (a malformed URI, a Redis that may evict keys) does.
   std::unique_ptr<Store> store;
   if (auto opened = open_store(config.store)) {
@@ -206,7 +206,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     const std::string uri = config.store;
     std::cerr << "idem: store " << redact_uri(uri) << " is not reachable ("
               << redact_secrets(opened.status().to_string(), uri)
-              << "); serving with /readyz 503 and on_store_error until it answers" << std::endl;
+              << "); serving with on_store_error until it answers" << std::endl;
     store = std::make_unique<DeferredStore>(uri, StoreOptions{}, [uri](const Status& s, bool ok) {
       if (ok)
         std::cerr << "idem: store " << redact_uri(uri) << " reached" << std::endl;

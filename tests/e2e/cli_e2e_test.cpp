@@ -413,8 +413,9 @@ TEST(GatewayProcess, AStoreWithAPasswordIsNamedWithoutItAndItsFailuresWithoutIts
 }
 
 // A store that is down when the gateway starts does not stop it (docs/admin.md, "When the
-// store is down"): it serves, /readyz is 503 and protected requests follow on_store_error;
-// once the store comes up, without a restart, requests are protected again.
+// store is down"): it serves, /readyz is 503 (a route refuses without the store) and
+// protected requests follow on_store_error; once the store comes up, without a restart,
+// requests are protected again.
 TEST(GatewayProcess, AStoreDownAtTheStartIsWaitedForWhileServing) {
   TempDir tmp;
   const std::string& dir = tmp.path;

@@ -11,6 +11,7 @@
 #include "gateway/admin/ui_assets.h"
 #include "gateway/http/header_fields.h"
 #include "gateway/model/canonical_json.h"
+#include "gateway/model/readiness.h"
 #include "gateway/model/request_view.h"
 #include "gateway/model/route.h"
 #include "gateway/model/stored_result.h"
@@ -154,6 +155,28 @@ HttpResponse Admin::store_failed(const HttpRequest& req, std::string_view op, co
                           req.keep_alive(), kStoreRetryAfter);
 }
 
+void Admin::log_readiness(const Readiness& r, const Status& ping) {
+  // Probes poll: say when the answer changes, not at every poll.
+  const Ready now = r.problem ? Ready::no : (ping.is_ok() ? Ready::yes : Ready::without_store);
+  const Ready before = ready_.exchange(now);
+  if (now == before) return;
+  switch (now) {
+    case Ready::yes:
+      std::fprintf(stderr, "idem: admin: the store answers; ready\n");
+      break;
+    case Ready::without_store:
+      std::fprintf(stderr,
+                   "idem: admin: store ping failed: %s; still ready: every route forwards without the store "
+                   "(on_store_error: pass)\n",
+                   ping.to_string().c_str());
+      break;
+    case Ready::no:
+      std::fprintf(stderr, "idem: admin: not ready: store ping failed: %s; %s\n", ping.to_string().c_str(),
+                   r.detail.c_str());
+      break;
+  }
+}
+
 awaitable<std::optional<Answer>> Admin::serve(HttpExchange& exchange) {
   // Who may ask, and what, is decided from the head alone: a refused request's body is
   // never read (nor held in the listener's body budget), and a probe reads none.
@@ -193,24 +216,23 @@ std::optional<HttpResponse> Admin::refuse(const http::request_header<>& head, bo
 awaitable<HttpResponse> Admin::probe(const http::request_header<>& head, bool ka) {
   const unsigned v = head.version();
   const std::string_view path = target_path(head.target());
+  // Liveness never asks the store: a store outage is for readiness and the routes' policy
+  // to judge, and a restart would not bring the store back (docs/admin.md, "Readiness").
   if (path == "/healthz") co_return json_response(http::status::ok, "{\"status\":\"ok\"}", v, ka);
   if (path == "/readyz") {
-    if (draining_.load())
-      co_return problem_response(Problem::shutting_down, "the gateway is shutting down", v, ka);
-    auto call = async_ping(store_, use_awaitable);
-    Result<Done> r = co_await std::move(call);
-    // Probes poll: say when readiness changes, not at every poll.
-    if (ready_.exchange(r.is_ok()) != r.is_ok()) {
-      if (r)
-        std::fprintf(stderr, "idem: admin: the store answers again; ready\n");
-      else
-        std::fprintf(stderr, "idem: admin: not ready: store ping failed: %s\n",
-                     r.status().to_string().c_str());
+    // Held across the ping: a reload meanwhile leaves this config alive.
+    const std::shared_ptr<const Settings> settings = settings_.load();
+    const std::span<const Route> routes = settings->config->routes;
+    if (draining_.load()) {
+      const Readiness r = readiness(true, false, routes);
+      co_return problem_response(*r.problem, r.detail, v, ka);
     }
-    if (!r)
-      co_return problem_response(Problem::store_unavailable, "the idempotency store is unavailable", v, ka,
-                                 kStoreRetryAfter);
-    co_return json_response(http::status::ok, "{\"status\":\"ready\"}", v, ka);
+    auto call = async_ping(store_, use_awaitable);
+    Result<Done> pinged = co_await std::move(call);
+    const Readiness r = readiness(false, pinged.is_ok(), routes);
+    log_readiness(r, pinged.status());
+    if (r.problem) co_return problem_response(*r.problem, r.detail, v, ka, kStoreRetryAfter);
+    co_return json_response(http::status::ok, r.body, v, ka);
   }
   HttpResponse res{http::status::ok, v};  // /metrics
   res.set(http::field::content_type, "text/plain; version=0.0.4");

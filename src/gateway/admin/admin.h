@@ -18,6 +18,7 @@
 #include "gateway/http/http_reply.h"
 #include "gateway/model/admin_access.h"
 #include "gateway/model/config/config.h"
+#include "gateway/model/readiness.h"
 #include "gateway/pipeline/metrics.h"
 #include "gateway/pipeline/replay_cache.h"
 #include "idem/store.h"
@@ -46,7 +47,9 @@ class Admin final : public RequestHandler {
   // `next` apply from the next request on.
   void reload(std::shared_ptr<const Config> next);
   // SIGTERM: /readyz answers 503 (problem shutting-down) from now on, so load balancers
-  // stop sending while the drain finishes; everything else keeps answering.
+  // stop sending while the drain finishes; everything else keeps answering. Otherwise
+  // /readyz follows the store and the routes' policy of the running config
+  // (model/readiness.h), and /healthz never asks the store.
   void set_draining() noexcept { draining_.store(true); }
 
  private:
@@ -84,7 +87,11 @@ class Admin final : public RequestHandler {
   Store& store_;
   Metrics& metrics_;
   ReplayCache* cache_;
-  std::atomic<bool> ready_{true};  // the last /readyz outcome, so a failing store is logged once
+  // The last /readyz answer, so a change is logged once: ready with the store, ready
+  // without it (every route passes), not ready.
+  enum class Ready { yes, without_store, no };
+  void log_readiness(const Readiness& r, const Status& ping);
+  std::atomic<Ready> ready_{Ready::yes};
   std::atomic<bool> draining_{false};
 };
 

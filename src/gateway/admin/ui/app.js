@@ -95,8 +95,14 @@ async function refreshReadiness() {
   let text;
   try {
     const res = await fetch(api('/readyz'), { cache: 'no-store' });
-    ready = res.ok;
-    text = ready ? 'ready' : `unavailable (${await failure(res)})`;
+    if (res.ok) {
+      // Ready without the store when every route passes (docs/admin.md, "Readiness").
+      const body = await res.json().catch(() => ({}));
+      ready = body.store !== 'unavailable';
+      text = ready ? 'ready' : `unavailable (${body.detail || 'the gateway stays ready'})`;
+    } else {
+      text = `unavailable (${await failure(res)})`;
+    }
   } catch (e) {
     text = `unknown (${e.message})`;
   }
