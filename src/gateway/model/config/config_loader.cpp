@@ -99,6 +99,7 @@ class ConfigReader : public YamlReader {
   // the body budget holds `largest_body` (`body_of` names it, `remedy` ends the error).
   void check_limits(const ListenerLimits& l, const Entry& at, const std::vector<Entry>& given,
                     std::uint64_t largest_body, const std::string& body_of, const std::string& remedy) const;
+  void read_admin_tokens(const Entry& list, Config& c) const;
   void read_tokens(const Entry& tokens, Config& c) const;
   void read_replay_cache(const Entry& cache, Config& c) const;
   void read_trusted_proxies(const Entry& list, Config& c) const;
@@ -234,7 +235,7 @@ void ConfigReader::check_limits(const ListenerLimits& l, const Entry& at, const 
 }
 
 void ConfigReader::read_admin(const Entry& admin, Config& c) const {
-  std::vector<Entry> es = entries(admin.value, where(admin), {{"listen", "token_env", "limits"}});
+  std::vector<Entry> es = entries(admin.value, where(admin), {{"listen", "token_env", "tokens", "limits"}});
   if (const Entry* e = find(es, "limits")) {
     const std::vector<Entry> given = read_limits(*e, c.admin.limits);
     check_limits(c.admin.limits, *e, given, kAdminBodyLimit,
@@ -255,7 +256,39 @@ void ConfigReader::read_admin(const Entry& admin, Config& c) const {
     // Unset, under a lenient environment (idem check): a token is configured all the same.
     c.admin.token = value.value_or("(unset)");
   }
+  if (const Entry* e = find(es, "tokens")) read_admin_tokens(*e, c);
   if (auto why = config_checks::admin_exposed(c)) fail(listen ? where(*listen) : where(admin), *why);
+}
+
+void ConfigReader::read_admin_tokens(const Entry& list, Config& c) const {
+  if (list.value.IsNull() || (list.value.IsSequence() && list.value.size() == 0))
+    fail(list, "an empty list of tokens; give some, or leave admin.tokens out");
+  for (const Entry& item : items(list)) {
+    if (!item.value.IsMap()) fail(item, "expected a token: a mapping with name, env and roles");
+    std::vector<Entry> es = entries(item.value, where(item), {{"name", "env", "roles"}});
+    AdminTokenConfig t;
+    const Entry& name = require(es, "name", where(item));
+    t.name = scalar(name, "a token name");
+    if (!is_route_name(t.name) || t.name.size() > 64)
+      fail(name, "a token name is 1-64 letters, digits, '-', '_' and '.'");
+    if (t.name == "admin" && !c.admin.token_env.empty())
+      fail(name, "'admin' names admin.token_env's token; choose another name");
+    for (const AdminTokenConfig& other : c.admin.tokens)
+      if (other.name == t.name) fail(name, "token name '" + t.name + "' is already used");
+    const Entry& env = require(es, "env", where(item));
+    t.env = scalar(env, "the name of an environment variable");
+    if (t.env.find('=') != std::string::npos) fail(env, "'" + t.env + "' is not a variable name");
+    std::optional<std::string> value = variable(env, t.env);
+    if (value && value->empty()) fail(env, "the environment variable " + t.env + " is empty");
+    // Unset, under a lenient environment (idem check): a token is configured all the same.
+    t.value = value.value_or("(unset)");
+    const Entry& roles = require(es, "roles", where(item));
+    std::vector<Entry> named = roles.value.IsSequence() ? items(roles) : std::vector<Entry>{roles};
+    if (named.empty()) fail(roles, "an empty list of roles allows nothing; give control, operator or both");
+    for (const Entry& r : named)
+      t.roles |= choice(r, {"control", "operator"}) == 0 ? kRoleControl : kRoleOperator;
+    c.admin.tokens.push_back(std::move(t));
+  }
 }
 
 void ConfigReader::read_tokens(const Entry& tokens, Config& c) const {
@@ -431,16 +464,21 @@ Config ConfigReader::read(const YAML::Node& root) {
     if (!a) fail(*listen, a.status().message());
     c.listen = *a;
   }
+  // A value with an unset variable (idem check) is not validated: warned of instead.
   if (const Entry* e = find(es, "upstream")) {
-    Result<UpstreamUrl> u = parse_upstream_url(scalar(*e, "a URL such as http://127.0.0.1:9000"));
-    if (!u) fail(*e, u.status().message());
-    c.upstream = *u;
+    if (auto text = scalar_if_set(*e, "a URL such as http://127.0.0.1:9000")) {
+      Result<UpstreamUrl> u = parse_upstream_url(*text);
+      if (!u) fail(*e, u.status().message());
+      c.upstream = *u;
+    }
   }
   if (const Entry* e = find(es, "upstream_idle_timeout"))
     c.upstream_idle = duration(*e, Duration::zero(), "must not be negative");
   if (const Entry* e = find(es, "store")) {
-    c.store = scalar(*e, "a store URI such as sqlite:./idem.db");
-    if (Status s = check_store_uri(c.store); !s) fail(*e, s.message());
+    // As read, even with a variable unset, but then not validated.
+    const std::optional<std::string> uri = scalar_if_set(*e, "a store URI such as sqlite:./idem.db");
+    c.store = uri ? *uri : expanded_leniently(*e);
+    if (Status s = check_store_uri(c.store); uri && !s) fail(*e, s.message());
   }
   if (const Entry* e = find(es, "trusted_proxies")) read_trusted_proxies(*e, c);
   const Entry* admin = find(es, "admin");
@@ -471,6 +509,7 @@ Config ConfigReader::read(const YAML::Node& root) {
       c.routes.push_back(std::move(r));
     }
   }
+  c.routes_written = !c.routes.empty();
   if (c.routes.empty()) {  // no routes (or an empty list): the default route
     c.routes.push_back(default_route(c.defaults));
     check_fingerprint(c.routes.back(), defaults_origin);
