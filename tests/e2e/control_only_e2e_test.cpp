@@ -1,7 +1,8 @@
 // End to end: a gateway without upstream and routes, serving the control API alone
 // (docs/control-api.md, "A gateway for the control API alone"), with named tokens of the
 // `control` and `operator` roles (docs/admin.md, "Tokens and roles"); and `idem check` on
-// such configs and on a store made of an unset variable.
+// such configs, on a store made of an unset variable, and on configs that silently do
+// nothing (shadowed routes, safe methods, templates that never render).
 #include <cstdlib>
 #include <string>
 
@@ -57,9 +58,10 @@ TEST(ControlOnly, TheControlApiWorksWithoutUpstreamAndEachTokenHasItsRoles) {
   EXPECT_EQ(replay.result_int(), 200u) << replay.body();
   EXPECT_EQ(replay.body(), R"({"outcome":"replay","result":{"order":42}})");
 
-  // The control token cannot read or delete records; the operator's cannot use the control
-  // API: 403 forbidden. No token, or an unknown one: 401 as ever.
-  Response no_records = request(admin, verb::get, "/v1/records/orders/k1", with({}, "orders-secret"));
+  // The control token reads one record, but cannot list or delete records; the operator's
+  // cannot use the control API: 403 forbidden. No token, or an unknown one: 401 as ever.
+  EXPECT_EQ(request(admin, verb::get, "/v1/records/orders/k1", with({}, "orders-secret")).result_int(), 200u);
+  Response no_records = request(admin, verb::get, "/v1/records", with({}, "orders-secret"));
   EXPECT_EQ(no_records.result_int(), 403u) << no_records.body();
   EXPECT_EQ(problem_type(no_records), "urn:idem:problem:forbidden");
   EXPECT_NE(no_records.body().find("operator role"), std::string::npos) << no_records.body();
@@ -133,6 +135,42 @@ TEST(ControlOnly, CheckWarnsOfAStoreThatIsAnUnsetVariable) {
   EXPECT_NE(out.find(file + ":2: store: the environment variable IDEM_E2E_UNSET_STORE is not set"),
             std::string::npos)
       << out;
+}
+
+// A route that can never match, and one on a safe method: warnings for `idem check`, errors
+// for --strict; `idem serve` says them and runs (docs/configuration.md, "What idem check
+// warns of").
+TEST(ControlOnly, CheckWarnsOfShadowedRoutesAndSafeMethods) {
+  TempDir tmp;
+  const std::string file = tmp.path + "/routes.yaml";
+  write_file(file,
+             "upstream: http://127.0.0.1:9000\nroutes:\n"
+             "  - {name: orders, match: {method: POST, path: \"/orders/{id}\"}}\n"
+             "  - {name: order-42, match: {method: POST, path: /orders/42}}\n"
+             "  - {name: reads, match: {method: GET, path: /reads}}\n");
+  std::string out;
+  EXPECT_EQ(run({IDEM_BIN, "check", file}, &out), 0) << out;
+  EXPECT_NE(out.find("warning: " + file + ":4: routes[1].match: route 'order-42' never matches: routes[0]"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("warning: " + file + ":5: routes[2].match.method: GET is a safe method"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(": ok (3 routes, 2 warnings)"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "check", "--strict", file}, &out), 2) << out;
+  EXPECT_NE(out.find("idem: " + file + ":4: routes[1].match: route 'order-42' never matches"),
+            std::string::npos)
+      << out;
+  // A template that can never render is an error, with the spelling it likely meant.
+  write_file(file,
+             "upstream: http://127.0.0.1:9000\nroutes:\n"
+             "  - {name: orders, match: {method: POST, path: /orders}, key: \"sku:{json.items[0].sku}\"}\n");
+  out.clear();
+  EXPECT_EQ(run({IDEM_BIN, "check", file}, &out), 2) << out;
+  EXPECT_NE(out.find(file + ":3: routes[0].key: {json.items[0].sku} never renders"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("did you mean {json.items.0.sku}?"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -128,15 +128,18 @@ HttpResponse ui_response(const UiAsset& asset, unsigned version, bool keep_alive
   return res;
 }
 
-// The role an admin path needs (docs/admin.md, "Tokens and roles"): the page and the
-// records are the operator's, the rest of /v1/ the control API's.
-unsigned role_for(std::string_view path) {
-  if (path.starts_with("/v1/") && !path.starts_with("/v1/records/") && path != "/v1/records")
-    return kRoleControl;
+// The roles that may use an admin endpoint (docs/admin.md, "Tokens and roles"): the page,
+// the listing and deletions are the operator's, the rest of /v1/ the control API's; one
+// record's GET is both's, since a service reads the record of its own key after an outcome
+// it did not learn (docs/control-api.md, "Errors").
+unsigned roles_for(http::verb method, std::string_view path) {
+  const bool records = path.starts_with("/v1/records/") || path == "/v1/records";
+  if (path.starts_with("/v1/") && !records) return kRoleControl;
+  if (path.starts_with("/v1/records/") && method == http::verb::get) return kRoleControl | kRoleOperator;
   return kRoleOperator;
 }
 
-const char* role_name(unsigned role) { return role == kRoleControl ? "control" : "operator"; }
+const char* role_name(unsigned roles) { return roles & kRoleControl ? "control" : "operator"; }
 
 // Who acted, in the audit line and the metric, when the listener takes no token (loopback
 // alone): a name no token can have.
@@ -233,7 +236,7 @@ std::optional<HttpResponse> Admin::refuse(const http::request_header<>& head, bo
   const std::optional<AdminTokens::Caller> caller =
       tokens.match(find_header(fields, "Authorization").value_or(""));
   if (!caller) return unauthorized(v, ka);
-  const unsigned needed = role_for(path);
+  const unsigned needed = roles_for(head.method(), path);
   if ((caller->roles & needed) == 0)
     return problem_response(Problem::forbidden,
                             "the token '" + caller->name + "' does not have the " + role_name(needed) +

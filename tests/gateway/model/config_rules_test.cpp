@@ -529,7 +529,11 @@ TEST(ConfigRules, KeyTemplates) {
   EXPECT_EQ(error(head + "    key: 'pay:}'\n"), "idem.yaml:4: routes[0].key: '}' at position 5 has no '{'");
   EXPECT_EQ(error(head + "    key: '{body.id}'\n"),
             "idem.yaml:4: routes[0].key: unknown placeholder {body.id} (expected json.*, header.*, query.*, "
-            "path.*, form.* or subject)");
+            "path.*, form.* or subject): did you mean {json.id}?");
+  EXPECT_EQ(
+      error(head + "    key: 'sku:{json.items[0].sku}'\n"),
+      "idem.yaml:4: routes[0].key: {json.items[0].sku} never renders: array elements are fields by index, "
+      "and the path starts after json.: did you mean {json.items.0.sku}?");
   EXPECT_EQ(error(head + "    key: '{json}'\n"),
             "idem.yaml:4: routes[0].key: {json} needs a name: {json.NAME}");
   EXPECT_EQ(error(head + "    key: '{path.id}'\n"),
@@ -748,6 +752,56 @@ TEST(RequireUpstream, AFileWithoutRoutesIsControlOnlyAndRoutesNeedAnUpstream) {
   }
   apply_overrides(control, {.upstream = "http://127.0.0.1:9000"});
   EXPECT_FALSE(control.control_only());
+}
+
+// Config::advice: what a valid config most likely does not mean, "file:line: key: reason"
+// (docs/configuration.md, "What idem check warns of").
+std::vector<std::string> advice(std::string_view yaml) {
+  std::vector<std::string> out;
+  for (const ConfigError& a : load_config_text(yaml, "idem.yaml").advice) out.emplace_back(a.what());
+  return out;
+}
+
+TEST(ConfigAdvice, ShadowedRoutesAreToldOnlyWhenSurelyShadowed) {
+  EXPECT_EQ(
+      advice("routes:\n"
+             "  - {name: any, match: {method: [POST, PUT], path: \"/orders/{id}\"}}\n"
+             "  - {name: one, match: {method: POST, path: /orders/42}}\n"
+             "  - {name: same, match: {method: PUT, path: \"/orders/{x}\"}}\n"
+             "  - {name: below, match: {method: POST, path: /orders/42/items}}\n"
+             "  - {name: patch, match: {method: PATCH, path: /orders/42}}\n"
+             "  - {name: both, match: {method: [POST, PATCH], path: /orders/7}}\n"
+             "  - {name: all, match: {method: POST, path: /*}}\n"
+             "  - {name: late, match: {method: POST, path: /payments}}\n"),
+      (std::vector<std::string>{
+          "idem.yaml:3: routes[1].match: route 'one' never matches: routes[0] ('any', path \"/orders/{id}\") "
+          "comes first and takes every request it would (the first match wins); move it before, or remove it",
+          "idem.yaml:4: routes[2].match: route 'same' never matches: routes[0] ('any', path "
+          "\"/orders/{id}\") "
+          "comes first and takes every request it would (the first match wins); move it before, or remove it",
+          "idem.yaml:9: routes[7].match: route 'late' never matches: routes[6] ('all', path \"/*\") comes "
+          "first and takes every request it would (the first match wins); move it before, or remove it"}));
+  // The same path, another method; a literal first and the parameter after: no advice.
+  EXPECT_EQ(advice("routes:\n"
+                   "  - {name: a, match: {method: POST, path: /orders/42}}\n"
+                   "  - {name: b, match: {method: POST, path: \"/orders/{id}\"}}\n"
+                   "  - {name: c, match: {method: PATCH, path: \"/orders/{id}\"}}\n"),
+            std::vector<std::string>{});
+}
+
+TEST(ConfigAdvice, RoutesOnSafeMethodsSayWhy) {
+  EXPECT_EQ(
+      advice("routes:\n  - name: r\n    match:\n      method: [POST, GET, head]\n      path: /r\n"),
+      (std::vector<std::string>{
+          "idem.yaml:4: routes[0].match.method: GET is a safe method, idempotent by HTTP semantics already "
+          "(RFC 9110, 9.2.1): protecting it stores every read and replays it, stale, for the retention; "
+          "protect the methods that change state (POST, PATCH)",
+          "idem.yaml:4: routes[0].match.method: HEAD is a safe method, idempotent by HTTP semantics already "
+          "(RFC 9110, 9.2.1): protecting it stores every read and replays it, stale, for the retention; "
+          "protect the methods that change state (POST, PATCH)"}));
+  EXPECT_EQ(advice("routes:\n  - {name: r, match: {method: [POST, PUT, PATCH, DELETE], path: /r}}\n"),
+            std::vector<std::string>{});
+  EXPECT_EQ(advice(""), std::vector<std::string>{});  // the default route: POST and PATCH
 }
 
 TEST(ConfigRules, AdminTokens) {

@@ -83,8 +83,9 @@ inline constexpr ListenerLimits kAdminLimits{64, 16, 16ull << 20, 4ull << 20};
 inline constexpr std::uint64_t kAdminBodyLimit = 1ull << 20;
 
 // The roles of an admin token (docs/admin.md, "Tokens and roles"), a bit set: `control`
-// for the control API (begin, commit, release, abandon, extend, tokens, locks), `operator`
-// for the records (list, get, delete) and the operator's page. Neither implies the other.
+// for the control API (begin, commit, release, abandon, extend, tokens, locks) and reading
+// one record, `operator` for the records (list, get, delete) and the operator's page.
+// Neither implies the other.
 inline constexpr unsigned kRoleControl = 1;
 inline constexpr unsigned kRoleOperator = 2;
 
@@ -157,6 +158,11 @@ struct Config {
   bool issues_tokens() const;
   // Whether `routes` was written (and not empty); without it the default route is used.
   bool routes_written = false;
+  // What a valid config most likely does not mean (docs/configuration.md, "What idem check
+  // warns of"): a route that can never match, because an earlier one matches every
+  // request it would; a route on a safe method. `idem check` prints them as warnings
+  // (errors with --strict); `idem serve` prints them and runs.
+  std::vector<ConfigError> advice;
   // No upstream and no routes: `idem serve` opens the admin listener alone, for the control
   // API, records and tokens (docs/control-api.md, "A gateway for the control API alone").
   bool control_only() const { return !upstream && !routes_written; }

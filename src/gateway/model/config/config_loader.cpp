@@ -105,7 +105,10 @@ class ConfigReader : public YamlReader {
   void read_trusted_proxies(const Entry& list, Config& c) const;
   std::vector<std::string> methods(const Entry& e) const;
   KeyRule key_rule(const Entry& e) const;
-  Route read_route(const Entry& item, const Config& c, const PolicyOrigin& defaults, Where& name_at) const;
+  Route read_route(const Entry& item, const Config& c, const PolicyOrigin& defaults, Where& name_at,
+                   Where& match_at) const;
+  // Config::advice of the routes (`match_at`: where each route's match was written).
+  void advise_on_routes(Config& c, const std::vector<Where>& match_at) const;
   void check_templates(const KeyTemplate& t, const Route& r, const Where& w, bool from_defaults) const;
   void check_fingerprint(const Route& r, const PolicyOrigin& origin) const;
 };
@@ -391,7 +394,7 @@ void ConfigReader::check_fingerprint(const Route& r, const PolicyOrigin& origin)
 }
 
 Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyOrigin& defaults,
-                               Where& name_at) const {
+                               Where& name_at, Where& match_at) const {
   const Where at = where(item);
   if (!item.value.IsMap()) fail(at, "expected a route: a mapping with name and match");
   std::vector<Entry> es = entries(item.value, at, {kRouteKeys, kPolicyKeys});
@@ -413,6 +416,7 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
   }
 
   const Entry& match = require(es, "match", at);
+  match_at = where(match);
   std::vector<Entry> ms = entries(match.value, where(match), {{"method", "path", "format_suffix"}});
   r.methods = methods(require(ms, "method", where(match)));
   const Entry& path = require(ms, "path", where(match));
@@ -449,6 +453,38 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
   }
   check_fingerprint(r, origin);
   return r;
+}
+
+void ConfigReader::advise_on_routes(Config& c, const std::vector<Where>& match_at) const {
+  auto advise = [&](const Where& w, std::string reason) {
+    c.advice.emplace_back(source(), w.line, w.path, std::move(reason));
+  };
+  for (std::size_t j = 0; j < c.routes.size() && j < match_at.size(); ++j) {
+    const Route& later = c.routes[j];
+    // Shadowed: the first earlier route that takes each of its methods and every path it
+    // matches wins every request it would get (the first match wins).
+    for (std::size_t i = 0; i < j; ++i) {
+      const Route& earlier = c.routes[i];
+      const bool methods = std::all_of(later.methods.begin(), later.methods.end(), [&](const std::string& m) {
+        return std::find(earlier.methods.begin(), earlier.methods.end(), m) != earlier.methods.end();
+      });
+      if (!methods || !earlier.path.covers(later.path)) continue;
+      advise(match_at[j], "route '" + later.name + "' never matches: routes[" + std::to_string(i) + "] ('" +
+                              earlier.name + "', path \"" + earlier.path.text() +
+                              "\") comes first and takes every request it would (the first match wins); move "
+                              "it before, or remove it");
+      break;
+    }
+    // Safe methods: idempotent by HTTP's own rules, and a read is what a record would keep.
+    for (const std::string& m : later.methods) {
+      if (m != "GET" && m != "HEAD" && m != "OPTIONS" && m != "TRACE") continue;
+      advise(
+          {match_at[j].line, match_at[j].path + ".method"},
+          m + " is a safe method, idempotent by HTTP semantics already (RFC 9110, 9.2.1): protecting it "
+              "stores every read and replays it, stale, for the retention; protect the methods that change "
+              "state (POST, PATCH)");
+    }
+  }
 }
 
 Config ConfigReader::read(const YAML::Node& root) {
@@ -497,10 +533,11 @@ Config ConfigReader::read(const YAML::Node& root) {
   if (const Entry* e = find(es, "replay_cache")) read_replay_cache(*e, c);
 
   const Entry* routes = find(es, "routes");
+  std::vector<Where> match_at;
   if (routes && !routes->value.IsNull()) {
     for (const Entry& item : items(*routes)) {
       Where name_at;
-      Route r = read_route(item, c, defaults_origin, name_at);
+      Route r = read_route(item, c, defaults_origin, name_at, match_at.emplace_back());
       for (std::size_t i = 0; i < c.routes.size(); ++i) {
         if (c.routes[i].name == r.name) {
           fail(name_at, "route name '" + r.name + "' is already used by routes[" + std::to_string(i) + "]");
@@ -510,6 +547,7 @@ Config ConfigReader::read(const YAML::Node& root) {
     }
   }
   c.routes_written = !c.routes.empty();
+  advise_on_routes(c, match_at);
   if (c.routes.empty()) {  // no routes (or an empty list): the default route
     c.routes.push_back(default_route(c.defaults));
     check_fingerprint(c.routes.back(), defaults_origin);

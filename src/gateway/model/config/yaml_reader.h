@@ -48,6 +48,8 @@ class YamlReader {
   // every input (yaml-cpp 0.7's LoadAll does not: jbeder/yaml-cpp#1040).
   YAML::Node parse_document(std::string_view text) const;
 
+  const std::string& source() const noexcept { return source_; }  // the file name in messages
+
   [[noreturn]] void fail(const Where& w, const std::string& reason) const;
   [[noreturn]] void fail(const Entry& e, const std::string& reason) const { fail(where(e), reason); }
 
