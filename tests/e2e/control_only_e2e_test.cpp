@@ -87,16 +87,17 @@ TEST(ControlOnly, TheControlApiWorksWithoutUpstreamAndEachTokenHasItsRoles) {
   EXPECT_EQ(request(admin, verb::delete_, "/v1/records/orders/k1", with({}, "ops-secret")).result_int(),
             404u);
   const std::string log = read_text(dir + "/idem.log");
-  EXPECT_NE(
-      log.find(R"("audit":"record.delete","token":"ops","peer":"127.0.0.1","scope":"orders","key":"k1",)"
-               R"("decision":"deleted","fence":)" +
-               std::to_string(fence) + R"(,"state":"done"})"),
-      std::string::npos)
+  EXPECT_NE(log.find(R"(","token":"ops","peer":"127.0.0.1","scope":"orders","key":"k1",)"
+                     R"("decision":"deleted","fence":)" +
+                     std::to_string(fence) + R"(,"state":"done"})"),
+            std::string::npos)
       << log;
   EXPECT_NE(
       log.find(R"("token":"ops","peer":"127.0.0.1","scope":"orders","key":"k1","decision":"not_found")"),
       std::string::npos)
       << log;
+  // Told from the request log's lines, which start {"time".
+  EXPECT_NE(log.find("\n{\"audit\":\"record.delete\",\"time\":\""), std::string::npos) << log;
   EXPECT_EQ(log.find("ops-secret"), std::string::npos) << log;
   const std::string metrics = request(admin, verb::get, "/metrics").body();
   EXPECT_NE(metrics.find("idem_admin_actions_total{action=\"delete\",token=\"ops\"} 1\n"), std::string::npos)

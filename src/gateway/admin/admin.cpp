@@ -339,10 +339,11 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
         settings_.load()->tokens.match(find_header(header_fields(req), "Authorization").value_or(""));
     const std::string token = caller ? caller->name : std::string(kNoToken);
     const char* decision = !r ? "store_failed" : (*r ? "deleted" : "not_found");
-    json::object audit{{"time", util::rfc3339(std::chrono::time_point_cast<std::chrono::microseconds>(
+    // "audit" first: the line is told from the request log's, which start with "time".
+    json::object audit{{"audit", "record.delete"},
+                       {"time", util::rfc3339(std::chrono::time_point_cast<std::chrono::microseconds>(
                                                   std::chrono::system_clock::now()),
                                               util::SubSecond::milliseconds)},
-                       {"audit", "record.delete"},
                        {"token", token},
                        {"peer", peer},
                        {"scope", removed.scope},
