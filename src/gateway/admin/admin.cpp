@@ -335,28 +335,9 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
     Result<bool> r = co_await std::move(call);
     // Also when the store failed: the removal may have been applied.
     if (cache_) cache_->erase(removed.scope, removed.key);
-    const std::optional<AdminTokens::Caller> caller =
-        settings_.load()->tokens.match(find_header(header_fields(req), "Authorization").value_or(""));
-    const std::string token = caller ? caller->name : std::string(kNoToken);
     const char* decision = !r ? "store_failed" : (*r ? "deleted" : "not_found");
-    // "audit" first: the line is told from the request log's, which start with "time".
-    json::object audit{{"audit", "record.delete"},
-                       {"time", util::rfc3339(std::chrono::time_point_cast<std::chrono::microseconds>(
-                                                  std::chrono::system_clock::now()),
-                                              util::SubSecond::milliseconds)},
-                       {"token", token},
-                       {"peer", peer},
-                       {"scope", removed.scope},
-                       {"key", removed.key},
-                       {"decision", decision}};
-    if (before && *before) {
-      audit["fence"] = (*before)->fence;
-      audit["state"] = to_string((*before)->state);
-    } else {
-      audit["fence"] = nullptr;
-    }
-    std::fprintf(stderr, "%s\n", json::serialize(audit).c_str());
-    if (r && *r) metrics_.count_admin_action("delete", token);
+    const Record* was = before && *before ? &**before : nullptr;
+    audit(req, peer, "delete", removed, was, decision, r && *r);
     if (!r) co_return store_failed(req, "DELETE /v1/records", r.status());
     if (!*r) co_return problem_response(Problem::not_found, "no record with this scope and key", v, ka);
     HttpResponse res{http::status::no_content, v};
@@ -364,6 +345,31 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
     co_return res;
   }
   co_return problem_response(Problem::method_not_allowed, "records take GET or DELETE", v, ka);
+}
+
+void Admin::audit(const HttpRequest& req, std::string_view peer, std::string_view action, const RecordId& id,
+                  const Record* before, std::string_view decision, bool applied) {
+  const std::optional<AdminTokens::Caller> caller =
+      settings_.load()->tokens.match(find_header(header_fields(req), "Authorization").value_or(""));
+  const std::string token = caller ? caller->name : std::string(kNoToken);
+  // "audit" first: the line is told from the request log's, which start with "time".
+  json::object line{{"audit", "record." + std::string(action)},
+                    {"time", util::rfc3339(std::chrono::time_point_cast<std::chrono::microseconds>(
+                                               std::chrono::system_clock::now()),
+                                           util::SubSecond::milliseconds)},
+                    {"token", token},
+                    {"peer", peer},
+                    {"scope", id.scope},
+                    {"key", id.key},
+                    {"decision", decision}};
+  if (before) {
+    line["fence"] = before->fence;
+    line["state"] = to_string(before->state);
+  } else {
+    line["fence"] = nullptr;
+  }
+  std::fprintf(stderr, "%s\n", json::serialize(line).c_str());
+  if (applied) metrics_.count_admin_action(action, token);
 }
 
 // GET /v1/records?...: one answer gathered from as many store pages as it takes

@@ -63,6 +63,12 @@ class Admin final : public RequestHandler {
   boost::asio::awaitable<HttpResponse> records(const HttpRequest& req, std::string_view rest,
                                                std::string_view peer);
   boost::asio::awaitable<HttpResponse> list_records(const HttpRequest& req);
+  // The audit of an action on a record (docs/admin.md, "Tokens and roles"): one JSON line on
+  // standard error naming the token of `req`, `peer`, the record (`before`: as read before
+  // the action, null when none was read), the action ("delete"; a resolution names its
+  // own) and `decision`; counted in idem_admin_actions_total when `applied`.
+  void audit(const HttpRequest& req, std::string_view peer, std::string_view action, const RecordId& id,
+             const Record* before, std::string_view decision, bool applied);
   // POST /v1/<op>: the endpoint of the table in admin.cpp that `op` names.
   boost::asio::awaitable<HttpResponse> control(const HttpRequest& req, std::string_view op,
                                                const Config& config);
