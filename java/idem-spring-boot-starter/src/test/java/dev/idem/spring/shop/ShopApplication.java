@@ -1,6 +1,7 @@
 package dev.idem.spring.shop;
 
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.context.annotation.Bean;
 import org.springframework.security.config.Customizer;
 import org.springframework.security.config.annotation.web.builders.HttpSecurity;
@@ -17,6 +18,7 @@ import org.springframework.security.web.SecurityFilterChain;
 public class ShopApplication {
 
   @Bean
+  @ConditionalOnWebApplication
   SecurityFilterChain security(HttpSecurity http) throws Exception {
     return http.csrf(c -> c.disable()).authorizeHttpRequests(a -> a.anyRequest().permitAll())
         .httpBasic(Customizer.withDefaults()).build();
