@@ -248,6 +248,10 @@ class WebRedisTest {
     assertThat(first).isEqualTo(1);
     assertThat(again).isEqualTo(1);
     assertThat(executions.of("points:" + order)).isEqualTo(1);
+    long fence = points.fence(order);
+    assertThat(fence).isPositive();
+    assertThat(points.fence(order)).isEqualTo(fence);  // replayed: the first run's
+    assertThat(dev.idem.spring.IdempotentContext.current()).isEmpty();
     org.assertj.core.api.Assertions.assertThatThrownBy(
         () -> points.grant(order, new PointsService.Grant("bob", new BigDecimal("88.00"))))
         .isInstanceOf(dev.idem.core.KeyReusedException.class);

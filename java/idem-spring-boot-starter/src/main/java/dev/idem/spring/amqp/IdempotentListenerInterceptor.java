@@ -1,5 +1,6 @@
 package dev.idem.spring.amqp;
 
+import dev.idem.core.Attempt;
 import dev.idem.core.BeginArgs;
 import dev.idem.core.BeginOutcome;
 import dev.idem.core.Claim;
@@ -16,6 +17,7 @@ import dev.idem.core.WorkEnd;
 import dev.idem.spring.IdemProblem;
 import dev.idem.spring.IdemProperties;
 import dev.idem.spring.IdempotencyRefusedException;
+import dev.idem.spring.IdempotentContext;
 import dev.idem.spring.IdempotentListener;
 import dev.idem.spring.StoreErrorPolicy;
 import dev.idem.spring.support.Expressions;
@@ -235,6 +237,7 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
     ClaimRunner.Renewal renewal = runner.renew(claim, plan.policy);
     claim.started();
     Object value;
+    IdempotentContext.Scope in = IdempotentContext.enter(new Attempt(claim.scope(), claim.key(), claim.fence(), claim.recovered()));
     try {
       value = mi.proceed();
     } catch (Throwable e) {
@@ -243,6 +246,8 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
           java.util.Optional.empty());
       metrics.message(plan.scope, "failed");
       throw e;
+    } finally {
+      in.close();
     }
     renewal.close();
     byte[] bytes;
@@ -306,7 +311,13 @@ public final class IdempotentListenerInterceptor implements MethodInterceptor {
       }
       if (!(begun instanceof BeginOutcome.Acquired a))
         throw new AmqpRejectAndDontRequeueException("idem: " + plan.scope + ": key " + key + " belongs to another request");
-      Object value = mi.proceed();
+      Object value;
+      IdempotentContext.Scope in = IdempotentContext.enter(new Attempt(plan.scope, key, a.fence(), a.recovered()));
+      try {
+        value = mi.proceed();
+      } finally {
+        in.close();
+      }
       tx.commit(new CommitArgs(plan.scope, key, a.fence(), plan.shape.encode(value), plan.policy.retention()));
       metrics.message(plan.scope, "processed");
       return value;

@@ -1,5 +1,6 @@
 package dev.idem.spring.support;
 
+import dev.idem.core.Attempt;
 import dev.idem.core.BeginArgs;
 import dev.idem.core.BeginOutcome;
 import dev.idem.core.BeginStep;
@@ -23,6 +24,7 @@ import dev.idem.core.WorkEnd;
 import dev.idem.spring.Idempotent;
 import dev.idem.spring.IdemProblem;
 import dev.idem.spring.IdemProperties;
+import dev.idem.spring.IdempotentContext;
 import dev.idem.spring.IdempotencyRefusedException;
 import dev.idem.spring.StoreErrorPolicy;
 import java.lang.reflect.Method;
@@ -262,6 +264,7 @@ public final class IdempotentInterceptor implements MethodInterceptor {
     ClaimRunner.Renewal renewal = runner.renew(claim, plan.policy);
     claim.started();
     Object value;
+    IdempotentContext.Scope in = IdempotentContext.enter(new Attempt(claim.scope(), claim.key(), claim.fence(), claim.recovered()));
     try {
       value = mi.proceed();
     } catch (Throwable e) {
@@ -270,6 +273,8 @@ public final class IdempotentInterceptor implements MethodInterceptor {
       runner.settle(claim, how, null, how == Settlement.RELEASE ? restore : Optional.empty());
       metrics.request(plan.keySpace, "forwarded");
       throw e;
+    } finally {
+      in.close();
     }
     renewal.close();
     WorkEnd end = plan.endFor(value, ctx);
@@ -381,7 +386,13 @@ public final class IdempotentInterceptor implements MethodInterceptor {
         });
       }
       metrics.request(plan.keySpace, "forwarded");
-      Object value = mi.proceed();  // an exception rolls the transaction, and the claim, back
+      Object value;
+      IdempotentContext.Scope in = IdempotentContext.enter(new Attempt(id.scope, id.recordKey, a.fence(), a.recovered()));
+      try {
+        value = mi.proceed();  // an exception rolls the transaction, and the claim, back
+      } finally {
+        in.close();
+      }
       WorkEnd end = plan.endFor(value, ctx);
       if (end != WorkEnd.SUCCEEDED) {
         tx.rollbackOnly();

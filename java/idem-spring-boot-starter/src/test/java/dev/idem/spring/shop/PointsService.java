@@ -15,6 +15,12 @@ public class PointsService {
 
   public record Grant(String user, BigDecimal amount) {}
 
+  /** The fence this call's claim holds, as a write made conditional on it would read it. */
+  @Idempotent(key = "#orderNo", keySpace = "points-fence")
+  public long fence(String orderNo) {
+    return dev.idem.spring.IdempotentContext.current().orElseThrow().fence();
+  }
+
   @Idempotent(key = "#orderNo")
   public long grant(String orderNo, Grant grant) {
     return executions.add("points:" + orderNo);
