@@ -2,6 +2,7 @@ package dev.idem.spring.support;
 
 import dev.idem.spring.IdemProblem;
 import dev.idem.spring.IdempotencyRefusedException;
+import com.fasterxml.jackson.databind.JsonNode;
 import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
@@ -56,6 +57,7 @@ public final class Keys {
    * @throws IdempotencyRefusedException key-missing (null, ""), key-invalid
    */
   public static String fromValue(String expression, Object value) {
+    if (value instanceof JsonNode n) value = jsonValue(n);
     if (value == null) throw new IdempotencyRefusedException(IdemProblem.KEY_MISSING, expression + " is null");
     String text = text(expression, value, IdemProblem.KEY_INVALID);
     if (text.isEmpty()) throw new IdempotencyRefusedException(IdemProblem.KEY_MISSING, expression + " is empty");
@@ -63,6 +65,20 @@ public final class Keys {
     if (key.length() > MAX_KEY)
       throw new IdempotencyRefusedException(IdemProblem.KEY_INVALID, expression + " renders a key longer than 255 characters");
     return key;
+  }
+
+  /**
+   * A JSON value as the gateway's templates read one: text as it is, a number with every digit
+   * (1790000000000000001 never through a double), a boolean; null or absent → null. Objects and
+   * arrays stay as they are (and are refused).
+   */
+  static Object jsonValue(JsonNode n) {
+    if (n.isNull() || n.isMissingNode()) return null;
+    if (n.isTextual()) return n.textValue();
+    if (n.isIntegralNumber()) return n.bigIntegerValue();
+    if (n.isNumber()) return n.decimalValue();
+    if (n.isBoolean()) return n.booleanValue();
+    return n;
   }
 
   /** A value's text for keys and scopes: text, numbers with every digit, booleans, enums. */
