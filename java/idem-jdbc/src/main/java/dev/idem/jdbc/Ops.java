@@ -25,10 +25,10 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The operations of one SQL dialect on a connection, as the protocol files say, without
@@ -39,7 +39,8 @@ abstract class Ops {
   static final long GRACE_MICROS = 3_600_000_000L;
   final String prefix;
   final String dialect;
-  private final Map<String, List<Sql>> files = new HashMap<>();
+  // Filled lazily by every thread that runs an operation: concurrent.
+  private final Map<String, List<Sql>> files = new ConcurrentHashMap<>();
   int queryTimeoutSeconds;
 
   Ops(String dialect, String prefix) {
