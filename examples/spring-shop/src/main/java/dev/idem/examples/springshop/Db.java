@@ -21,11 +21,22 @@ public class Db {
   final JdbcTemplate jdbc;
   private final TransactionTemplate tx;
 
-  public Db(JdbcTemplate jdbc, PlatformTransactionManager transactions) throws java.io.IOException {
+  public Db(JdbcTemplate jdbc, PlatformTransactionManager transactions, ShopProperties props) throws java.io.IOException {
     this.jdbc = jdbc;
     this.tx = new TransactionTemplate(transactions);
     tx.setIsolationLevel(TransactionDefinition.ISOLATION_READ_COMMITTED);
     createSchema();
+    if (props.seed() != null) for (String s : props.seed()) seed(s);
+  }
+
+  /** SKU=STOCK[@PRICE]: created, or reset to that stock. */
+  private void seed(String spec) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("([^=]+)=(\\d+)(?:@(\\d+))?").matcher(spec.trim());
+    if (!m.matches()) throw new IllegalArgumentException("shop.seed: SKU=STOCK[@PRICE] expected, got " + spec);
+    long stock = Long.parseLong(m.group(2)), price = m.group(3) == null ? 1999 : Long.parseLong(m.group(3));
+    jdbc.update("INSERT INTO t_sku (sku_id, stock, version, price, initial_stock) VALUES (?, ?, 0, ?, ?) "
+        + "ON DUPLICATE KEY UPDATE stock = ?, version = 0, price = ?, initial_stock = ?", m.group(1), stock, price, stock,
+        stock, price, stock);
   }
 
   /** The tables, as shop-storm creates them; MySQL commits each CREATE, so a named lock serializes processes. */

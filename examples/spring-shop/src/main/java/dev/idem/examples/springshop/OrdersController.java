@@ -96,11 +96,18 @@ public class OrdersController {
       String orderNo = Db.randomId(20);
       long orderId = nextOrderId();
       long now = Db.nowMicros();
-      // ON DUPLICATE KEY UPDATE answers a second submission of one purchase (two devices) with the first order.
-      boolean inserted = db.jdbc.update("INSERT INTO t_order (order_no, order_id, biz_no, user_id, sku_id, event_id, "
-          + "quantity, amount, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'CREATED', ?) "
-          + "ON DUPLICATE KEY UPDATE order_no = order_no", orderNo, orderId, bizNo(orderId, now), user, sku, event,
-          quantity, price.get(0) * quantity, now) == 1;
+      // The unique key (user, sku, event) answers a second submission of one purchase (two devices)
+      // with the first order. A plain INSERT whose duplicate is caught: the connection counts rows
+      // found, not changed (idem's JDBC store needs that), so ON DUPLICATE KEY UPDATE would count a
+      // duplicate as an insert; and on MySQL a failed statement leaves the transaction usable.
+      boolean inserted;
+      try {
+        inserted = db.jdbc.update("INSERT INTO t_order (order_no, order_id, biz_no, user_id, sku_id, event_id, "
+            + "quantity, amount, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'CREATED', ?)", orderNo, orderId,
+            bizNo(orderId, now), user, sku, event, quantity, price.get(0) * quantity, now) == 1;
+      } catch (DuplicateKeyException e) {
+        inserted = false;
+      }
       List<Order> rows = inserted
           ? db.jdbc.query(ORDER_COLUMNS + "WHERE order_no = ?", (r, i) -> order(r), orderNo)
           : db.jdbc.query(ORDER_COLUMNS + "WHERE user_id = ? AND sku_id = ? AND event_id = ?", (r, i) -> order(r),

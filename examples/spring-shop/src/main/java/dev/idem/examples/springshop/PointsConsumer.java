@@ -35,9 +35,16 @@ public class PointsConsumer {
       db.count("consumer.poison");  // never handled: acked, not retried
       return;
     }
-    int inserted = db.jdbc.update("INSERT INTO t_points (order_no, user_id, points, created_at) VALUES (?, ?, ?, ?) "
-        + "ON DUPLICATE KEY UPDATE order_no = order_no", m.order_no(), m.user_id(), m.points(), Db.nowMicros());
-    if (inserted == 1) {
+    // A plain INSERT whose duplicate is caught (the connection counts rows found, not changed, as
+    // idem's JDBC store needs; a failed statement leaves a MySQL transaction usable).
+    boolean inserted;
+    try {
+      inserted = db.jdbc.update("INSERT INTO t_points (order_no, user_id, points, created_at) VALUES (?, ?, ?, ?)",
+          m.order_no(), m.user_id(), m.points(), Db.nowMicros()) == 1;
+    } catch (org.springframework.dao.DuplicateKeyException e) {
+      inserted = false;
+    }
+    if (inserted) {
       db.jdbc.update("INSERT INTO t_user_points (user_id, balance) VALUES (?, ?) ON DUPLICATE KEY UPDATE balance = balance + ?",
           m.user_id(), m.points(), m.points());
       db.count("consumer.processed");

@@ -8,6 +8,7 @@ import java.util.List;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.scheduling.annotation.EnableScheduling;
 
 /**
@@ -30,14 +31,23 @@ public class SpringShopApplication {
     for (String a : translated) {
       if (a.equals("--shop.role=consumer")) app.setWebApplicationType(org.springframework.boot.WebApplicationType.NONE);
     }
-    app.run(translated);
+    ConfigurableApplicationContext context = app.run(translated);
+    // SIGTERM: close the context (graceful shutdown), then exit 0 as the reference shop does, so
+    // that shop-storm tells a clean stop from a crash (the JVM's own status would be 143).
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      context.close();
+      Runtime.getRuntime().halt(0);
+    }, "shop-exit"));
   }
 
   /** The reference shop's --db and --amqp URLs as Spring's properties; the rest as they are. */
   static String[] translate(String[] args) {
     List<String> out = new ArrayList<>();
-    for (String a : args) {
-      if (a.startsWith("--db=")) {
+    for (int i = 0; i < args.length; i++) {
+      String a = args[i];
+      if (a.equals("--crash-before-ack") && i + 1 < args.length) {
+        out.add("--shop.crash-before-ack=" + args[++i]);  // the reference consumer's flag, as shop-storm passes it
+      } else if (a.startsWith("--db=")) {
         URI u = URI.create(a.substring(5));
         if (!"mysql".equals(u.getScheme()))
           throw new IllegalArgumentException("--db: the Spring shop runs on MySQL/MariaDB: mysql://USER:PASS@HOST[:PORT]/DB");
