@@ -4,6 +4,7 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -23,6 +24,9 @@ public final class MicrometerIdemMetrics implements IdemMetrics {
 
   private final MeterRegistry registry;
   private final Counter tokens, errors, conflicts;
+  // Meters by their tags, made once: a protected call counts on the hot path.
+  private final ConcurrentHashMap<String, Counter> requests = new ConcurrentHashMap<>(), messages = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, Timer> store = new ConcurrentHashMap<>();
   private final AtomicInteger inflight = new AtomicInteger();
 
   public MicrometerIdemMetrics(MeterRegistry registry) {
@@ -38,14 +42,16 @@ public final class MicrometerIdemMetrics implements IdemMetrics {
 
   @Override
   public void request(String route, String outcome) {
-    Counter.builder("idem.requests").description("protected calls by route (key space) and outcome")
-        .tag("route", route).tag("outcome", outcome).register(registry).increment();
+    requests.computeIfAbsent(route + '\n' + outcome, k -> Counter.builder("idem.requests")
+        .description("protected calls by route (key space) and outcome").tag("route", route).tag("outcome", outcome)
+        .register(registry)).increment();
   }
 
   @Override
   public void message(String listener, String outcome) {
-    Counter.builder("idem.messages").description("messages by listener (scope) and outcome")
-        .tag("listener", listener).tag("outcome", outcome).register(registry).increment();
+    messages.computeIfAbsent(listener + '\n' + outcome, k -> Counter.builder("idem.messages")
+        .description("messages by listener (scope) and outcome").tag("listener", listener).tag("outcome", outcome)
+        .register(registry)).increment();
   }
 
   @Override
@@ -55,8 +61,8 @@ public final class MicrometerIdemMetrics implements IdemMetrics {
 
   @Override
   public void storeCall(String op, long nanos, boolean failed) {
-    Timer.builder("idem.store").description("store call time by operation").tag("op", op)
-        .serviceLevelObjectives(BUCKETS).register(registry).record(nanos, TimeUnit.NANOSECONDS);
+    store.computeIfAbsent(op, k -> Timer.builder("idem.store").description("store call time by operation").tag("op", op)
+        .serviceLevelObjectives(BUCKETS).register(registry)).record(nanos, TimeUnit.NANOSECONDS);
     if (failed) errors.increment();
   }
 
