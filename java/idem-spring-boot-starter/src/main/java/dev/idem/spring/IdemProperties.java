@@ -25,7 +25,7 @@ public record IdemProperties(@DefaultValue("true") boolean enabled, @DefaultValu
 
   /** Which store backs the records. */
   public enum StoreType {
-    /** {@code uri} when set; else the application's RedisConnectionFactory; else its DataSource; else the control API when its base-uri is set. */
+    /** {@code uri} when set; else the control API when its base-uri is set; else the application's Redis; else its DataSource. */
     AUTO,
     REDIS,
     JDBC,

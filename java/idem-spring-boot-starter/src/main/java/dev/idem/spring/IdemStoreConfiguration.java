@@ -195,7 +195,7 @@ final class IdemStoreConfiguration {
 
         @Override
         public int priority() {
-          return 30;
+          return 5;  // named in idem.*: before what the application merely has
         }
 
         @Override

@@ -6,7 +6,8 @@ import dev.idem.spring.IdemProperties;
 /**
  * One way of opening the store, contributed by the part of the auto-configuration whose classes
  * are present. {@code idem.store.type=auto} takes the first {@link #available()} one by {@link
- * #priority()}: the URI, the application's Redis, its DataSource, the control API.
+ * #priority()}: what idem.* names (a store URI, the control API), then the application's Redis, then its
+ * DataSource.
  */
 public interface IdemStoreOpener {
   IdemProperties.StoreType type();

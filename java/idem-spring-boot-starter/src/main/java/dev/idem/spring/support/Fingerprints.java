@@ -14,7 +14,7 @@ import org.springframework.util.ClassUtils;
 
 /**
  * Fingerprints: what makes a repeat "the same request". Values are written as JSON by the
- * application's ObjectMapper with every object's members sorted, then hashed (SHA-256), so the
+ * application's ObjectMapper with every object's members sorted, then hashed (SHA-256, in hex), so the
  * same arguments always give the same bytes, and never by toString() (whose output for most types
  * names an address, a hash code or nothing at all).
  */
@@ -94,9 +94,11 @@ public final class Fingerprints {
     return node;
   }
 
+  /** SHA-256 as 64 hex digits: text every store takes (the control API's fingerprints are text). */
   static byte[] sha256(byte[] input) {
     try {
-      return MessageDigest.getInstance("SHA-256").digest(input);
+      return java.util.HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(input))
+          .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);
     }
