@@ -110,17 +110,23 @@ class Storm {
   // the gateway), the consumer in a JVM of its own. --idem.enabled=false is the control run.
   void make_spring_processes() {
     auto jvm = [&](std::vector<std::string> args) {
-      std::vector<std::string> argv{opt_.java, "-XX:TieredStopAtLevel=1", "-Xss512k", "-jar", opt_.spring,
-                                    "--db=" + env_.shop_db(), "--amqp=" + opt_.amqp, "--shop.queue=" + env_.queue()};
+      std::vector<std::string> argv{opt_.java,
+                                    "-XX:TieredStopAtLevel=1",
+                                    "-Xss512k",
+                                    "-jar",
+                                    opt_.spring,
+                                    "--db=" + env_.shop_db(),
+                                    "--amqp=" + opt_.amqp,
+                                    "--shop.queue=" + env_.queue()};
       if (opt_.unprotected) argv.push_back("--idem.enabled=false");
       argv.insert(argv.end(), args.begin(), args.end());
       return argv;
     };
-    shop_ = std::make_unique<Proc>(
-        "spring shop",
-        jvm({"--shop.role=web", "--server.port=" + std::to_string(run_.ports.gateway), "--shop.slow-percent=10",
-             "--shop.slow-ms=400"}),
-        env_.path("shop.log"));
+    shop_ =
+        std::make_unique<Proc>("spring shop",
+                               jvm({"--shop.role=web", "--server.port=" + std::to_string(run_.ports.gateway),
+                                    "--shop.slow-percent=10", "--shop.slow-ms=400"}),
+                               env_.path("shop.log"));
     consumer_ = std::make_unique<Proc>("spring shop consumer",
                                        jvm({"--shop.role=consumer", "--crash-before-ack", "5"}),
                                        env_.path("consumer.log"));
@@ -187,8 +193,8 @@ class Storm {
       co_await pause(Millis(50));
     }
     setup_error_ = p.name() + " did not become ready (" + std::string(target) + " on " + addr(port) +
-                   (p.running() ? " within " + std::to_string(startup_seconds()) + " s" : ": it exited") + "); see " +
-                   p.log_file();
+                   (p.running() ? " within " + std::to_string(startup_seconds()) + " s" : ": it exited") +
+                   "); see " + p.log_file();
     co_return false;
   }
 
@@ -211,8 +217,10 @@ class Storm {
     if (!gateway_killed_ && done * 100 >= users * 65) {
       gateway_killed_ = true;
       // Without a gateway (--spring), the shop itself is killed a second time.
-      if (gateway_) asio::co_spawn(ioc_, kill_and_restart(gateway_.get(), "gateway kill -9"), asio::detached);
-      else asio::co_spawn(ioc_, kill_and_restart(shop_.get(), "shop kill -9 (second)"), asio::detached);
+      if (gateway_)
+        asio::co_spawn(ioc_, kill_and_restart(gateway_.get(), "gateway kill -9"), asio::detached);
+      else
+        asio::co_spawn(ioc_, kill_and_restart(shop_.get(), "shop kill -9 (second)"), asio::detached);
     }
   }
 
@@ -297,7 +305,7 @@ int Storm::report(double total_seconds) {
   print_map("paying users by payment path", run_.tally.pay_via);
   print_map("client deadlines fired", run_.tally.timeouts);
   print_map(opt_.spring.empty() ? "absorbed by the gateway (Idempotent-Replayed: true)"
-                                 : "absorbed by the starter (Idempotent-Replayed: true)",
+                                : "absorbed by the starter (Idempotent-Replayed: true)",
             run_.tally.replayed);
   print_map("409 in-progress/locked seen (retried)", run_.tally.in_progress);
   std::cout << "  absorbed in the shop and consumer (t_stats):";
