@@ -4,6 +4,8 @@
 #include <array>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <boost/json.hpp>
 
@@ -63,7 +65,13 @@ void name_problem_instance(HttpResponse& res, std::string_view request_id) {
     return;
   o["instance"] = problem_instance(request_id);
   res.body() = boost::json::serialize(o);
-  res.prepare_payload();
+  // Content-Length changes in place: the fields keep the order problem_response gave them.
+  std::vector<std::pair<std::string, std::string>> fields;
+  for (const auto& f : res) fields.emplace_back(f.name_string(), f.value());
+  for (const auto& f : fields) res.erase(f.first);
+  const std::string length = std::to_string(res.body().size());
+  for (const auto& [name, value] : fields)
+    res.insert(name, util::iequals(name, "Content-Length") ? length : value);
 }
 
 HttpResponse json_response(http::status status, std::string body, unsigned version, bool keep_alive) {

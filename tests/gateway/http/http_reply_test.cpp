@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <random>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
+
 #include <boost/json.hpp>
 
 #include "gateway/admin/record_json.h"
@@ -44,8 +47,13 @@ TEST(ProblemResponse, IsProblemJsonWithTheSpecFields) {
 
 // The client listener's problems name the request (docs/http.md, "Every problem").
 TEST(ProblemResponse, TheInstanceNamesTheRequestId) {
-  HttpResponse r = problem_response(Problem::key_missing, "no key", 11, true);
+  HttpResponse r = problem_response(Problem::key_missing, "no key", 11, true, milliseconds(1000));
+  r.set("X-Request-Id", "3f2c1e4a-9b8d-4c7e-a6f5-0123456789ab");
   name_problem_instance(r, "3f2c1e4a-9b8d-4c7e-a6f5-0123456789ab");
+  std::vector<std::string> names;
+  for (const auto& f : r) names.emplace_back(f.name_string());
+  EXPECT_EQ(names, (std::vector<std::string>{"Content-Type", "Cache-Control", "Content-Length", "Retry-After",
+                                             "X-Request-Id"}));
   auto o = boost::json::parse(r.body()).as_object();
   EXPECT_EQ(o.at("instance").as_string(), "urn:uuid:3f2c1e4a-9b8d-4c7e-a6f5-0123456789ab");
   EXPECT_EQ(r[http::field::content_length], std::to_string(r.body().size()));
