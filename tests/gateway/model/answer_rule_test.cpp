@@ -1,6 +1,6 @@
 // Which answers are kept: release_on, success_when and the release header, row by row
 // (docs/configuration.md, "Which answers are kept"), the config that writes them, and the
-// optional placeholders that tell notifications apart (docs/gateway.md, "Key templates").
+// optional placeholders that tell notifications apart (docs/gateway.md, "Keys built from the request").
 #include "gateway/model/answer_rule.h"
 
 #include <gtest/gtest.h>
