@@ -134,6 +134,10 @@ TEST_F(AnswerRules, TheReleaseHeaderReleasesAndIsRemoved) {
   EXPECT_EQ(header(replay, "Idempotent-Replayed"), "true");
   EXPECT_EQ(header(replay, "Idempotency-Release"), "");
   EXPECT_EQ(executions(key), 2);
+  // Nor on a request no route protects.
+  Response unrouted = request(port_, verb::post, "/unrouted", {{"X-Test-Release", "true"}}, "{}");
+  EXPECT_EQ(unrouted.result_int(), 201u);
+  EXPECT_EQ(header(unrouted, "Idempotency-Release"), "");
 }
 
 // A forged notify the service answers 400 (release_on) does not block the genuine one; the
