@@ -30,7 +30,7 @@ struct SuccessRule {
 };
 
 // A success value as a config writes it, as canonical JSON: a plain YAML scalar that is a
-// JSON number is that number ("200", "1.0" → "1"), true/false/null those literals, anything
+// JSON number is that number ("200", "1.0" → "1"), true/false (and null) those literals, anything
 // else (a quoted scalar among them) a JSON string. invalid_argument for a number whose
 // exponent is beyond canonical_decimal's range.
 Result<std::string> success_value(std::string_view scalar, bool quoted);
