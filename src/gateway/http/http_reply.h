@@ -112,6 +112,10 @@ void strip_hop_by_hop(http::fields& fields);
 inline constexpr std::string_view kFenceHeader = "Idempotency-Fence";
 inline constexpr std::string_view kReplayedHeader = "Idempotent-Replayed";
 inline constexpr std::string_view kStatusHeader = "Idempotency-Status";
+// The response field a service sets to `true` to say "release the key, do not keep this
+// answer" (docs/http.md, "Answers the service does not want kept"); removed from every
+// response before the client sees it (make_client_response).
+inline constexpr std::string_view kReleaseHeader = "Idempotency-Release";
 inline constexpr std::string_view kForwardedForHeader = "X-Forwarded-For";
 inline constexpr std::string_view kForwardedProtoHeader = "X-Forwarded-Proto";
 inline constexpr std::string_view kForwardedHeader = "Forwarded";

@@ -29,6 +29,10 @@ Result<KeyTemplate::Part> parse_placeholder(std::string_view inner) {
   KeyTemplate::Part part;
   part.literal = false;
   part.text = "{" + std::string(inner) + "}";
+  if (inner.ends_with('?')) {
+    part.optional = true;
+    inner.remove_suffix(1);
+  }
   if (inner == "subject") {
     part.source = Source::subject;
     return part;
@@ -167,12 +171,12 @@ Result<KeyTemplate> KeyTemplate::parse(std::string_view text) {
     }
     Result<Part> part = parse_placeholder(text.substr(i + 1, close - i - 1));
     if (!part) return part.status();
-    if (!literal.empty()) t.parts_.push_back(Part{true, Source::json, std::move(literal), {}, {}});
+    if (!literal.empty()) t.parts_.push_back(Part{true, Source::json, std::move(literal), {}, {}, false});
     literal.clear();
     t.parts_.push_back(std::move(*part));
     i = close;
   }
-  if (!literal.empty()) t.parts_.push_back(Part{true, Source::json, std::move(literal), {}, {}});
+  if (!literal.empty()) t.parts_.push_back(Part{true, Source::json, std::move(literal), {}, {}, false});
   return t;
 }
 
@@ -258,6 +262,7 @@ ProblemOr<std::string> render_key(const KeyTemplate& tmpl, RequestContext& reque
               part.text + " is a JSON " + (v.json->is_object() ? "object" : "array") + ", not a key value"};
       }
     }
+    if (text.empty() && part.optional) continue;
     if (text.empty()) return Rejection{Problem::key_missing, part.text + " is absent from the request"};
     percent_encode(text, key);
   }
