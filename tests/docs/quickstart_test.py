@@ -37,7 +37,7 @@ Idempotent-Replayed: true
 $ curl -X POST http://127.0.0.1:8080/orders -H 'Idempotency-Key: order-7f3a' -d '{"sku":"B-2","qty":9}'
 HTTP/1.1 422 Unprocessable Entity
 Content-Type: application/problem+json
-{"type":"urn:idem:problem:key-reused","title":"Idempotency key reused for a different request","status":422,"detail":"this key was used with a different request"}
+{"type":"urn:idem:problem:key-reused","title":"Idempotency key reused for a different request","status":422,"detail":"this key was used with a different request","instance":"urn:uuid:…","retryable":false}
 
 # 4. A payment, then the same payment again on a route with on_duplicate: reject: 409 duplicate
 $ curl -X POST http://127.0.0.1:8080/payments -H 'Idempotency-Key: pay-91c2' -d '{"amount":"9.90"}'
@@ -49,7 +49,7 @@ Content-Type: application/json
 $ curl -X POST http://127.0.0.1:8080/payments -H 'Idempotency-Key: pay-91c2' -d '{"amount":"9.90"}'
 HTTP/1.1 409 Conflict
 Content-Type: application/problem+json
-{"type":"urn:idem:problem:duplicate","title":"Duplicate request","status":409,"detail":"a request with this key was already completed"}
+{"type":"urn:idem:problem:duplicate","title":"Duplicate request","status":409,"detail":"a request with this key was already completed","instance":"urn:uuid:…","retryable":false}
 
 # 5. What the service executed: one order, one charge
 $ curl http://127.0.0.1:9000/orders

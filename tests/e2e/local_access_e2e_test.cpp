@@ -123,7 +123,8 @@ TEST(LocalAccess, TheCliTakesItsStoreFromAConfigOrTheEnvironment) {
   std::tie(rc, out) =
       idem_cli({"record", "get", "--store", empty, "--key-space", "orders", "k-1"}, uri.c_str());
   EXPECT_EQ(rc, 1) << out;
-  EXPECT_EQ(out, "idem: not found\n");
+  EXPECT_EQ(out,
+            "idem: not found: no record for key \"k-1\" in key space orders (stored key \"orders:k-1\")\n");
   std::tie(rc, out) =
       idem_cli({"record", "get", "--config", config, "--key-space", "orders", "k-1"}, empty.c_str());
   EXPECT_EQ(rc, 0) << out;

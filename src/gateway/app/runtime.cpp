@@ -37,7 +37,15 @@ ServerLimits server_limits(const Config& config, const RuntimeOptions& options) 
   ServerLimits l = options.limits;
   l.client = config.limits;
   l.admin = config.admin.limits;
-  l.client.connections = std::min(l.client.connections, options.max_client_connections);
+  // The file descriptors that max_client_connections leaves are shared: an admin connection
+  // takes one, a client connection two (its upstream connection's too), and the admin
+  // listener at most half of what the clients could have.
+  const std::size_t budget = options.max_client_connections;
+  l.admin.connections = std::min(l.admin.connections, std::max<std::size_t>(budget / 2, 1));
+  l.admin.connections_per_client = std::min(l.admin.connections_per_client, l.admin.connections);
+  l.client.connections =
+      std::min(l.client.connections,
+               budget == SIZE_MAX ? budget : std::max<std::size_t>(budget - l.admin.connections / 2, 1));
   l.client.connections_per_client = std::min(l.client.connections_per_client, l.client.connections);
   return l;
 }

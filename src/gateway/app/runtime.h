@@ -29,8 +29,9 @@ namespace idem::gateway {
 struct RuntimeOptions {
   unsigned threads = 0;  // I/O threads; 0: one per core
   // The header limit and timeouts. The listeners' caps come from the config (`limits`,
-  // `admin.limits`), the client listener's connections at most `max_client_connections`
-  // (idem serve: what the open-files limit leaves).
+  // `admin.limits`), within `max_client_connections` (idem serve: what the open-files limit
+  // leaves for client connections, each with its upstream connection): the admin listener's
+  // at most half of it, the client listener's what the admin listener's leave.
   ServerLimits limits;
   std::size_t max_client_connections = SIZE_MAX;
   // What reload() reads again, with `flags` over it; "" makes reload() refuse.

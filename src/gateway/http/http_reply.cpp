@@ -4,9 +4,12 @@
 #include <array>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <boost/json.hpp>
 
+#include "gateway/model/request_meta.h"
 #include "gateway/model/units.h"
 #include "util/ascii.h"
 
@@ -37,6 +40,9 @@ HttpResponse problem_response(Problem p, std::string_view detail, unsigned versi
   o["title"] = problem_title(p);
   o["status"] = status;
   o["detail"] = detail;
+  // A fresh id until the client listener names the request (name_problem_instance).
+  o["instance"] = problem_instance(RequestId::generate().view());
+  o["retryable"] = problem_retryable(p);
   HttpResponse res{static_cast<http::status>(status), version};
   res.set(http::field::content_type, "application/problem+json");
   res.set(http::field::cache_control, "no-store");
@@ -45,6 +51,27 @@ HttpResponse problem_response(Problem p, std::string_view detail, unsigned versi
   res.prepare_payload();
   if (retry_after) res.set(http::field::retry_after, std::to_string(retry_after_seconds(*retry_after)));
   return res;
+}
+
+void name_problem_instance(HttpResponse& res, std::string_view request_id) {
+  if (res[http::field::content_type] != "application/problem+json" || res.count(kReplayedHeader) != 0) return;
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(res.body(), ec);
+  if (ec || !v.is_object()) return;
+  boost::json::object& o = v.get_object();
+  const boost::json::value* type = o.if_contains("type");
+  if (type == nullptr || !type->is_string() || !type->get_string().starts_with("urn:idem:problem:") ||
+      !o.contains("instance"))
+    return;
+  o["instance"] = problem_instance(request_id);
+  res.body() = boost::json::serialize(o);
+  // Content-Length changes in place: the fields keep the order problem_response gave them.
+  std::vector<std::pair<std::string, std::string>> fields;
+  for (const auto& f : res) fields.emplace_back(f.name_string(), f.value());
+  for (const auto& f : fields) res.erase(f.first);
+  const std::string length = std::to_string(res.body().size());
+  for (const auto& [name, value] : fields)
+    res.insert(name, util::iequals(name, "Content-Length") ? length : value);
 }
 
 HttpResponse json_response(http::status status, std::string body, unsigned version, bool keep_alive) {

@@ -23,10 +23,16 @@ namespace http = boost::beast::http;
 using HttpRequest = http::request<http::string_body>;
 using HttpResponse = http::response<http::string_body>;
 
-// An application/problem+json reply:
-// {"type":"urn:idem:problem:<name>","title":...,"status":...,"detail":...}.
+// An application/problem+json reply (docs/http.md, "Every problem"):
+// {"type":"urn:idem:problem:<name>","title":...,"status":...,"detail":...,
+//  "instance":"urn:uuid:<fresh uuid>","retryable":<problem_retryable>}.
 HttpResponse problem_response(Problem p, std::string_view detail, unsigned version, bool keep_alive,
                               std::optional<Duration> retry_after = std::nullopt);
+
+// Names the request in the "instance" of a problem the gateway made itself (its type is
+// urn:idem:problem:..., it is not a replay): problem_instance(request_id), so the client's
+// instance leads to the request log line. Any other response is left as it is.
+void name_problem_instance(HttpResponse& res, std::string_view request_id);
 
 // A JSON reply (admin listener, control API, token issue).
 HttpResponse json_response(http::status status, std::string body, unsigned version, bool keep_alive);
@@ -106,6 +112,10 @@ void strip_hop_by_hop(http::fields& fields);
 inline constexpr std::string_view kFenceHeader = "Idempotency-Fence";
 inline constexpr std::string_view kReplayedHeader = "Idempotent-Replayed";
 inline constexpr std::string_view kStatusHeader = "Idempotency-Status";
+// The response field a service sets to `true` to say "release the key, do not keep this
+// answer" (docs/http.md, "Answers the service does not want kept"); removed from every
+// response before the client sees it (make_client_response).
+inline constexpr std::string_view kReleaseHeader = "Idempotency-Release";
 inline constexpr std::string_view kForwardedForHeader = "X-Forwarded-For";
 inline constexpr std::string_view kForwardedProtoHeader = "X-Forwarded-Proto";
 inline constexpr std::string_view kForwardedHeader = "Forwarded";

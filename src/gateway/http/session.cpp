@@ -235,7 +235,10 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     // Every answer on the client listener names its request (docs/observability.md): the
     // id the upstream received and the request log shows; a replay too (its body and the
     // rest of its stored head are as they were).
-    if (!admin) answer->response.set(kRequestIdHeader, meta.request_id.view());
+    if (!admin) {
+      answer->response.set(kRequestIdHeader, meta.request_id.view());
+      if (!answer->tail) name_problem_instance(answer->response, meta.request_id.view());
+    }
     unread_body = !req.body_done;
     const bool keep =
         answer->response.keep_alive() && (admin || !stopping_.load()) && !closing_.load() && !unread_body;

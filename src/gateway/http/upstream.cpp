@@ -311,6 +311,7 @@ HttpResponse make_client_response(HttpResponse upstream, unsigned version, bool 
                                   bool streamed) {
   HttpResponse res = std::move(upstream);
   strip_hop_by_hop(res.base());
+  res.erase(kReleaseHeader);
   res.version(version);
   res.keep_alive(keep_alive);
   if (!head && !streamed) res.prepare_payload();

@@ -64,7 +64,7 @@ std::string_view likely_source(std::string_view source) {
 
 // `{json.items[0].sku}` written as the template grammar reads array elements,
 // `{json.items.0.sku}` (JsonPath's `$.` and brackets, and `['name']`, undone).
-std::string dotted_json(std::string_view name) {
+std::string dotted_json(std::string_view name, bool optional) {
   std::string out;
   if (name.starts_with("$.")) name.remove_prefix(2);
   for (std::size_t i = 0; i < name.size(); ++i) {
@@ -77,7 +77,7 @@ std::string dotted_json(std::string_view name) {
       out += c;
     }
   }
-  return "{json." + out + "}";
+  return "{json." + out + (optional ? "?}" : "}");
 }
 
 Result<KeyTemplate::Part> parse_placeholder(std::string_view inner) {
@@ -85,6 +85,10 @@ Result<KeyTemplate::Part> parse_placeholder(std::string_view inner) {
   KeyTemplate::Part part;
   part.literal = false;
   part.text = "{" + std::string(inner) + "}";
+  if (inner.ends_with('?')) {
+    part.optional = true;
+    inner.remove_suffix(1);
+  }
   if (inner == "subject") {
     part.source = Source::subject;
     return part;
@@ -113,12 +117,13 @@ Result<KeyTemplate::Part> parse_placeholder(std::string_view inner) {
     const std::string_view trimmed_name = trim(name);
     std::string hint;
     if (source.starts_with("json["))
-      hint = ": did you mean " + dotted_json(inner.substr(4)) + "?";
+      hint = ": did you mean " + dotted_json(inner.substr(4), part.optional) + "?";
     else if (likely == "subject")
       hint = ": did you mean {subject}?";
     else if (!likely.empty())
       hint = ": did you mean {" + std::string(likely) +
-             (trimmed_name.empty() ? ".NAME" : "." + std::string(trimmed_name)) + "}?";
+             (trimmed_name.empty() ? ".NAME" : "." + std::string(trimmed_name)) + (part.optional ? "?" : "") +
+             "}?";
     return invalid_argument("unknown placeholder " + part.text +
                             " (expected json.*, header.*, query.*, path.*, form.* or subject)" + hint);
   }
@@ -133,7 +138,7 @@ Result<KeyTemplate::Part> parse_placeholder(std::string_view inner) {
         return invalid_argument(part.text +
                                 " never renders: array elements are fields by index, and the path "
                                 "starts after json.: did you mean " +
-                                dotted_json(name) + "?");
+                                dotted_json(name, part.optional) + "?");
       for (std::string_view rest = name;;) {
         std::size_t next = rest.find('.');
         std::string_view segment = rest.substr(0, next);
@@ -246,12 +251,12 @@ Result<KeyTemplate> KeyTemplate::parse(std::string_view text) {
     }
     Result<Part> part = parse_placeholder(text.substr(i + 1, close - i - 1));
     if (!part) return part.status();
-    if (!literal.empty()) t.parts_.push_back(Part{true, Source::json, std::move(literal), {}, {}});
+    if (!literal.empty()) t.parts_.push_back(Part{true, Source::json, std::move(literal), {}, {}, false});
     literal.clear();
     t.parts_.push_back(std::move(*part));
     i = close;
   }
-  if (!literal.empty()) t.parts_.push_back(Part{true, Source::json, std::move(literal), {}, {}});
+  if (!literal.empty()) t.parts_.push_back(Part{true, Source::json, std::move(literal), {}, {}, false});
   return t;
 }
 
@@ -337,6 +342,7 @@ ProblemOr<std::string> render_key(const KeyTemplate& tmpl, RequestContext& reque
               part.text + " is a JSON " + (v.json->is_object() ? "object" : "array") + ", not a key value"};
       }
     }
+    if (text.empty() && part.optional) continue;
     if (text.empty()) return Rejection{Problem::key_missing, part.text + " is absent from the request"};
     percent_encode(text, key);
   }

@@ -59,6 +59,14 @@ int problem_status(Problem p) noexcept;
 // A short human title for the problem+json "title" ("Idempotency key missing").
 std::string_view problem_title(Problem p) noexcept;
 
+// The problem+json "retryable" (docs/http.md, "Every problem"): true when sending the same
+// request again with the same key can get another answer (in-progress, locked, a store or
+// upstream that is down or timed out, overloaded, shutting down, too many tokens), false
+// when the same request will be refused again until the client changes it or an operator
+// acts (a key missing, invalid or reused, an outcome held uncertain, a result not stored...).
+// Retrying with the same key never runs the work twice; this says only whether it helps.
+bool problem_retryable(Problem p) noexcept;
+
 // Why a request was rejected: the problem and a detail for the problem+json "detail"
 // field. Details name headers and fields, never the values the client sent.
 struct Rejection {

@@ -29,8 +29,8 @@ class RequestId {
   RequestId() = default;
   // `id` must be sane (is_sane_request_id); otherwise the result is a new random id.
   static RequestId from_client(std::string_view id) noexcept;
-  // 32 random lowercase hex characters (128 bits from a per-thread generator seeded from
-  // the system's entropy source: ids of different gateways do not collide).
+  // A random UUID version 4 in lowercase, 8-4-4-4-12 (122 bits from a per-thread generator
+  // seeded from the system's entropy source: ids of different gateways do not collide).
   static RequestId generate() noexcept;
 
   std::string_view view() const noexcept { return {chars_.data(), size_}; }
@@ -41,6 +41,15 @@ class RequestId {
   std::size_t size_ = 0;
   bool generated_ = false;
 };
+
+// True for a UUID written 8-4-4-4-12 in hex of either case (any version).
+bool is_uuid(std::string_view id) noexcept;
+
+// The problem+json "instance" of a request whose request id is `request_id`
+// (docs/http.md, "Every problem"): "urn:uuid:<id>" when the id is a UUID (every generated
+// id is), else "urn:idem:request:<id>" with each byte outside RFC 3986's unreserved set
+// percent-encoded. Either way an operator finds the request log line by its request_id.
+std::string problem_instance(std::string_view request_id);
 
 // The request id for a request whose X-Request-Id fields are `values` (in arrival order):
 // the client's, when it sent exactly one and it is sane; otherwise a generated one (the

@@ -8,7 +8,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/string.hpp>
 
+#include "gateway/model/answer_rule.h"
 #include "gateway/model/reply_plan.h"
 #include "gateway/model/request_meta.h"
 #include "gateway/model/request_view.h"
@@ -44,6 +46,16 @@ std::string_view uncertain_marker() {
     return encode(r);
   }();
   return marker;
+}
+
+// Whether the service asked for its answer not to be kept (kReleaseHeader: true), and the
+// field removed, so that neither the record nor the client sees it.
+bool take_release_request(HttpResponse& res) {
+  bool asked = false;
+  const auto [first, last] = res.equal_range(kReleaseHeader);
+  for (auto it = first; it != last; ++it) asked = asked || boost::beast::iequals(it->value(), "true");
+  res.erase(kReleaseHeader);
+  return asked;
 }
 
 ClaimPolicy claim_policy(const Policy& p) {
@@ -295,7 +307,16 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
                             : up.kind == UpstreamResult::Kind::refused ? Exchange::not_sent
                                                                        : Exchange::unknown;
   const unsigned status = exchange == Exchange::answered ? up.response.result_int() : 0;
-  const WorkEnd end = work_end(exchange, status, p.cache_5xx);
+  WorkEnd end = work_end(exchange, status, p.cache_5xx);
+  // The route's and the service's own say on which answers are final (docs/http.md,
+  // "Answers the service does not want kept"): released like a 5xx, never replayed.
+  if (exchange == Exchange::answered) {
+    const AnswerSeen seen{status,
+                          up.tail ? std::nullopt : std::optional<std::string_view>(up.response.body()),
+                          take_release_request(up.response)};
+    if (end == WorkEnd::succeeded && releases_answer(p.release_on, p.success_when, seen))
+      end = WorkEnd::failed;
+  }
   std::string result;
   if (end == WorkEnd::succeeded) {
     const bool within_max_result = !up.tail && up.response.body().size() <= p.max_result;

@@ -3,14 +3,18 @@
 #include <algorithm>
 #include <array>
 #include <random>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
+
 #include <boost/json.hpp>
 
 #include "gateway/admin/record_json.h"
 #include "gateway/http/head_writer.h"
 #include "gateway/http/http_reply.h"
 #include "gateway/http/upstream.h"
+#include "gateway/model/request_meta.h"
 #include "gateway/model/stored_result.h"
 #include "gateway/pipeline/metrics.h"
 #include "idem/version.h"
@@ -31,6 +35,49 @@ TEST(ProblemResponse, IsProblemJsonWithTheSpecFields) {
   EXPECT_FALSE(o.at("title").as_string().empty());
   EXPECT_EQ(o.at("detail").as_string(), "busy");
   EXPECT_EQ(r[http::field::content_length], std::to_string(r.body().size()));
+  EXPECT_TRUE(o.at("retryable").as_bool());
+  const std::string instance(o.at("instance").as_string());
+  ASSERT_TRUE(instance.starts_with("urn:uuid:")) << instance;
+  EXPECT_TRUE(is_uuid(std::string_view(instance).substr(9))) << instance;
+  EXPECT_FALSE(boost::json::parse(problem_response(Problem::key_reused, "", 11, true).body())
+                   .as_object()
+                   .at("retryable")
+                   .as_bool());
+}
+
+// The client listener's problems name the request (docs/http.md, "Every problem").
+TEST(ProblemResponse, TheInstanceNamesTheRequestId) {
+  HttpResponse r = problem_response(Problem::key_missing, "no key", 11, true, milliseconds(1000));
+  r.set("X-Request-Id", "3f2c1e4a-9b8d-4c7e-a6f5-0123456789ab");
+  name_problem_instance(r, "3f2c1e4a-9b8d-4c7e-a6f5-0123456789ab");
+  std::vector<std::string> names;
+  for (const auto& f : r) names.emplace_back(f.name_string());
+  EXPECT_EQ(names, (std::vector<std::string>{"Content-Type", "Cache-Control", "Content-Length", "Retry-After",
+                                             "X-Request-Id"}));
+  auto o = boost::json::parse(r.body()).as_object();
+  EXPECT_EQ(o.at("instance").as_string(), "urn:uuid:3f2c1e4a-9b8d-4c7e-a6f5-0123456789ab");
+  EXPECT_EQ(r[http::field::content_length], std::to_string(r.body().size()));
+  // A client's id that is no UUID: percent-encoded beyond RFC 3986's unreserved set.
+  name_problem_instance(r, "req 1/a");
+  EXPECT_EQ(boost::json::parse(r.body()).as_object().at("instance").as_string(),
+            "urn:idem:request:req%201%2Fa");
+  name_problem_instance(r, "abc-1.2_3~");
+  EXPECT_EQ(boost::json::parse(r.body()).as_object().at("instance").as_string(),
+            "urn:idem:request:abc-1.2_3~");
+}
+
+TEST(ProblemResponse, TheServicesOwnProblemsAndReplaysKeepTheirInstance) {
+  const std::string theirs = R"({"type":"https://shop.example/out-of-stock","instance":"/orders/7"})";
+  HttpResponse up{http::status::conflict, 11};
+  up.set(http::field::content_type, "application/problem+json");
+  up.body() = theirs;
+  name_problem_instance(up, "3f2c1e4a-9b8d-4c7e-a6f5-0123456789ab");
+  EXPECT_EQ(up.body(), theirs);
+  HttpResponse replay = problem_response(Problem::key_missing, "no key", 11, true);
+  replay.set(kReplayedHeader, "true");
+  const std::string before = replay.body();
+  name_problem_instance(replay, "3f2c1e4a-9b8d-4c7e-a6f5-0123456789ab");
+  EXPECT_EQ(replay.body(), before);
 }
 
 TEST(HopByHop, StrippedWithTheFieldsConnectionNames) {

@@ -259,7 +259,7 @@ TEST(ConfigRules, ListenerLimits) {
   EXPECT_EQ(plain.limits, kClientLimits);
   EXPECT_EQ(plain.admin.limits, kAdminLimits);
   EXPECT_EQ(plain.limits, (ListenerLimits{4096, 256, 256u << 20, 32u << 20}));
-  EXPECT_EQ(plain.admin.limits, (ListenerLimits{64, 16, 16u << 20, 4u << 20}));
+  EXPECT_EQ(plain.admin.limits, (ListenerLimits{1024, 256, 64u << 20, 16u << 20}));
 
   // Left out, a client's share holds the largest max_body (within buffered_bodies).
   const auto route = [](const char* max_body) {
@@ -272,7 +272,7 @@ TEST(ConfigRules, ListenerLimits) {
       "limits:\n  connections: 100\n  buffered_bodies: 8MiB\nadmin:\n  limits:\n    connections: 8\n",
       "idem.yaml");
   EXPECT_EQ(set.limits, (ListenerLimits{100, 100, 8u << 20, 8u << 20}));
-  EXPECT_EQ(set.admin.limits, (ListenerLimits{8, 8, 16u << 20, 4u << 20}));
+  EXPECT_EQ(set.admin.limits, (ListenerLimits{8, 8, 64u << 20, 16u << 20}));
 
   for (const char* bad : {"0", "x", "-1", "1.5", "1048577", "99999999999999999999999"})
     EXPECT_EQ(

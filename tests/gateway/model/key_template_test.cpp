@@ -89,6 +89,10 @@ TEST(KeyTemplateParse, Errors) {
       parse_error("sku:{json.items[0].sku}"),
       "{json.items[0].sku} never renders: array elements are fields by index, and the path starts after "
       "json.: did you mean {json.items.0.sku}?");
+  EXPECT_EQ(parse_error("{json.items[0].sku?}").substr(parse_error("{json.items[0].sku?}").find("did you")),
+            "did you mean {json.items.0.sku?}?");  // optional stays optional
+  EXPECT_EQ(parse_error("{jsn.x?}").substr(parse_error("{jsn.x?}").find("did you")),
+            "did you mean {json.x?}?");
   EXPECT_EQ(parse_error("{json.$.order.id}"),
             "{json.$.order.id} never renders: array elements are fields by index, and the path starts after "
             "json.: did you mean {json.order.id}?");

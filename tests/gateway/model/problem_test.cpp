@@ -44,5 +44,24 @@ TEST(ProblemTable, TheHttpLevelRefusalsAreRows) {
   EXPECT_EQ(problem_name(Problem::too_many_tokens), "too-many-tokens");
 }
 
+// The retry hint, row by row (docs/http.md, "Every problem"): true only where the same
+// request with the same key can get another answer later.
+TEST(ProblemTable, RetryableSaysWhetherTheSameRequestCanSucceedLater) {
+  const std::set<Problem> retryable = {
+      Problem::in_progress,          Problem::locked,
+      Problem::upstream_unavailable, Problem::upstream_timeout,
+      Problem::store_unavailable,    Problem::store_timeout,
+      Problem::overloaded,           Problem::shutting_down,
+      Problem::too_many_tokens,
+  };
+  for (int i = 0; i <= static_cast<int>(kLast); ++i) {
+    const auto p = static_cast<Problem>(i);
+    EXPECT_EQ(problem_retryable(p), retryable.contains(p)) << problem_name(p);
+  }
+  EXPECT_FALSE(problem_retryable(Problem::key_reused));
+  EXPECT_FALSE(problem_retryable(Problem::key_invalid));
+  EXPECT_FALSE(problem_retryable(Problem::outcome_uncertain));
+}
+
 }  // namespace
 }  // namespace idem::gateway

@@ -78,8 +78,10 @@ struct ListenerLimits {
 // buffered_bodies).
 inline constexpr ListenerLimits kClientLimits{4096, 256, 256ull << 20, 32ull << 20};
 // `admin.limits`. The admin listener reads a body of 1MiB at most (kAdminBodyLimit), so each
-// client may hold at least that.
-inline constexpr ListenerLimits kAdminLimits{64, 16, 16ull << 20, 4ull << 20};
+// client may hold at least that. Services call the control API with a connection per call in
+// flight (a Java service's ControlApiStore from each of its threads), so one client may hold as
+// many connections as on the client listener.
+inline constexpr ListenerLimits kAdminLimits{1024, 256, 64ull << 20, 16ull << 20};
 inline constexpr std::uint64_t kAdminBodyLimit = 1ull << 20;
 
 // The roles of an admin token (docs/admin.md, "Tokens and roles"), a bit set: `control`

@@ -22,9 +22,9 @@ const Names kLimitKeys = {"connections", "connections_per_client", "buffered_bod
                           "buffered_bodies_per_client"};
 constexpr std::uint64_t kMaxConnections = 1u << 20;
 constexpr std::uint64_t kDefaultBodiesPerClient = kClientLimits.buffered_bodies_per_client;
-const Names kPolicyKeys = {"retention",   "lease",          "wait",         "upstream_timeout",
-                           "subject",     "on_store_error", "on_duplicate", "on_uncertain",
-                           "fingerprint", "cache_5xx",      "max_body",     "max_result"};
+const Names kPolicyKeys = {"retention",      "lease",        "wait",         "upstream_timeout", "subject",
+                           "on_store_error", "on_duplicate", "on_uncertain", "fingerprint",      "cache_5xx",
+                           "max_body",       "max_result",   "release_on",   "success_when"};
 const Names kRouteKeys = {"name", "match", "key", "key_space", "required", "mode"};
 
 constexpr Duration kPositive(1);
@@ -92,6 +92,10 @@ class ConfigReader : public YamlReader {
   KeyTemplate key_template(const Entry& e) const;
   FingerprintRule fingerprint(const Entry& e, PolicyOrigin& origin) const;
   void read_policy(const std::vector<Entry>& es, Policy& p, PolicyOrigin& origin) const;
+  std::vector<unsigned> release_on(const Entry& e) const;
+  SuccessRule success_when(const Entry& e) const;
+  // The items of a list, or the value itself when it is a single scalar.
+  std::vector<Entry> one_or_more(const Entry& e) const;
   void read_admin(const Entry& admin, Config& c) const;
   // `limits` or `admin.limits` into `l`; the keys it gives.
   std::vector<Entry> read_limits(const Entry& e, ListenerLimits& l) const;
@@ -161,6 +165,47 @@ FingerprintRule ConfigReader::fingerprint(const Entry& e, PolicyOrigin& origin) 
   return rule;
 }
 
+std::vector<Entry> ConfigReader::one_or_more(const Entry& e) const {
+  std::vector<Entry> list = e.value.IsSequence() ? items(e) : std::vector<Entry>{e};
+  if (list.empty()) fail(e, "an empty list");
+  return list;
+}
+
+std::vector<unsigned> ConfigReader::release_on(const Entry& e) const {
+  std::vector<unsigned> statuses;
+  for (const Entry& item : one_or_more(e)) statuses.push_back(static_cast<unsigned>(count(item, 200, 599)));
+  return statuses;
+}
+
+SuccessRule ConfigReader::success_when(const Entry& e) const {
+  std::vector<Entry> es = entries(e.value, where(e), {{"json", "equals", "text"}});
+  const Entry* json = find(es, "json");
+  const Entry* equals = find(es, "equals");
+  const Entry* text = find(es, "text");
+  SuccessRule rule;
+  if (text) {
+    if (json || equals) fail(*text, "text is a rule of its own: give either text, or json with equals");
+    rule.kind = SuccessRule::Kind::text;
+    for (const Entry& item : one_or_more(*text)) rule.values.push_back(scalar(item, "the text of a success"));
+    return rule;
+  }
+  if (!json) fail(e, "expected json (with equals) or text");
+  if (!equals) fail(*json, "json needs equals: the member's values that mean success, such as [0, 200]");
+  rule.kind = SuccessRule::Kind::json;
+  rule.path_text = scalar(*json, "a member such as code or data.status");
+  Result<std::vector<std::string>> path = success_path(rule.path_text);
+  if (!path) fail(*json, path.status().message());
+  rule.json_path = std::move(*path);
+  for (const Entry& item : one_or_more(*equals)) {
+    const std::string written = scalar(item, "a value such as 0, \"0\" or true");
+    // A quoted scalar is a string ("0"); a plain one a number or a literal when it reads as one.
+    Result<std::string> v = success_value(written, item.value.Tag() == "!");
+    if (!v) fail(item, v.status().message() + "; quote it for a string");
+    rule.values.push_back(std::move(*v));
+  }
+  return rule;
+}
+
 void ConfigReader::read_policy(const std::vector<Entry>& es, Policy& p, PolicyOrigin& origin) const {
   for (const Entry& e : es) {
     const std::string& k = e.key.Scalar();
@@ -184,6 +229,10 @@ void ConfigReader::read_policy(const std::vector<Entry>& es, Policy& p, PolicyOr
       p.fingerprint = fingerprint(e, origin);
     else if (k == "cache_5xx")
       p.cache_5xx = boolean(e);
+    else if (k == "release_on")
+      p.release_on = release_on(e);
+    else if (k == "success_when")
+      p.success_when = success_when(e);
     else if (k == "max_body")
       p.max_body = size(e);
     else if (k == "max_result") {
@@ -448,6 +497,13 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
       fail(*key,
            "a key without {placeholders} is the same for every request (write header:NAME for a key "
            "sent in a header)");
+    }
+    const auto& parts = r.key.key_template.parts();
+    if (r.key.key_template.has_placeholders() &&
+        std::ranges::none_of(parts, [](const KeyTemplate::Part& p) { return !p.literal && !p.optional; })) {
+      fail(*key,
+           "every placeholder is optional, so requests without those fields would all have one key: make "
+           "one of them required (no '?')");
     }
     check_templates(r.key.key_template, r, where(*key), false);
   }
