@@ -148,8 +148,8 @@ class RecordingEvents final : public redis::ConnectionEvents {
   void on_reply(redis::Connection&, redis::CallPtr, redis::Reply reply) override {
     replies.emplace_back(reply->str, reply->len);
   }
-  void on_down(redis::Connection&, std::vector<redis::CallPtr>, std::vector<redis::CallPtr>,
-               Status why) override {
+  void on_down(redis::Connection&, std::vector<redis::CallPtr>, std::vector<redis::CallPtr>, Status why,
+               bool) override {
     down = why.to_string();
   }
 
