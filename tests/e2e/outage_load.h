@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -200,6 +201,25 @@ inline void expect_nothing_ran_twice(const Gateway& g, const std::vector<Load::A
               never_ran.size() - claimed.size());
   runs = g.executions();
   for (const auto& [key, rs] : by_key) EXPECT_EQ(runs[key], 1) << key;
+}
+
+// After a failover under `load`: more answers come, then the load stops; the gateway saw
+// store errors beyond `errors_before` (else nothing was tested) and nothing ran twice
+// (expect_nothing_ran_twice). On a failure, prints what idem said on `log_file` (its
+// diagnostics, not the request log), such as a connection ended without an answer: the
+// directory goes with the test.
+inline void expect_failover_kept_the_promise(const Gateway& g, Load& load, std::uint64_t errors_before,
+                                             const std::string& log_file) {
+  ASSERT_TRUE(load.wait_answers(100));
+  load.stop();
+  EXPECT_GT(g.store_errors(), errors_before) << "the gateway did not see the failover: nothing was tested";
+  expect_nothing_ran_twice(g, load.answers());
+  if (::testing::Test::HasFailure()) {
+    std::istringstream log(read_text(log_file));
+    for (std::string line; std::getline(log, line);) {
+      if (line.starts_with("idem:")) std::printf("idem.log: %s\n", line.c_str());
+    }
+  }
 }
 
 }  // namespace idem::e2e

@@ -622,18 +622,7 @@ TEST(RedisClusterFailover,
   std::string out;
   ASSERT_TRUE(cluster.add_replica(*heir, &out)) << out;
   expect_resumed(g, 20, 30s);
-  ASSERT_TRUE(load.wait_answers(100));
-  load.stop();
-  EXPECT_GT(g.store_errors(), errors_before) << "the gateway did not see the failover: nothing was tested";
-  expect_nothing_ran_twice(g, load.answers());
-  // The directory goes with the test: on a failure, show what idem said (its diagnostics,
-  // not the request log), such as a connection ended without an answer.
-  if (HasFailure()) {
-    std::istringstream log(read_text(dir.file("idem.log")));
-    for (std::string line; std::getline(log, line);) {
-      if (line.starts_with("idem:")) std::printf("idem.log: %s\n", line.c_str());
-    }
-  }
+  expect_failover_kept_the_promise(g, load, errors_before, dir.file("idem.log"));
 }
 
 }  // namespace
