@@ -179,7 +179,8 @@ asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> Connection::
   co_return co_await socket_.async_read_some(buffer, util::kUseTuple);
 }
 
-// AUTH and SELECT from the URI, before any call. Their errors are failed_precondition:
+// AUTH and SELECT from the URI, ROLE for a sentinel's master, PING over TLS when there is
+// nothing else, before any call. Their errors are failed_precondition:
 // retrying will not help until the configuration changes.
 asio::awaitable<Status> Connection::handshake() {
   std::string out;
@@ -197,6 +198,11 @@ asio::awaitable<Status> Connection::handshake() {
   if (config_.check_role) {
     out += format_command({"ROLE"});
     what.push_back("ROLE");
+  }
+  if (tls_stream_ && what.empty()) {
+    // One answer proves the server took the TLS session (it may refuse a client only now).
+    out += format_command({"PING"});
+    what.push_back("PING");
   }
   if (what.empty()) co_return Status::ok();
   auto buffer = asio::buffer(out);
@@ -237,6 +243,11 @@ asio::awaitable<Result<Reply>> Connection::read_reply() {
     if (raw) co_return Reply(static_cast<redisReply*>(raw));
     auto [ec, n] = co_await read_some();
     if (timed_out_) co_return error("handshake: timed out");
+    // A TLS alert here is the server refusing this client (TLS 1.3 sends it after the
+    // client's part of the handshake): no client certificate, or one it does not trust.
+    if (ec && ec.category() == asio::error::get_ssl_category())
+      co_return failed_precondition("redis " + name_ +
+                                    ": the server refused the TLS session: " + ec.message());
     if (ec)
       co_return error(ec == asio::error::eof ? "the server closed the connection" : "read: " + ec.message());
     redisReaderFeed(reader_.get(), read_buffer_.data(), n);

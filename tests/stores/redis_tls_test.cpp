@@ -1,0 +1,178 @@
+// The Redis store over TLS (rediss://, docs/configuration.md "Stores"), against a
+// redis-server with a TLS port that the test starts, with certificates the test makes
+// (the openssl command): a CA, a server certificate for localhost and 127.0.0.1 that it
+// signs, a client certificate, and a second CA that signs nothing of the server's.
+//   - the server's certificate checked against tls_ca and the host connected to: the
+//     store connects and works; another CA, or a name the certificate does not carry
+//     (tls_server_name), is refused at once, failed_precondition, naming OpenSSL's verdict;
+//   - a server that asks for a client certificate takes tls_cert/tls_key and refuses a
+//     client without one, saying so.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "idem/open.h"
+#include "testutil/redis_server.h"
+#include "testutil/temp_dir.h"
+
+namespace idem::testutil {
+namespace {
+
+using namespace std::chrono_literals;
+using Kind = BeginOutcome::Kind;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A loopback port nothing listens on now.
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<const sockaddr*>(&at), sizeof at);
+  socklen_t size = sizeof at;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&at), &size);
+  ::close(fd);
+  return ntohs(at.sin_port);
+}
+
+// The certificates, made once for the suite in a temporary directory.
+class Certificates {
+ public:
+  Certificates() {
+    const std::string d = dir_.path().string();
+    const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    auto run = [&](const std::string& command) {
+      return ok_ && (ok_ = std::system(("cd " + d + " && " + command + " >/dev/null 2>&1").c_str()) == 0);
+    };
+    auto ext = [&](const std::string& file, const std::string& text) {
+      std::ofstream(d + "/" + file) << text;
+    };
+    ext("server.ext", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
+    ext("client.ext", "extendedKeyUsage=clientAuth\n");
+    run("openssl req -x509 " + key + " -keyout ca.key -out ca.crt -days 2 -subj '/CN=idem test CA'");
+    run("openssl req -x509 " + key + " -keyout other.key -out other.crt -days 2 -subj '/CN=another CA'");
+    for (const std::string who : {"server", "client"}) {
+      run("openssl req " + key + " -keyout " + who + ".key -out " + who + ".csr -subj '/CN=idem " + who +
+          "'");
+      run("openssl x509 -req -in " + who + ".csr -CA ca.crt -CAkey ca.key -CAcreateserial -out " + who +
+          ".crt -days 2 -extfile " + who + ".ext");
+    }
+  }
+  bool ok() const { return ok_; }
+  std::string file(const std::string& name) const { return dir_.file(name); }
+
+ private:
+  TempDir dir_;
+  bool ok_ = true;
+};
+
+const Certificates& certificates() {
+  static const Certificates c;
+  return c;
+}
+
+// A redis-server with a TLS port (its plain port is for RedisServer's own checks).
+struct TlsRedis {
+  explicit TlsRedis(bool client_certificates = false)
+      : tls_port(free_port()),
+        server({"--tls-port", std::to_string(tls_port), "--tls-cert-file", certificates().file("server.crt"),
+                "--tls-key-file", certificates().file("server.key"), "--tls-ca-cert-file",
+                certificates().file("ca.crt"), "--tls-auth-clients", client_certificates ? "yes" : "no"}) {}
+  std::uint16_t tls_port;
+  RedisServer server;
+};
+
+#define REQUIRE_TLS_SERVER(tls)                                                               \
+  if (!certificates().ok()) GTEST_SKIP() << "openssl could not make the test's certificates"; \
+  if (!(tls).server.started()) GTEST_SKIP() << "redis-server is not installed or did not start with TLS"
+
+Result<std::unique_ptr<Store>> open(const std::string& uri, Duration op_timeout = 10s) {
+  StoreOptions options;
+  options.op_timeout = op_timeout;
+  return open_store(uri, options);
+}
+
+TEST(RedisTls, AServerCertificateFromTheCaConnectsByAddressAndByName) {
+  TlsRedis tls;
+  REQUIRE_TLS_SERVER(tls);
+  const std::string ca = "?tls_ca=" + certificates().file("ca.crt");
+  for (const std::string host : {"127.0.0.1", "localhost"}) {
+    SCOPED_TRACE(host);
+    auto store = open("rediss://" + host + ":" + std::to_string(tls.tls_port) + ca + "&prefix=" + host + ":");
+    ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+    auto begun = (*store)->begin({"s", "k", "fp", 60s, 60s});
+    ASSERT_TRUE(begun.is_ok()) << begun.status().to_string();
+    ASSERT_EQ(begun->kind, Kind::acquired);
+    EXPECT_EQ((*store)->commit({"s", "k", begun->fence, "result", 60s}).value(), CommitOutcome::committed);
+    EXPECT_EQ((*store)->begin({"s", "k", "fp", 60s, 60s}).value().result, "result");
+  }
+  // The records are on the server (read through its plain port): a record and its fence
+  // key for each of the two stores.
+  EXPECT_EQ(tls.server.command({"DBSIZE"}), "4");
+}
+
+TEST(RedisTls, ACertificateFromAnotherCaIsRefusedAtOnceNamingTheVerdict) {
+  TlsRedis tls;
+  REQUIRE_TLS_SERVER(tls);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto store = open("rediss://127.0.0.1:" + std::to_string(tls.tls_port) +
+                    "?tls_ca=" + certificates().file("other.crt"));
+  ASSERT_FALSE(store.is_ok());
+  EXPECT_EQ(store.status().code(), StatusCode::failed_precondition) << store.status().to_string();
+  // OpenSSL's verdict follows (here "self-signed certificate in certificate chain").
+  EXPECT_TRUE(contains(store.status().message(), "TLS handshake: the server's certificate was refused: "))
+      << store.status().message();
+  EXPECT_TRUE(contains(store.status().message(), "127.0.0.1:" + std::to_string(tls.tls_port)))
+      << store.status().message();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << "op_timeout is 10 s";
+}
+
+TEST(RedisTls, ANameTheCertificateDoesNotCarryIsRefused) {
+  TlsRedis tls;
+  REQUIRE_TLS_SERVER(tls);
+  const std::string ca = "&tls_ca=" + certificates().file("ca.crt");
+  auto store =
+      open("rediss://127.0.0.1:" + std::to_string(tls.tls_port) + "?tls_server_name=redis.example" + ca);
+  ASSERT_FALSE(store.is_ok());
+  EXPECT_EQ(store.status().code(), StatusCode::failed_precondition) << store.status().to_string();
+  EXPECT_TRUE(contains(store.status().message(), "the server's certificate was refused: hostname mismatch"))
+      << store.status().message();
+  // The name it does carry, given as tls_server_name, is accepted.
+  auto named = open("rediss://127.0.0.1:" + std::to_string(tls.tls_port) + "?tls_server_name=localhost" + ca);
+  EXPECT_TRUE(named.is_ok()) << named.status().to_string();
+}
+
+TEST(RedisTls, AServerThatAsksForAClientCertificateGetsTlsCertAndRefusesAClientWithout) {
+  TlsRedis tls(/*client_certificates=*/true);
+  REQUIRE_TLS_SERVER(tls);
+  const std::string base =
+      "rediss://127.0.0.1:" + std::to_string(tls.tls_port) + "?tls_ca=" + certificates().file("ca.crt");
+  auto without = open(base);
+  ASSERT_FALSE(without.is_ok());
+  EXPECT_EQ(without.status().code(), StatusCode::failed_precondition) << without.status().to_string();
+  EXPECT_TRUE(contains(without.status().message(), "the server refused the TLS session"))
+      << without.status().message();
+  auto with = open(base + "&tls_cert=" + certificates().file("client.crt") +
+                   "&tls_key=" + certificates().file("client.key"));
+  ASSERT_TRUE(with.is_ok()) << with.status().to_string();
+  EXPECT_EQ((*with)->begin({"s", "mutual", "fp", 60s, 60s}).value().kind, Kind::acquired);
+}
+
+TEST(RedisTls, FilesThatCannotBeReadAreNamed) {
+  auto store = open("rediss://127.0.0.1:1?tls_ca=/nonexistent/ca.pem");
+  ASSERT_FALSE(store.is_ok());
+  EXPECT_EQ(store.status().code(), StatusCode::failed_precondition) << store.status().to_string();
+  EXPECT_TRUE(contains(store.status().message(), "tls_ca=/nonexistent/ca.pem")) << store.status().message();
+}
+
+}  // namespace
+}  // namespace idem::testutil
