@@ -13,13 +13,11 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "idem/open.h"
 #include "testutil/redis_server.h"
-#include "testutil/temp_dir.h"
+#include "testutil/test_certificates.h"
 
 namespace idem::testutil {
 namespace {
@@ -42,42 +40,6 @@ std::uint16_t free_port() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&at), &size);
   ::close(fd);
   return ntohs(at.sin_port);
-}
-
-// The certificates, made once for the suite in a temporary directory.
-class Certificates {
- public:
-  Certificates() {
-    const std::string d = dir_.path().string();
-    const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-    auto run = [&](const std::string& command) {
-      return ok_ && (ok_ = std::system(("cd " + d + " && " + command + " >/dev/null 2>&1").c_str()) == 0);
-    };
-    auto ext = [&](const std::string& file, const std::string& text) {
-      std::ofstream(d + "/" + file) << text;
-    };
-    ext("server.ext", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
-    ext("client.ext", "extendedKeyUsage=clientAuth\n");
-    run("openssl req -x509 " + key + " -keyout ca.key -out ca.crt -days 2 -subj '/CN=idem test CA'");
-    run("openssl req -x509 " + key + " -keyout other.key -out other.crt -days 2 -subj '/CN=another CA'");
-    for (const std::string who : {"server", "client"}) {
-      run("openssl req " + key + " -keyout " + who + ".key -out " + who + ".csr -subj '/CN=idem " + who +
-          "'");
-      run("openssl x509 -req -in " + who + ".csr -CA ca.crt -CAkey ca.key -CAcreateserial -out " + who +
-          ".crt -days 2 -extfile " + who + ".ext");
-    }
-  }
-  bool ok() const { return ok_; }
-  std::string file(const std::string& name) const { return dir_.file(name); }
-
- private:
-  TempDir dir_;
-  bool ok_ = true;
-};
-
-const Certificates& certificates() {
-  static const Certificates c;
-  return c;
 }
 
 // A redis-server with a TLS port (its plain port is for RedisServer's own checks).
