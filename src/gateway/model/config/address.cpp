@@ -141,7 +141,7 @@ Result<UpstreamUrl> parse_upstream_url(std::string_view text) {
   return up;
 }
 
-Status check_store_uri(std::string_view uri) {
+Status check_store_uri(std::string_view uri, bool whole) {
   const char* expected =
       "expected memory:, sqlite:PATH, redis://HOST:PORT, redis-cluster://HOST:PORT, "
       "redis+sentinel://HOST:PORT/MASTER, rediss://HOST:PORT, postgres://... or mysql://...";
@@ -164,7 +164,7 @@ Status check_store_uri(std::string_view uri) {
   // The Redis schemes are parsed whole (idem/open.h), as opening the store would.
   const bool redis = scheme == "redis" || scheme == "redis-cluster" || scheme == "redis+sentinel" ||
                      scheme == "rediss" || scheme == "rediss-cluster" || scheme == "rediss+sentinel";
-  if (redis && rest.starts_with("//") && rest.size() > 2) return check_redis_uri(uri);
+  if (redis && whole && rest.starts_with("//") && rest.size() > 2) return check_redis_uri(uri);
   if (redis || scheme == "postgres" || scheme == "postgresql" || scheme == "mysql") {
     if (rest.size() <= 2 || rest.substr(0, 2) != "//") {
       return invalid_argument(std::string(scheme) + ": needs a host, such as " + std::string(scheme) +

@@ -171,6 +171,7 @@ std::optional<std::string> YamlReader::variable(const Entry& e, const std::strin
   if (std::optional<std::string> value = env_.get(name)) return value;
   const std::string reason = "the environment variable " + name + " is not set";
   if (env_.strict) fail(e, reason);
+  ++unset_variables_;
   if (env_.warnings) env_.warnings->emplace_back(source_, where(e).line, e.path, reason);
   return std::nullopt;
 }

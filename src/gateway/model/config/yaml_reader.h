@@ -68,6 +68,9 @@ class YamlReader {
   // The variable `name`, for the setting at `e`: unset is an error, or under a lenient
   // environment a warning and nullopt.
   std::optional<std::string> variable(const Entry& e, const std::string& name) const;
+  // How many unset variables were met so far (each replaced by nothing under a lenient
+  // environment): a value read meanwhile is not the one `idem serve` will see.
+  std::size_t unset_variables() const { return unset_variables_; }
   // parse_duration, then at least `min` (else fails with `rule`).
   Duration duration(const Entry& e, Duration min, const char* rule) const;
   std::uint64_t size(const Entry& e) const;  // parse_size
@@ -77,6 +80,7 @@ class YamlReader {
 
  private:
   std::string expand(const Entry& e, const std::string& text) const;
+  mutable std::size_t unset_variables_ = 0;
 
   std::string source_;
   const ConfigEnvironment& env_;
