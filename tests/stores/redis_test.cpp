@@ -548,7 +548,7 @@ TEST(RedisConnection, CallsSentInOneTurnLeaveInOneWrite) {
   const auto config = redis::parse_uri(IDEM_TEST_REDIS_URL).value();
   asio::io_context io;
   RecordingEvents events;
-  redis::Connection c(io, config.nodes.front(), config, 5s, events);
+  redis::Connection c(io, config.nodes.front(), config, 5s, events, nullptr);
   c.send(echo("first"));  // connects
   ASSERT_TRUE(run_until(io, events, [&] { return events.replies.size() == 1; })) << events.down;
   const std::uint64_t before = c.writes();

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "idem/open.h"
+#include "testutil/eventually.h"
 #include "testutil/redis_server.h"
 #include "testutil/test_certificates.h"
 
@@ -44,11 +45,19 @@ std::uint16_t free_port() {
 
 // A redis-server with a TLS port (its plain port is for RedisServer's own checks).
 struct TlsRedis {
-  explicit TlsRedis(bool client_certificates = false)
-      : tls_port(free_port()),
-        server({"--tls-port", std::to_string(tls_port), "--tls-cert-file", certificates().file("server.crt"),
-                "--tls-key-file", certificates().file("server.key"), "--tls-ca-cert-file",
-                certificates().file("ca.crt"), "--tls-auth-clients", client_certificates ? "yes" : "no"}) {}
+  // `more`: further arguments (a cluster's).
+  explicit TlsRedis(bool client_certificates = false, std::vector<std::string> more = {})
+      : tls_port(free_port()), server(arguments(tls_port, client_certificates, std::move(more))) {}
+  static std::vector<std::string> arguments(std::uint16_t port, bool client_certificates,
+                                            std::vector<std::string> more) {
+    std::vector<std::string> args{"--tls-port",         std::to_string(port),
+                                  "--tls-cert-file",    certificates().file("server.crt"),
+                                  "--tls-key-file",     certificates().file("server.key"),
+                                  "--tls-ca-cert-file", certificates().file("ca.crt"),
+                                  "--tls-auth-clients", client_certificates ? "yes" : "no"};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  }
   std::uint16_t tls_port;
   RedisServer server;
 };
@@ -127,6 +136,26 @@ TEST(RedisTls, AServerThatAsksForAClientCertificateGetsTlsCertAndRefusesAClientW
                    "&tls_key=" + certificates().file("client.key"));
   ASSERT_TRUE(with.is_ok()) << with.status().to_string();
   EXPECT_EQ((*with)->begin({"s", "mutual", "fp", 60s, 60s}).value().kind, Kind::acquired);
+}
+
+// rediss-cluster://: the seed and the masters CLUSTER SLOTS names (their TLS ports, as the
+// cluster speaks TLS) are all reached over TLS. One node holds every slot.
+TEST(RedisTls, AClusterIsReachedOverTlsAtEveryNodeItNames) {
+  TlsRedis tls(false,
+               {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--tls-cluster", "yes"});
+  REQUIRE_TLS_SERVER(tls);
+  tls.server.command({"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
+  ASSERT_TRUE(eventually([&] {
+    return contains(tls.server.command({"CLUSTER", "INFO"}), "cluster_state:ok");
+  }));
+  auto store = open("rediss-cluster://127.0.0.1:" + std::to_string(tls.tls_port) +
+                    "?tls_ca=" + certificates().file("ca.crt"));
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  for (const std::string key : {"a", "b", "c", "d"}) {
+    auto begun = (*store)->begin({"s", key, "fp", 60s, 60s});
+    ASSERT_TRUE(begun.is_ok()) << key << ": " << begun.status().to_string();
+    EXPECT_EQ(begun->kind, Kind::acquired) << key;
+  }
 }
 
 TEST(RedisTls, FilesThatCannotBeReadAreNamed) {

@@ -165,7 +165,7 @@ Connection* Client::route(const Call& call) {
 
 Connection& Client::connection_for(const Endpoint& e) {
   auto& c = nodes_[to_string(e)];
-  if (!c) c = std::make_unique<Connection>(io_, e, config_, op_timeout_, *this);
+  if (!c) c = std::make_unique<Connection>(io_, e, config_, op_timeout_, *this, tls_);
   return *c;
 }
 

@@ -113,7 +113,7 @@ class Connection {
   // `connect_timeout` bounds resolving, connecting and the TLS and AUTH/SELECT/ROLE
   // handshakes. `tls`: the context of the rediss schemes (config.tls.on), else nullptr.
   Connection(asio::io_context& io, Endpoint endpoint, const Config& config, Duration connect_timeout,
-             ConnectionEvents& events, std::shared_ptr<asio::ssl::context> tls = nullptr);
+             ConnectionEvents& events, std::shared_ptr<asio::ssl::context> tls);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
