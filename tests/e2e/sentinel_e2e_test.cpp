@@ -30,7 +30,7 @@ TEST(SentinelFailover, MasterKilledUnderLoadNothingRunsTwiceEveryAnswerIsDefinit
   Load load(g, 12);
   ASSERT_TRUE(load.wait_answers(100));
   const std::uint64_t errors_before = g.store_errors();
-  const std::string victim = group.server(0).address();
+  const std::string victim = group.announced(0);
   const auto t0 = OutageClock::now();
   group.server(0).kill();
   ASSERT_TRUE(eventually(

@@ -181,7 +181,7 @@ TEST(Sentinel, FindsTheMasterThroughTheSentinelsAndFollowsAFailover) {
   // A failover the sentinels are asked for: the old master is demoted (READONLY, then ROLE
   // slave), the replica promoted; the store follows.
   ASSERT_EQ(group.sentinel(0).command({"SENTINEL", "FAILOVER", SentinelGroup::kMaster}), "OK");
-  ASSERT_TRUE(group.all_name(group.server(1).address(), 30s)) << "the sentinels did not promote the replica";
+  ASSERT_TRUE(group.all_name(group.announced(1), 30s)) << "the sentinels did not promote the replica";
   ASSERT_TRUE(eventually([&] { return (*store)->begin(begin_args("after")).is_ok(); }, 30s));
   // The claim from before the failover was replicated, the new one lives on the new master.
   EXPECT_EQ((*store)->begin(begin_args("before")).value().kind, Kind::in_progress);
@@ -197,7 +197,7 @@ TEST(Sentinel, AKilledMasterIsReplacedAndTheStoreFollows) {
   auto store = open("redis+sentinel://" + group.sentinels() + "/" + SentinelGroup::kMaster + "?wait=1", 2s);
   ASSERT_TRUE(store.is_ok()) << store.status().to_string();
   ASSERT_EQ((*store)->begin(begin_args("before")).value().kind, Kind::acquired);
-  const std::string heir = group.server(1).address();
+  const std::string heir = group.announced(1);
   group.server(0).kill();
   // Until the sentinels agree the master is down and promote the replica, calls fail
   // (unavailable: the master refuses connections); then they go to the new master.

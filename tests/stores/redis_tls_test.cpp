@@ -17,6 +17,7 @@
 
 #include "idem/open.h"
 #include "testutil/eventually.h"
+#include "testutil/redis_sentinel.h"
 #include "testutil/redis_server.h"
 #include "testutil/test_certificates.h"
 
@@ -156,6 +157,28 @@ TEST(RedisTls, AClusterIsReachedOverTlsAtEveryNodeItNames) {
     ASSERT_TRUE(begun.is_ok()) << key << ": " << begun.status().to_string();
     EXPECT_EQ(begun->kind, Kind::acquired) << key;
   }
+}
+
+// rediss+sentinel://: the sentinels, and the master they name, are reached over TLS (the
+// group's servers and sentinels speak TLS to each other too), through a failover.
+TEST(RedisTls, SentinelsAndTheirMasterAreReachedOverTlsThroughAFailover) {
+  if (!certificates().ok()) GTEST_SKIP() << "openssl could not make the test's certificates";
+  SentinelGroup group(1, {},
+                      SentinelTls{certificates().file("server.crt"), certificates().file("server.key"),
+                                  certificates().file("ca.crt")});
+  if (!group.started()) GTEST_SKIP() << group.why_not();
+  auto store = open("rediss+sentinel://" + group.sentinels() + "/" + SentinelGroup::kMaster +
+                    "?tls_ca=" + certificates().file("ca.crt"));
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  ASSERT_EQ((*store)->begin({"s", "before", "fp", 60s, 60s}).value().kind, Kind::acquired);
+  ASSERT_EQ(group.sentinel(0).command({"SENTINEL", "FAILOVER", SentinelGroup::kMaster}), "OK");
+  ASSERT_TRUE(group.all_name(group.announced(1), 30s)) << "the sentinels did not promote the replica";
+  ASSERT_TRUE(eventually([&] { return (*store)->begin({"s", "after", "fp", 60s, 60s}).is_ok(); }, 30s));
+  EXPECT_NE(group.server(1).command({"INFO", "replication"}).find("role:master"), std::string::npos);
+  EXPECT_EQ((*store)->begin({"s", "before", "fp", 60s, 60s}).value().kind, Kind::in_progress);
+  // Without TLS the sentinels' TLS ports answer nothing a store can use.
+  auto plain = open("redis+sentinel://" + group.sentinels() + "/" + SentinelGroup::kMaster, 1s);
+  EXPECT_FALSE(plain.is_ok());
 }
 
 TEST(RedisTls, FilesThatCannotBeReadAreNamed) {

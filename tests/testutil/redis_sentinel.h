@@ -8,6 +8,7 @@
 #include <hiredis/hiredis.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,33 +19,60 @@
 
 namespace idem::testutil {
 
+// For a group that speaks TLS (rediss+sentinel://): the files every server and sentinel
+// serves, and trusts for its peers.
+struct SentinelTls {
+  std::string cert, key, ca;
+};
+
 class SentinelGroup {
  public:
   static constexpr const char* kMaster = "mymaster";
 
-  // `server_args` go to the master and the replicas alike.
-  explicit SentinelGroup(int replicas = 1, std::vector<std::string> server_args = {}) {
-    servers_.push_back(std::make_unique<RedisServer>(server_args));
+  // `server_args` go to the master and the replicas alike. With `tls`, every server and
+  // sentinel also listens on a TLS port, and replicas and sentinels reach their peers
+  // there (tls-replication); their plain ports stay for the test's own checks.
+  explicit SentinelGroup(int replicas = 1, std::vector<std::string> server_args = {},
+                         std::optional<SentinelTls> tls = std::nullopt) {
+    auto tls_args = [&](std::uint16_t port) {
+      if (!tls) return std::vector<std::string>{};
+      return std::vector<std::string>{"--tls-port",         std::to_string(port),
+                                      "--tls-cert-file",    tls->cert,
+                                      "--tls-key-file",     tls->key,
+                                      "--tls-ca-cert-file", tls->ca,
+                                      "--tls-auth-clients", "no",
+                                      "--tls-replication",  "yes"};
+    };
+    auto start = [&](std::vector<std::string> args, const RedisServer::Options& options) {
+      const std::uint16_t tls_port = tls ? RedisServer::pick_port() : 0;
+      const auto more = tls_args(tls_port);
+      args.insert(args.end(), more.begin(), more.end());
+      auto server = std::make_unique<RedisServer>(args, 0, options);
+      announced_.emplace(server.get(), "127.0.0.1:" + std::to_string(tls ? tls_port : server->port()));
+      return server;
+    };
+    servers_.push_back(start(server_args, {}));
     if (!servers_[0]->started()) {
       fail("redis-server is not installed or did not start");
       return;
     }
+    const std::string master = announced(0);
+    const std::string master_port = master.substr(master.rfind(':') + 1);
     for (int i = 0; i < replicas; ++i) {
       auto args = server_args;
-      args.insert(args.end(), {"--replicaof", "127.0.0.1", std::to_string(servers_[0]->port())});
-      servers_.push_back(std::make_unique<RedisServer>(args));
+      args.insert(args.end(), {"--replicaof", "127.0.0.1", master_port});
+      servers_.push_back(start(args, {}));
       if (!servers_.back()->started()) {
         fail("a replica did not start");
         return;
       }
     }
-    const std::string config =
-        std::string("sentinel monitor ") + kMaster + " 127.0.0.1 " + std::to_string(servers_[0]->port()) +
-        " 2\n" + "sentinel down-after-milliseconds " + kMaster + " 1000\n" + "sentinel failover-timeout " +
-        kMaster + " 10000\n" + "sentinel parallel-syncs " + kMaster + " 1\n";
+    const std::string config = std::string("sentinel monitor ") + kMaster + " 127.0.0.1 " + master_port +
+                               " 2\n" + "sentinel down-after-milliseconds " + kMaster + " 1000\n" +
+                               "sentinel failover-timeout " + kMaster + " 10000\n" +
+                               "sentinel parallel-syncs " + kMaster + " 1\n";
     for (int i = 0; i < 3; ++i) {
-      sentinels_.push_back(std::make_unique<RedisServer>(
-          std::vector<std::string>{}, 0, RedisServer::Options{.config = config, .sentinel = true}));
+      sentinels_.push_back(start({}, RedisServer::Options{.config = config, .sentinel = true}));
       if (!sentinels_.back()->started()) {
         fail("a sentinel did not start");
         return;
@@ -54,17 +82,21 @@ class SentinelGroup {
     // authorize a failover.
     const bool ready = eventually(
         [&] {
-          const std::string info = servers_[0]->command({"INFO", "replication"});
-          if (info.find("connected_slaves:" + std::to_string(replicas)) == std::string::npos) return false;
-          for (int i = 1; i <= replicas; ++i) {
-            if (servers_[i]->command({"INFO", "replication"}).find("master_link_status:up") ==
-                std::string::npos)
-              return false;
+          try {
+            const std::string info = servers_[0]->command({"INFO", "replication"});
+            if (info.find("connected_slaves:" + std::to_string(replicas)) == std::string::npos) return false;
+            for (int i = 1; i <= replicas; ++i) {
+              if (servers_[i]->command({"INFO", "replication"}).find("master_link_status:up") ==
+                  std::string::npos)
+                return false;
+            }
+            for (const auto& s : sentinels_) {
+              if (!s->command({"SENTINEL", "CKQUORUM", kMaster}).starts_with("OK 3 usable")) return false;
+            }
+            return true;
+          } catch (const std::exception&) {
+            return false;
           }
-          for (const auto& s : sentinels_) {
-            if (!s->command({"SENTINEL", "CKQUORUM", kMaster}).starts_with("OK 3 usable")) return false;
-          }
-          return true;
         },
         std::chrono::seconds(30));
     if (!ready) {
@@ -77,12 +109,14 @@ class SentinelGroup {
   bool started() const { return started_; }
   const std::string& why_not() const { return why_; }
 
-  // "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
+  // "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3": the sentinels' ports (their TLS ports with TLS).
   std::string sentinels() const {
     std::string out;
-    for (const auto& s : sentinels_) out += (out.empty() ? "" : ",") + s->address();
+    for (const auto& s : sentinels_) out += (out.empty() ? "" : ",") + announced_.at(s.get());
     return out;
   }
+  // Server `i`'s address as the sentinels name it (its TLS port with TLS).
+  std::string announced(std::size_t i) const { return announced_.at(servers_.at(i).get()); }
   RedisServer& sentinel(std::size_t i) { return *sentinels_.at(i); }
   // The master first, then the replicas, as started.
   RedisServer& server(std::size_t i) { return *servers_.at(i); }
@@ -135,6 +169,7 @@ class SentinelGroup {
 
   std::vector<std::unique_ptr<RedisServer>> servers_;
   std::vector<std::unique_ptr<RedisServer>> sentinels_;
+  std::map<const RedisServer*, std::string> announced_;
   std::string why_;
   bool started_ = false;
 };

@@ -119,18 +119,6 @@ class RedisServer {
     return out;
   }
 
-  // SIGKILL, then reap.
-  void kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-    started_ = false;
-  }
-
- private:
   // A random free port away from the shared services (scripts/services) and from the
   // range the gateway tests draw from (20000-24999).
   static std::uint16_t pick_port() {
@@ -144,6 +132,18 @@ class RedisServer {
     }
   }
 
+  // SIGKILL, then reap.
+  void kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    started_ = false;
+  }
+
+ private:
   TempDir dir_;
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;
