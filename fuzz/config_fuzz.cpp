@@ -102,6 +102,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           "tokens.ttl below 1s or above 3650d");
     check(c.admin.token_env.empty() == c.admin.token.empty(), "token_env without a token");
     for (const Route& r : c.routes) check_route(r);
+    for (const ListenerLimits& l : {c.limits, c.admin.limits}) {
+      check(l.connections >= 1 && l.connections_per_client >= 1 && l.connections_per_client <= l.connections,
+            "a listener's connection caps out of order");
+      check(l.buffered_bodies_per_client <= l.buffered_bodies, "a client's body budget above the listener's");
+    }
+    check(c.admin.limits.buffered_bodies_per_client >= kAdminBodyLimit,
+          "an admin client's body budget below the largest admin body");
     exercise_routes(c);
   } catch (const ConfigError& e) {
     if (verbose) std::fprintf(stderr, "%s\n", e.what());

@@ -87,6 +87,12 @@ SEEDS = {
                        headers=[("Cookie", "sid=1"), ("X-K", "h"), JSON], body='{"k":"j"}'),
     "fuzzed_template": seed(14, segments=["a", "b", "c"], query="q=1", headers=[("X-K", "h"), JSON],
                             body='{"a":{"b":[true]}}', template="k:{json.a.b.0}{header.X-K}{query.q}{path.p}"),
+    # One request, one reading (docs/gateway.md): a member in another case, a scheme spelled
+    # otherwise, a list of keys, a ';' in a templated pair.
+    "json_key_member_in_another_case": seed(4, headers=[JSON], body='{"out_trade_no":"T-1","OUT_TRADE_NO":"T-2"}'),
+    "subject_hash_scheme_spelling": seed(11, headers=[("Authorization", "bearer  token"), JSON], body='{"id":"42"}'),
+    "header_key_list": seed(0, headers=[("Idempotency-Key", "a, b;p=1")]),
+    "form_template_semicolon": seed(10, headers=[FORM], body="id=1;x&amount=3"),
     "fuzzed_template_lock": seed(14, segments=["a", "b", "c"], headers=[("Authorization", "x"), FORM],
                                  body="f=1", template="{subject}/{form.f}", fuzzed=(1, 1, 2, 0)),
 }

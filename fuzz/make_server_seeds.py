@@ -156,6 +156,19 @@ SEEDS = {
     "orders_lowercase_method": "post /orders HTTP/1.1\r\n" + H + KEY + f"Content-Length: {len(ORDER)}\r\n\r\n" + ORDER,
     "deduct_spellings": post("/SKUS/a1/Deduct/", "{}") + post("/skus//a1/deduct", "{}"),
     "forms_upper": post("/FORMS/checkout", "a=1", "X-User-Id: u1\r\n"),
+    # One request, one reading (docs/gateway.md): method overrides toward a route, fields
+    # the route reads sent twice, in another case or named in Connection.
+    "override_header_toward_route": req("PUT", "/orders", KEY + "X-HTTP-Method-Override: POST\r\n"
+                                        "Content-Length: 2\r\n", "{}") + ORDERS_2,
+    "override_query_toward_route": req("PUT", "/orders?_method=post", KEY + "Content-Length: 2\r\n", "{}"),
+    "override_form_body_toward_route": post("/orders", "_method=POST&a=1",
+                                            "Content-Type: application/x-www-form-urlencoded\r\n").replace(
+                                                "POST /orders", "PUT /orders", 1) + ORDERS_2,
+    "connection_names_key": post("/orders", ORDER, KEY + "Connection: Idempotency-Key\r\n") + ORDERS_2,
+    "key_list": post("/orders", ORDER, "Idempotency-Key: k-1, k-2\r\n"),
+    "pay_member_in_another_case": post("/pay", '{"out_trade_no":"T-1","OUT_TRADE_NO":"T-2"}',
+                                       "Content-Type: application/json\r\n"),
+    "token_subject_twice": post("/_idem/tokens", "", "X-User-Id: u1\r\nX-User-Id: u2\r\n"),
     # Heads at and over the 16 KiB limit.
     "head_large": req("GET", "/things", "X-Big: " + "z" * 16500 + "\r\n") + SMUGGLED,
 }

@@ -27,7 +27,9 @@
 #include "gateway/model/key.h"
 #include "gateway/model/request_fingerprint.h"
 #include "gateway/model/request_identity.h"
+#include "gateway/model/request_reading.h"
 #include "gateway/model/route.h"
+#include "util/ascii.h"
 
 namespace {
 
@@ -233,6 +235,7 @@ void check_decision(const Decision& d, const Route& route, const RequestView& re
         case Problem::body_invalid:
         case Problem::token_missing:
         case Problem::token_invalid:
+        case Problem::request_ambiguous:
           break;
         default:
           check(false, "a problem identification never gives", problem_name(d.rejection.problem));
@@ -256,10 +259,16 @@ void check_decision(const Decision& d, const Route& route, const RequestView& re
     case Subject::Kind::none:
       check(id.scope.empty(), "a scope without a subject", id.scope);
       break;
-    case Subject::Kind::header:
-      check(!id.scope.empty() && id.scope == find_header(request.headers, route.policy.subject.header),
-            "the scope is not the subject header's value", id.scope);
+    case Subject::Kind::header: {
+      // One field line, read as it is (an Authorization as its scheme is spelled apart).
+      const std::string& name = route.policy.subject.header;
+      const std::string value = find_header(request.headers, name).value_or("");
+      check(
+          count_headers(request.headers, name) == 1 && !id.scope.empty() &&
+              id.scope == (idem::util::iequals(name, "Authorization") ? normalize_credentials(value) : value),
+          "the scope is not the subject header's value", id.scope);
       break;
+    }
     case Subject::Kind::header_hash:
       check(id.scope.size() == 64 && is_lower_hex(id.scope), "a header-hash scope that is not SHA-256 hex",
             id.scope);
@@ -273,10 +282,12 @@ void check_decision(const Decision& d, const Route& route, const RequestView& re
 }
 
 // Whether the route reads the body other than as JSON: then re-serializing it changes
-// what the route sees.
+// what the route sees. A query parameter is looked for in a form body too.
 bool reads_raw_body(const Route& route) {
   if (route.mode == Mode::replay && route.policy.fingerprint.kind == FingerprintRule::Kind::body) return true;
-  auto uses_form = [](const KeyTemplate& t) { return t.uses(KeyTemplate::Source::form); };
+  auto uses_form = [](const KeyTemplate& t) {
+    return t.uses(KeyTemplate::Source::form) || t.uses(KeyTemplate::Source::query);
+  };
   if (route.key.kind == KeyRule::Kind::templated && uses_form(route.key.key_template)) return true;
   for (const KeyTemplate& t : route.policy.fingerprint.fields) {
     if (uses_form(t)) return true;

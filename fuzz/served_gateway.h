@@ -1,6 +1,7 @@
 // An in-process `idem serve` for server_fuzz: the gateway's Runtime (app/runtime.h), as
-// src/cli/main.cpp runs it, on a memory store with a ManualClock, one I/O thread, short
-// ServerLimits, both listeners on 127.0.0.1 port 0. Lives for the whole process.
+// src/cli/main.cpp runs it, on a memory store with a ManualClock, one I/O thread, 1 s
+// timeouts, 64 connections and 1 MiB of bodies, both listeners on 127.0.0.1 port 0. Lives for
+// the whole process.
 #pragma once
 
 #include <chrono>
@@ -39,10 +40,10 @@ class ServedGateway {
 
  private:
   static gateway::Config config(const std::string& config_yaml, unsigned short upstream_port) {
-    gateway::Config c =
-        gateway::load_config_text("upstream: http://127.0.0.1:" + std::to_string(upstream_port) +
-                                      "\nstore: \"memory:\"\n" + config_yaml,
-                                  "server_fuzz.yaml");
+    gateway::Config c = gateway::load_config_text(
+        "upstream: http://127.0.0.1:" + std::to_string(upstream_port) +
+            "\nstore: \"memory:\"\nlimits:\n  connections: 64\n  buffered_bodies: 1MiB\n" + config_yaml,
+        "server_fuzz.yaml");
     c.listen = {"127.0.0.1", 0};
     c.admin.listen = {"127.0.0.1", 0};
     return c;
@@ -56,11 +57,9 @@ class ServedGateway {
   }
   static gateway::ServerLimits limits() {
     gateway::ServerLimits l;
-    l.buffered_bodies = 1024 * 1024;
     l.header_timeout = std::chrono::seconds(1);
     l.body_timeout = std::chrono::seconds(1);
     l.write_timeout = std::chrono::seconds(1);
-    l.max_connections = 64;
     return l;
   }
 

@@ -1,9 +1,11 @@
 // The whole gateway on raw bytes (docs/fuzzing.md): an in-process `idem serve`
 // (served_gateway.h) in front of an in-process upstream that records what it gets
-// (recording_upstream.h). Each input is written to one client connection — in a few writes
-// when its first byte is 0x01–0x08 (that byte + 1 writes of about equal size, 1 ms apart;
-// the byte itself is not sent) — then the client half-closes and reads until the gateway
-// closes. Invariants, each a finding when broken:
+// (recording_upstream.h). Each input is written to one client connection in segments, 1 ms
+// apart: when its first byte is 0x01–0x08, that byte + 1 writes of about equal size (the
+// byte itself is not sent); any other input is cut at up to three places drawn from a hash
+// of its bytes (so an input is always sent the same way, and the fuzzer meets every head and
+// body cut anywhere). Then the client half-closes and reads until the gateway closes.
+// Invariants, each a finding when broken:
 //   1. no crash, sanitizer report, or exception out of a connection;
 //   2. everything the upstream receives parses strictly as HTTP/1.1 (recording_upstream.h);
 //   3. the upstream receives no more requests than the reference reading of the input
@@ -34,6 +36,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -104,15 +107,40 @@ struct Exchange {
   bool reset = false;  // the read ended with a reset (unread data at the gateway's close)
 };
 
+// FNV-1a, then splitmix64 steps: the cuts an input is sent with, the same on every run.
+std::uint64_t next_random(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 std::vector<std::string_view> pieces_of(std::string_view input) {
-  if (input.empty() || input[0] < 0x01 || input[0] > 0x08) return {input};
-  const std::size_t n = static_cast<std::size_t>(input[0]) + 1;
-  input.remove_prefix(1);
-  std::vector<std::string_view> out;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t from = input.size() * i / n, to = input.size() * (i + 1) / n;
-    if (to > from) out.push_back(input.substr(from, to - from));
+  if (!input.empty() && input[0] >= 0x01 && input[0] <= 0x08) {
+    const std::size_t n = static_cast<std::size_t>(input[0]) + 1;
+    input.remove_prefix(1);
+    std::vector<std::string_view> out;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t from = input.size() * i / n, to = input.size() * (i + 1) / n;
+      if (to > from) out.push_back(input.substr(from, to - from));
+    }
+    return out;
   }
+  std::uint64_t state = 0xcbf29ce484222325ull;
+  for (unsigned char c : input) state = (state ^ c) * 0x100000001b3ull;
+  std::vector<std::size_t> cuts;
+  if (input.size() > 1)
+    for (std::uint64_t k = next_random(state) % 4; k > 0; --k)
+      cuts.push_back(1 + next_random(state) % (input.size() - 1));
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::vector<std::string_view> out;
+  std::size_t from = 0;
+  for (std::size_t cut : cuts) {
+    out.push_back(input.substr(from, cut - from));
+    from = cut;
+  }
+  out.push_back(input.substr(from));
   return out;
 }
 

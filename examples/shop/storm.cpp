@@ -5,9 +5,11 @@
 // twice and prints a report. Exit 0 without violations (with --expect-violations: with
 // some), 1 otherwise, 2 on usage, 3 when it could not set up. See README.md, "The storm".
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <random>
@@ -33,10 +35,29 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
   std::string idem, shop, consumer, amqp, db, workdir, config_dir = SHOP_SOURCE_DIR;
+  // --spring JAR: the Spring shop (examples/spring-shop) instead of the shop, its consumer and
+  // the gateway: one JVM serves the HTTP API on the gateway's port, protected by the starter
+  // alone, and a second one runs the points consumer.
+  std::string spring, java = "java";
   int users = 1000, concurrency = 64;
   bool unprotected = false, expect_violations = false;
   std::uint64_t seed = 0;
 };
+
+// A command as execv needs it: a name without '/' looked up in $PATH ("" when not found).
+std::string on_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (std::size_t at = 0; at <= dirs.size();) {
+    std::size_t end = dirs.find(':', at);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string candidate = dirs.substr(at, end - at) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    at = end + 1;
+  }
+  return "";
+}
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -50,11 +71,13 @@ class Storm {
   int run() {
     const auto t0 = Clock::now();
     run_.ports = Ports{free_port(), free_port(), free_port()};
+    // A killed JVM is back after seconds, not 300 ms: its clients keep retrying for longer.
+    if (!opt_.spring.empty()) run_.budget = Millis(120000);
     run_.skus = env_.seed_skus(opt_.users, opt_.seed);
     plan_users(run_, opt_.users, opt_.seed);
     make_processes();
     watch_children();
-    for (auto* p : {shop_.get(), consumer_.get(), gateway_.get()})
+    for (auto* p : procs())
       if (!p->start()) throw SetupError("cannot fork " + p->name());
     asio::co_spawn(ioc_, main(), [this](std::exception_ptr e) {
       children_.cancel();
@@ -64,7 +87,8 @@ class Storm {
     // Each process must also stop cleanly when asked: a sanitizer's report at exit (a leak,
     // say) or a failing shutdown shows up here as a non-zero status, and counts as a crash.
     for (auto* p : {gateway_.get(), shop_.get(), consumer_.get()}) {
-      const std::string how = p->stop(std::chrono::seconds(10));
+      if (!p) continue;
+      const std::string how = p->stop(std::chrono::seconds(opt_.spring.empty() ? 10 : 30));
       if (how.rfind("SIGKILL", 0) == 0) std::cout << "  note: " << p->name() << " needed " << how << "\n";
       if (how != "exit 0" && how != "not running")
         crashes_.push_back(p->name() + " did not stop cleanly (" + how + "); see " + p->log_file());
@@ -74,7 +98,42 @@ class Storm {
   }
 
  private:
+  // The processes of this run: the gateway is absent in --spring runs.
+  std::vector<Proc*> procs() {
+    std::vector<Proc*> out;
+    for (auto* p : {shop_.get(), consumer_.get(), gateway_.get()})
+      if (p) out.push_back(p);
+    return out;
+  }
+
+  // The Spring shop: the web part on the gateway's port (clients reach it where they reached
+  // the gateway), the consumer in a JVM of its own. --idem.enabled=false is the control run.
+  void make_spring_processes() {
+    auto jvm = [&](std::vector<std::string> args) {
+      std::vector<std::string> argv{opt_.java,
+                                    "-XX:TieredStopAtLevel=1",
+                                    "-Xss512k",
+                                    "-jar",
+                                    opt_.spring,
+                                    "--db=" + env_.shop_db(),
+                                    "--amqp=" + opt_.amqp,
+                                    "--shop.queue=" + env_.queue()};
+      if (opt_.unprotected) argv.push_back("--idem.enabled=false");
+      argv.insert(argv.end(), args.begin(), args.end());
+      return argv;
+    };
+    shop_ =
+        std::make_unique<Proc>("spring shop",
+                               jvm({"--shop.role=web", "--server.port=" + std::to_string(run_.ports.gateway),
+                                    "--shop.slow-percent=10", "--shop.slow-ms=400"}),
+                               env_.path("shop.log"));
+    consumer_ = std::make_unique<Proc>("spring shop consumer",
+                                       jvm({"--shop.role=consumer", "--crash-before-ack", "5"}),
+                                       env_.path("consumer.log"));
+  }
+
   void make_processes() {
+    if (!opt_.spring.empty()) return make_spring_processes();
     const std::string config = opt_.config_dir + (opt_.unprotected ? "/idem-unprotected.yaml" : "/idem.yaml");
     shop_ = std::make_unique<Proc>(
         "shop",
@@ -102,7 +161,7 @@ class Storm {
   void watch_children() {
     children_.async_wait([this](const boost::system::error_code& ec, int) {
       if (ec) return;
-      for (auto* p : {shop_.get(), consumer_.get(), gateway_.get()}) {
+      for (auto* p : procs()) {
         std::string how;
         if (!p->reap(&how) || stopping_) continue;
         auto& argv = p->argv();
@@ -127,16 +186,20 @@ class Storm {
     out.method = http::verb::get;
     out.target = target;
     out.deadline = Millis(1000);
-    const auto until = Clock::now() + std::chrono::seconds(30);
+    const auto until = Clock::now() + std::chrono::seconds(startup_seconds());
     while (Clock::now() < until && p.running()) {
       const Reply r = co_await send(port, out);
       if (r.status == 200) co_return true;
       co_await pause(Millis(50));
     }
     setup_error_ = p.name() + " did not become ready (" + std::string(target) + " on " + addr(port) +
-                   (p.running() ? " within 30 s" : ": it exited") + "); see " + p.log_file();
+                   (p.running() ? " within " + std::to_string(startup_seconds()) + " s" : ": it exited") +
+                   "); see " + p.log_file();
     co_return false;
   }
+
+  // A JVM takes seconds to start where the C++ processes take milliseconds.
+  int startup_seconds() const { return opt_.spring.empty() ? 30 : 180; }
 
   awaitable<void> kill_and_restart(Proc* p, std::string what) {
     p->kill_now();
@@ -153,7 +216,11 @@ class Storm {
     }
     if (!gateway_killed_ && done * 100 >= users * 65) {
       gateway_killed_ = true;
-      asio::co_spawn(ioc_, kill_and_restart(gateway_.get(), "gateway kill -9"), asio::detached);
+      // Without a gateway (--spring), the shop itself is killed a second time.
+      if (gateway_)
+        asio::co_spawn(ioc_, kill_and_restart(gateway_.get(), "gateway kill -9"), asio::detached);
+      else
+        asio::co_spawn(ioc_, kill_and_restart(shop_.get(), "shop kill -9 (second)"), asio::detached);
     }
   }
 
@@ -179,8 +246,12 @@ class Storm {
   }
 
   awaitable<void> main() {
-    if (!co_await ready(*shop_, run_.ports.shop, "/healthz")) co_return;
-    if (!co_await ready(*gateway_, run_.ports.admin, "/readyz")) co_return;
+    if (gateway_) {
+      if (!co_await ready(*shop_, run_.ports.shop, "/healthz")) co_return;
+      if (!co_await ready(*gateway_, run_.ports.admin, "/readyz")) co_return;
+    } else if (!co_await ready(*shop_, run_.ports.gateway, "/healthz")) {
+      co_return;
+    }
     ready_ = true;
     std::cout << "shop-storm: all up in " << env_.workdir() << "; " << run_.users.size() << " users, "
               << opt_.concurrency << " at a time" << std::endl;
@@ -225,14 +296,17 @@ int Storm::report(double total_seconds) {
   const auto counts = count_orders(db, run_);
   auto checks = run_checks(db, run_);
   std::cout << "\nshop-storm report (seed " << opt_.seed << ", " << run_.users.size() << " users, "
-            << env_.database_kind() << ", " << (opt_.unprotected ? "UNPROTECTED" : "protected") << ")\n";
+            << env_.database_kind() << ", " << (opt_.spring.empty() ? "" : "Spring shop, ")
+            << (opt_.unprotected ? "UNPROTECTED" : "protected") << ")\n";
   std::printf("  time: users %.1f s, drain %.1f s, total %.1f s\n", users_seconds_, drain_seconds_,
               total_seconds);
   print_map("requests sent", run_.tally.sent);
   print_map("faults injected", run_.tally.faults);
   print_map("paying users by payment path", run_.tally.pay_via);
   print_map("client deadlines fired", run_.tally.timeouts);
-  print_map("absorbed by the gateway (Idempotent-Replayed: true)", run_.tally.replayed);
+  print_map(opt_.spring.empty() ? "absorbed by the gateway (Idempotent-Replayed: true)"
+                                : "absorbed by the starter (Idempotent-Replayed: true)",
+            run_.tally.replayed);
   print_map("409 in-progress/locked seen (retried)", run_.tally.in_progress);
   std::cout << "  absorbed in the shop and consumer (t_stats):";
   for (const auto& [name, n] : read_stats(db)) std::cout << " " << name << " " << n << ",";
@@ -261,11 +335,15 @@ int main(int argc, char** argv) {
   Options opt;
   opt.seed = std::random_device{}();
   CLI::App app{"shop-storm: the reference shop under a storm of repeats and crashes"};
-  app.add_option("--idem", opt.idem, "the idem binary")->required()->check(CLI::ExistingFile);
-  app.add_option("--shop", opt.shop, "the shop binary")->required()->check(CLI::ExistingFile);
-  app.add_option("--consumer", opt.consumer, "the shop-consumer binary")
-      ->required()
+  app.add_option("--idem", opt.idem, "the idem binary (not with --spring)")->check(CLI::ExistingFile);
+  app.add_option("--shop", opt.shop, "the shop binary (not with --spring)")->check(CLI::ExistingFile);
+  app.add_option("--consumer", opt.consumer, "the shop-consumer binary (not with --spring)")
       ->check(CLI::ExistingFile);
+  app.add_option("--spring", opt.spring,
+                 "the Spring shop's jar (examples/spring-shop): it serves the API protected by the starter, "
+                 "no gateway; needs --db mysql://...")
+      ->check(CLI::ExistingFile);
+  app.add_option("--java", opt.java, "the java command for --spring (default: java on the PATH)");
   app.add_option("--amqp", opt.amqp, "RabbitMQ URL, amqp://USER:PASS@HOST:PORT/VHOST")->required();
   app.add_option(
       "--db", opt.db,
@@ -283,6 +361,18 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return e.get_exit_code() == 0 ? app.exit(e) : (app.exit(e), 2);
+  }
+  if (opt.spring.empty() && (opt.idem.empty() || opt.shop.empty() || opt.consumer.empty())) {
+    std::cerr << "shop-storm: --idem, --shop and --consumer are required (or --spring JAR)\n";
+    return 2;
+  }
+  if (!opt.spring.empty() && (opt.java = on_path(opt.java)).empty()) {
+    std::cerr << "shop-storm: --spring: no java on the PATH (give --java PATH)\n";
+    return 2;
+  }
+  if (!opt.spring.empty() && opt.db.rfind("mysql://", 0) != 0) {
+    std::cerr << "shop-storm: --spring runs the Spring shop on MySQL/MariaDB: give --db mysql://...\n";
+    return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);
   std::cout << "shop-storm: seed " << opt.seed << std::endl;

@@ -1,7 +1,8 @@
 // The `idem` command (docs/configuration.md, "Command line"; docs/operations.md): serve, check, record
-// get|delete|list, sweep, schema, version. Exit codes: 0 ok, 2 usage or config error, 1 runtime failure.
-// Diagnostics go to standard error; `idem serve` writes one JSON line per protected request to standard
-// output.
+// get|delete|list, sweep, schema, version. The commands that act on a store take it from
+// --store, --config or $IDEM_STORE (store_uri_of). Exit codes: 0 ok, 2 usage or config error, 1 runtime
+// failure. Diagnostics go to standard error; `idem serve` writes one JSON line per protected request to
+// standard output.
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -11,6 +12,9 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
@@ -67,19 +71,71 @@ std::unique_ptr<Store> open_or_die(const std::string& uri) {
   return std::move(*store);
 }
 
+// What `record get|delete` says when there is no record: where it looked, and, for a key
+// given without its key space, the form records are stored in (docs/gateway.md, "Key
+// spaces"), since that is the usual reason.
+std::string not_found(const std::string& scope, const std::string& key_space, const std::string& key) {
+  const std::string in_scope = scope.empty() ? "" : " in scope \"" + scope + "\"";
+  if (!key_space.empty())
+    return "not found: no record for key \"" + key + "\" in key space " + key_space + in_scope +
+           " (stored key \"" + stored_key(key_space, key) + "\")";
+  const auto colon = key.find(':');
+  if (colon != std::string::npos && is_key_space(key.substr(0, colon)))
+    return "not found: no record with the stored key \"" + key + "\"" + in_scope + " (key space " +
+           key.substr(0, colon) + ")";
+  return "not found: no record with the stored key \"" + key + "\"" + in_scope +
+         ", which names no key space; records are stored as <key_space>:<key>, the key space being the "
+         "route's key_space or name: try ROUTE:" +
+         key + " or --key-space ROUTE " + key;
+}
+
 // `record get|delete`: true when the store answered and there was a record; otherwise
 // says why not on standard error.
 template <class T>
-bool found(const Result<T>& r, const std::string& uri) {
+bool found(const Result<T>& r, const std::string& uri, const std::string& what_missing) {
   if (!r) {
     report(r.status(), uri);
     return false;
   }
   if (!*r) {
-    std::cerr << "idem: not found\n";
+    std::cerr << "idem: " << what_missing << "\n";
     return false;
   }
   return true;
+}
+
+// The store URI a command acts on (docs/configuration.md, "Command line"): --store, else
+// the `store` of --config FILE (its ${NAME} read from the environment), else the
+// environment variable IDEM_STORE. So the URI, and the password in it, need not be on the
+// command line, where `ps` shows it to every local user. nullopt when there is none, or
+// the config cannot give one (said on standard error: exit 2).
+std::optional<std::string> store_uri_of(const std::string& flag, const std::string& config_file) {
+  if (!flag.empty()) return flag;
+  if (!config_file.empty()) {
+    // Only the store matters here: an unset variable elsewhere (admin.token_env, say) is
+    // no reason to refuse a sweep; one in the store is named, before what it broke.
+    std::vector<ConfigError> unset;
+    auto store_unset = [&] {
+      for (const ConfigError& w : unset)
+        if (w.key() == "store") {
+          std::cerr << "idem: " << w.what() << "\n";
+          return true;
+        }
+      return false;
+    };
+    try {
+      Config c = load_config_file(config_file, {.strict = false, .warnings = &unset});
+      if (store_unset()) return std::nullopt;
+      return c.store;
+    } catch (const ConfigError& e) {
+      if (!store_unset()) std::cerr << "idem: " << e.what() << "\n";
+      return std::nullopt;
+    }
+  }
+  if (const char* env = std::getenv("IDEM_STORE"); env && *env) return std::string(env);
+  std::cerr << "idem: no store: give --store URI, --config FILE (its store) or the environment variable "
+               "IDEM_STORE\n";
+  return std::nullopt;
 }
 
 // `record list`: the same JSON document as GET /v1/records.
@@ -105,21 +161,18 @@ int list_records(const std::string& uri, std::string_view key_space, std::string
   return kOk;
 }
 
-// Raises the open-files limit to what the system allows, and keeps the client connections
-// to what it leaves: each may hold an upstream connection too, plus the store's files.
-ServerLimits server_limits() {
-  ServerLimits limits;
+// Raises the open-files limit to what the system allows, and returns how many client
+// connections it leaves room for: each may hold an upstream connection too, plus the
+// store's files.
+std::size_t max_client_connections() {
   rlimit files{};
-  if (::getrlimit(RLIMIT_NOFILE, &files) == 0) {
-    if (files.rlim_cur < files.rlim_max) {
-      files.rlim_cur = files.rlim_max;
-      ::setrlimit(RLIMIT_NOFILE, &files);
-      ::getrlimit(RLIMIT_NOFILE, &files);
-    }
-    const auto usable = files.rlim_cur > 128 ? (files.rlim_cur - 128) / 2 : 16;
-    limits.max_connections = std::min<std::size_t>(limits.max_connections, usable);
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0) return SIZE_MAX;
+  if (files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+    ::getrlimit(RLIMIT_NOFILE, &files);
   }
-  return limits;
+  return files.rlim_cur > 128 ? (files.rlim_cur - 128) / 2 : 16;
 }
 
 int serve(const std::string& config_file, const CliOverrides& flags) {
@@ -134,8 +187,8 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     return kUsage;
   }
   // A store that cannot be reached now does not stop the gateway (docs/admin.md, "When
-  // the store is down"): it serves, /readyz says 503 and protected requests follow
-  // on_store_error, while the store is opened again in the background. A store that
+  // the store is down"): it serves, protected requests follow on_store_error and /readyz
+  // with them (docs/admin.md, "Readiness"), while the store is opened again in the background. A store that
   // refuses what it was given (a malformed URI, a Redis that may evict keys) does.
   std::unique_ptr<Store> store;
   if (auto opened = open_store(config.store)) {
@@ -153,7 +206,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     const std::string uri = config.store;
     std::cerr << "idem: store " << redact_uri(uri) << " is not reachable ("
               << redact_secrets(opened.status().to_string(), uri)
-              << "); serving with /readyz 503 and on_store_error until it answers" << std::endl;
+              << "); serving with on_store_error until it answers" << std::endl;
     store = std::make_unique<DeferredStore>(uri, StoreOptions{}, [uri](const Status& s, bool ok) {
       if (ok)
         std::cerr << "idem: store " << redact_uri(uri) << " reached" << std::endl;
@@ -170,9 +223,13 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   std::unique_ptr<Runtime> runtime;
   try {
     RuntimeOptions options;
-    options.limits = server_limits();
+    options.max_client_connections = max_client_connections();
     options.config_file = config_file;
     options.flags = flags;
+    // The install's secret for the request log's key_hash (docs/observability.md): the
+    // Debian package writes a random one to /etc/default/idem. Without it, one of this
+    // process's own.
+    if (const char* secret = std::getenv("IDEM_KEY_HASH_SECRET")) options.key_hash_secret = secret;
     runtime = std::make_unique<Runtime>(config, *store, std::move(options));
   } catch (const ListenError& e) {
     std::cerr << "idem: " << e.what() << "\n";
@@ -342,12 +399,17 @@ int main(int argc, char** argv) {
                         "Also open this store: it must hold every route's max_result, and live records (at "
                         "most 10,000) this config would orphan or misread are warned of");
 
+  // The store of the commands below: --store, else --config's, else $IDEM_STORE (store_uri_of).
+  const std::string store_help = "Store URI (else --config's store, else $IDEM_STORE)";
+  const std::string config_help = "Take the store from this config file (its ${NAME} from the environment)";
+  std::string store_config;
   std::string record_store, record_scope, record_key_space, record_key;
   auto* record_cmd = app.add_subcommand("record", "Inspect or remove a record");
   record_cmd->require_subcommand(1);
   for (const char* name : {"get", "delete"}) {
     auto* sub = record_cmd->add_subcommand(name, std::string(name) + " a record");
-    sub->add_option("--store", record_store, "Store URI")->required();
+    sub->add_option("--store", record_store, store_help);
+    sub->add_option("--config", store_config, config_help)->check(CLI::ExistingFile);
     sub->add_option("--scope", record_scope, "The record's scope (default: empty)");
     sub->add_option("--key-space", record_key_space,
                     "The route's key space: KEY is then the key as the route rendered it (default: KEY is "
@@ -359,7 +421,8 @@ int main(int argc, char** argv) {
   bool list_uncertain = false;
   std::optional<std::size_t> list_limit;
   auto* list_cmd = record_cmd->add_subcommand("list", "list records, newest first where the store can order");
-  list_cmd->add_option("--store", list_store, "Store URI")->required();
+  list_cmd->add_option("--store", list_store, store_help);
+  list_cmd->add_option("--config", store_config, config_help)->check(CLI::ExistingFile);
   list_cmd->add_option("--key-space", list_key_space, "Only the records of this key space");
   list_cmd->add_option("--state", list_state, "Only pending or done records");
   list_cmd->add_flag("--uncertain", list_uncertain, "Only records whose outcome is uncertain");
@@ -368,13 +431,16 @@ int main(int argc, char** argv) {
 
   std::string sweep_store;
   auto* sweep_cmd = app.add_subcommand("sweep", "Remove expired records");
-  sweep_cmd->add_option("--store", sweep_store, "Store URI")->required();
+  sweep_cmd->add_option("--store", sweep_store, store_help);
+  sweep_cmd->add_option("--config", store_config, config_help)->check(CLI::ExistingFile);
 
   std::string schema_store;
   auto* schema_cmd = app.add_subcommand("schema", "Print the DDL of a PostgreSQL or MySQL store's tables");
-  schema_cmd
-      ->add_option("--store", schema_store, "Store URI (postgres:// or mysql://; its table_prefix applies)")
-      ->required();
+  schema_cmd->add_option(
+      "--store", schema_store,
+      "Store URI (postgres:// or mysql://; its table_prefix applies; else --config's store, "
+      "else $IDEM_STORE)");
+  schema_cmd->add_option("--config", store_config, config_help)->check(CLI::ExistingFile);
 
   auto* version_cmd = app.add_subcommand("version", "Print the version");
 
@@ -393,30 +459,39 @@ int main(int argc, char** argv) {
     return serve(config_file, flags);
   }
   if (*check_cmd) return check(check_file, check_strict, check_store);
-  if (*list_cmd)
-    return list_records(list_store, list_key_space, list_state, list_uncertain, list_limit,
-                        std::move(list_cursor));
+  if (*list_cmd) {
+    const auto uri = store_uri_of(list_store, store_config);
+    if (!uri) return kUsage;
+    return list_records(*uri, list_key_space, list_state, list_uncertain, list_limit, std::move(list_cursor));
+  }
   if (*record_cmd) {
     if (!record_key_space.empty() && !is_key_space(record_key_space)) {
       std::cerr << "idem: --key-space is 1-64 letters, digits, '-', '_' and '.'\n";
       return kUsage;
     }
+    const auto uri = store_uri_of(record_store, store_config);
+    if (!uri) return kUsage;
+    record_store = *uri;
     auto store = open_or_die(record_store);
     if (!store) return kRuntime;
     RecordId id{record_scope,
                 record_key_space.empty() ? record_key : stored_key(record_key_space, record_key)};
+    const std::string missing = not_found(record_scope, record_key_space, record_key);
     if (record_cmd->got_subcommand("get")) {
       auto r = store->get(std::move(id));
-      if (!found(r, record_store)) return kRuntime;
+      if (!found(r, record_store, missing)) return kRuntime;
       std::cout << record_json(**r) << "\n";
       return kOk;
     }
     auto r = store->remove(std::move(id));
-    if (!found(r, record_store)) return kRuntime;
+    if (!found(r, record_store, missing)) return kRuntime;
     std::cout << "removed\n";
     return kOk;
   }
   if (*sweep_cmd) {
+    const auto uri = store_uri_of(sweep_store, store_config);
+    if (!uri) return kUsage;
+    sweep_store = *uri;
     auto store = open_or_die(sweep_store);
     if (!store) return kRuntime;
     auto n = store->sweep();
@@ -427,7 +502,10 @@ int main(int argc, char** argv) {
     std::cout << *n << "\n";
     return kOk;
   }
-  if (*schema_cmd) return schema(schema_store);
+  if (*schema_cmd) {
+    const auto uri = store_uri_of(schema_store, store_config);
+    return uri ? schema(*uri) : kUsage;
+  }
   if (*version_cmd) {
     std::cout << "idem " << kVersion << "\n";
     return kOk;

@@ -415,8 +415,9 @@ TEST(GatewayProcess, AStoreWithAPasswordIsNamedWithoutItAndItsFailuresWithoutIts
 }
 
 // A store that is down when the gateway starts does not stop it (docs/admin.md, "When the
-// store is down"): it serves, /readyz is 503 and protected requests follow on_store_error;
-// once the store comes up, without a restart, requests are protected again.
+// store is down"): it serves, /readyz is 503 (a route refuses without the store) and
+// protected requests follow on_store_error; once the store comes up, without a restart,
+// requests are protected again.
 TEST(GatewayProcess, AStoreDownAtTheStartIsWaitedForWhileServing) {
   TempDir tmp;
   const std::string& dir = tmp.path;
@@ -627,6 +628,37 @@ TEST(GatewayProcess, SigtermFinishesTheRequestInFlightAndStoresIt) {
       << out;
   EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", store, "default:term"}), 1);
   EXPECT_EQ(run({IDEM_BIN, "record", "delete", "--store", store, "default:term"}), 1);
+}
+
+// A key looked up without its key space finds nothing: the message says where it looked and
+// the form records are stored in (docs/gateway.md, "Key spaces"), for get and delete alike.
+TEST(GatewayProcess, RecordNotFoundNamesTheKeySpaceItLookedIn) {
+  SqliteGateway g;
+  ASSERT_TRUE(wait_healthy(g.admin, 5000));
+  ASSERT_EQ(request(g.port, verb::post, "/orders", {{"Idempotency-Key", "k-1"}}, "{}").result_int(), 201u);
+  // The arguments after the store, and what the message must say.
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases{
+      {{"k-1"},
+       {"no record with the stored key \"k-1\", which names no key space", "<key_space>:<key>",
+        "try ROUTE:k-1 or --key-space ROUTE k-1"}},
+      {{"--key-space", "orders", "k-1"},
+       {"no record for key \"k-1\" in key space orders (stored key \"orders:k-1\")"}},
+      {{"--scope", "u-7", "orders:k-1"},
+       {"no record with the stored key \"orders:k-1\" in scope \"u-7\" (key space orders)"}},
+  };
+  std::string out;
+  for (const char* verb : {"get", "delete"})
+    for (const auto& [args, says] : cases) {
+      std::vector<std::string> command{IDEM_BIN, "record", verb, "--store", g.store};
+      command.insert(command.end(), args.begin(), args.end());
+      out.clear();
+      EXPECT_EQ(run(command, &out), 1) << out;
+      for (const std::string& text : says)
+        EXPECT_NE(out.find(text), std::string::npos) << text << "\n" << out;
+    }
+  // Where the record is: the default route's key space.
+  EXPECT_EQ(run({IDEM_BIN, "record", "get", "--store", g.store, "--key-space", "default", "k-1"}, &out), 0)
+      << out;
 }
 
 // The replay cache is exact on SQLite (docs/gateway.md, "Replays from memory"): a record an

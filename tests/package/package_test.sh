@@ -123,6 +123,7 @@ getent group idem >/dev/null || fail "no group idem"
 [ "$(stat -c '%U:%G %a' /var/lib/idem)" = "idem:idem 750" ] || fail "/var/lib/idem: $(stat -c '%U:%G %a' /var/lib/idem)"
 [ "$(stat -c '%U %a' /etc/default/idem)" = "root 600" ] || fail "/etc/default/idem: $(stat -c '%U %a' /etc/default/idem)"
 grep -Eq '^IDEM_ADMIN_TOKEN=[0-9a-f]{64}$' /etc/default/idem || fail "no random admin token in /etc/default/idem"
+grep -Eq '^IDEM_KEY_HASH_SECRET=[0-9a-f]{64}$' /etc/default/idem || fail "no random key_hash secret in /etc/default/idem"
 # The shipped config is valid as it stands, with the shipped secrets.
 (set -a && . /etc/default/idem && /usr/bin/idem check /etc/idem/idem.yaml) >"${work}/check.log" 2>&1 ||
   fail "idem check /etc/idem/idem.yaml"

@@ -6,6 +6,7 @@
 #include <linux/fs.h>
 #include <sqlite3.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
@@ -206,6 +207,36 @@ TEST(SqliteOpen, CreatesAFreshDatabaseWithTheSchema) {
     EXPECT_EQ(raw.integer(std::string("SELECT count(*) FROM sqlite_master WHERE name = '") + name + "'"), 1)
         << name;
   }
+}
+
+// The file holds unspent tokens and stored responses: a new one, its WAL and its
+// shared-memory file are the owner's alone (0600), whatever the umask; one that exists keeps
+// the mode its owner gave it.
+TEST(SqliteOpen, ANewFileAndItsWalAndShmAreTheOwnersAloneWhateverTheUmask) {
+  for (const mode_t mask : {mode_t{022}, mode_t{0}, mode_t{077}}) {
+    TempDir dir;
+    const auto path = dir.file("modes.db");
+    const mode_t old = ::umask(mask);
+    {
+      auto store = must_open(path);
+      ASSERT_NE(store, nullptr);
+      ASSERT_TRUE(store->issue_token({"", 60s}));
+      for (const char* suffix : {"", "-wal", "-shm"}) {
+        struct stat st {};
+        ASSERT_EQ(::stat((path + suffix).c_str(), &st), 0) << suffix;
+        EXPECT_EQ(st.st_mode & 07777, 0600u) << "umask " << std::oct << mask << ": " << suffix;
+      }
+    }
+    ::umask(old);
+  }
+  TempDir dir;
+  const auto path = dir.file("kept.db");
+  ASSERT_NE(must_open(path), nullptr);
+  ::chmod(path.c_str(), 0640);
+  ASSERT_NE(must_open(path), nullptr);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
 }
 
 // A new file that another connection is writing when the store opens it (another process

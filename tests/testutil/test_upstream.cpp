@@ -11,6 +11,10 @@
 //   X-Test-Interim: 1      send "102 Processing" and "103 Early Hints" before the answer
 //   X-Test-Stream: N,MS    answer a chunked body of N events "data: i\n\n", MS ms apart
 //   X-Test-Hop: NAME       answer with "Connection: NAME" and a field NAME (hop-by-hop)
+//   X-Test-Answers: A | B  a service whose answer changes: execution n of the key answers
+//                          the n-th body of the " | "-separated list (the last one from
+//                          then on), as JSON when it starts with '{', else as text/plain
+//   X-Test-Release: V      answer with "Idempotency-Release: V"
 //   X-Test-Split: N,MS     answer kSplitAnswer (chunked, with a trailer) in two writes, the
 //                          first its bytes before offset N of its body, MS ms apart
 // GET /_count?key=K answers the number of executions of key K.
@@ -110,6 +114,7 @@ void serve(tcp::socket& socket) {
     }
     http::request_parser<http::string_body> parser;
     parser.body_limit(64ull * 1024 * 1024);
+    parser.header_limit(64 * 1024);  // the gateway forwards heads up to its own 16 KiB and more
     http::read(socket, buffer, parser, ec);
     if (ec) return;
     http::request<http::string_body> req = parser.release();
@@ -184,7 +189,18 @@ void serve(tcp::socket& socket) {
       res.set(hop->value(), "hop-by-hop");
     }
     const long size = header_number(req, "X-Test-Body-Size", -1);
-    if (size >= 0) {
+    if (auto release = req.find("X-Test-Release"); release != req.end())
+      res.set("Idempotency-Release", release->value());
+    if (auto answers = req.find("X-Test-Answers"); answers != req.end()) {
+      std::string_view list = answers->value();
+      for (int i = 1; i < n; ++i) {
+        const auto bar = list.find(" | ");
+        if (bar == std::string_view::npos) break;
+        list.remove_prefix(bar + 3);
+      }
+      res.body() = std::string(list.substr(0, list.find(" | ")));
+      res.set(http::field::content_type, res.body().starts_with('{') ? "application/json" : "text/plain");
+    } else if (size >= 0) {
       res.body() = std::string(static_cast<std::size_t>(size), 'x');
       res.set(http::field::content_type, "text/plain");
     } else {

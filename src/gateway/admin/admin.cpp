@@ -11,6 +11,7 @@
 #include "gateway/admin/ui_assets.h"
 #include "gateway/http/header_fields.h"
 #include "gateway/model/canonical_json.h"
+#include "gateway/model/readiness.h"
 #include "gateway/model/request_view.h"
 #include "gateway/model/route.h"
 #include "gateway/model/stored_result.h"
@@ -27,8 +28,11 @@ using asio::use_awaitable;
 
 namespace {
 
-// What the admin listener reads of a request body at most (a control API call, a search).
-constexpr std::uint64_t kBodyLimit = 1024 * 1024;
+// What the admin listener reads of a request body at most (a control API call): each
+// client's share of the admin listener's body budget holds one (config.h).
+constexpr std::uint64_t kBodyLimit = kAdminBodyLimit;
+
+bool is_probe(std::string_view path) { return path == "/healthz" || path == "/readyz" || path == "/metrics"; }
 
 // The longest lease, retention or ttl the control API takes: the longest duration a config
 // may write (3650d), so a caller cannot hold a key for longer than an operator could.
@@ -151,64 +155,102 @@ HttpResponse Admin::store_failed(const HttpRequest& req, std::string_view op, co
                           req.keep_alive(), kStoreRetryAfter);
 }
 
+void Admin::log_readiness(const Readiness& r, const Status& ping) {
+  // Probes poll: say when the answer changes, not at every poll.
+  const Ready now = r.problem ? Ready::no : (ping.is_ok() ? Ready::yes : Ready::without_store);
+  const Ready before = ready_.exchange(now);
+  if (now == before) return;
+  switch (now) {
+    case Ready::yes:
+      std::fprintf(stderr, "idem: admin: the store answers; ready\n");
+      break;
+    case Ready::without_store:
+      std::fprintf(stderr,
+                   "idem: admin: store ping failed: %s; still ready: every route forwards without the store "
+                   "(on_store_error: pass)\n",
+                   ping.to_string().c_str());
+      break;
+    case Ready::no:
+      std::fprintf(stderr, "idem: admin: not ready: store ping failed: %s; %s\n", ping.to_string().c_str(),
+                   r.detail.c_str());
+      break;
+  }
+}
+
 awaitable<std::optional<Answer>> Admin::serve(HttpExchange& exchange) {
+  // Who may ask, and what, is decided from the head alone: a refused request's body is
+  // never read (nor held in the listener's body budget), and a probe reads none.
+  const http::request_header<>& head = exchange.head();
+  const bool ka = exchange.keep_alive();
+  if (std::optional<HttpResponse> refused = refuse(head, ka)) co_return Answer{std::move(*refused)};
+  if (is_probe(target_path(head.target()))) co_return Answer{co_await probe(head, ka)};
   BodyRead body = co_await exchange.read_body(kBodyLimit);
   if (body.client_gone) co_return std::nullopt;
   if (body.refusal) co_return Answer{std::move(*body.refusal)};
   co_return Answer{co_await handle(*body.request)};
 }
 
-awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
-  const unsigned v = req.version();
-  const bool ka = req.keep_alive();
-  const std::vector<HeaderField> fields = header_fields(req);
+std::optional<HttpResponse> Admin::refuse(const http::request_header<>& head, bool ka) const {
+  const unsigned v = head.version();
+  const std::vector<HeaderField> fields = header_fields(head);
   const std::shared_ptr<const Settings> settings = settings_.load();
   const AdminToken& token = settings->token;
-  const std::string_view path = target_path(req.target());
-  const bool probe = path == "/healthz" || path == "/readyz" || path == "/metrics";
+  const std::string_view path = target_path(head.target());
+  const bool probe = is_probe(path);
   // Before anything else, so that a refused request learns nothing, not even readiness.
   // With a token, the page, records and control API still refuse other sites' pages: a
   // browser that holds the operator's Basic credentials sends them on its own.
   if (auto refused =
           token.configured() ? (probe ? std::nullopt : check_origin(fields)) : check_loopback_request(fields))
-    co_return problem_response(refused->problem, refused->detail, v, ka);
-  if (path == "/healthz" && req.method() == http::verb::get)
-    co_return json_response(http::status::ok, "{\"status\":\"ok\"}", v, ka);
-  if (path == "/readyz" && req.method() == http::verb::get) {
-    if (draining_.load())
-      co_return problem_response(Problem::shutting_down, "the gateway is shutting down", v, ka);
-    auto call = async_ping(store_, use_awaitable);
-    Result<Done> r = co_await std::move(call);
-    // Probes poll: say when readiness changes, not at every poll.
-    if (ready_.exchange(r.is_ok()) != r.is_ok()) {
-      if (r)
-        std::fprintf(stderr, "idem: admin: the store answers again; ready\n");
-      else
-        std::fprintf(stderr, "idem: admin: not ready: store ping failed: %s\n",
-                     r.status().to_string().c_str());
-    }
-    if (!r)
-      co_return problem_response(Problem::store_unavailable, "the idempotency store is unavailable", v, ka,
-                                 kStoreRetryAfter);
-    co_return json_response(http::status::ok, "{\"status\":\"ready\"}", v, ka);
-  }
-  if (path == "/metrics" && req.method() == http::verb::get) {
-    HttpResponse res{http::status::ok, v};
-    res.set(http::field::content_type, "text/plain; version=0.0.4");
-    res.body() = metrics_.render();
-    res.keep_alive(ka);
-    res.prepare_payload();
-    co_return res;
-  }
-  constexpr std::string_view kRecords = "/v1/records/";
-  const bool records_path = path.starts_with(kRecords);
+    return problem_response(refused->problem, refused->detail, v, ka);
+  if (probe && head.method() == http::verb::get) return std::nullopt;
+  const bool records_path = path.starts_with("/v1/records/") || path == "/v1/records";
   const bool control_path = path.starts_with("/v1/") && !records_path;
-  const std::optional<UiAsset> asset = find_ui_asset(path);
-  if (!records_path && !control_path && !asset)
-    co_return problem_response(Problem::not_found, "no such admin endpoint", v, ka);
+  if (!records_path && !control_path && !find_ui_asset(path))
+    return problem_response(Problem::not_found, "no such admin endpoint", v, ka);
   if (token.configured() && !token.accepts(find_header(fields, "Authorization").value_or("")))
-    co_return unauthorized(v, ka);
-  if (asset) {
+    return unauthorized(v, ka);
+  return std::nullopt;
+}
+
+awaitable<HttpResponse> Admin::probe(const http::request_header<>& head, bool ka) {
+  const unsigned v = head.version();
+  const std::string_view path = target_path(head.target());
+  // Liveness never asks the store: a store outage is for readiness and the routes' policy
+  // to judge, and a restart would not bring the store back (docs/admin.md, "Readiness").
+  if (path == "/healthz") co_return json_response(http::status::ok, "{\"status\":\"ok\"}", v, ka);
+  if (path == "/readyz") {
+    // Held across the ping: a reload meanwhile leaves this config alive.
+    const std::shared_ptr<const Settings> settings = settings_.load();
+    const std::span<const Route> routes = settings->config->routes;
+    if (draining_.load()) {
+      const Readiness r = readiness(true, false, routes);
+      co_return problem_response(*r.problem, r.detail, v, ka);
+    }
+    auto call = async_ping(store_, use_awaitable);
+    Result<Done> pinged = co_await std::move(call);
+    const Readiness r = readiness(false, pinged.is_ok(), routes);
+    log_readiness(r, pinged.status());
+    if (r.problem) co_return problem_response(*r.problem, r.detail, v, ka, kStoreRetryAfter);
+    co_return json_response(http::status::ok, r.body, v, ka);
+  }
+  HttpResponse res{http::status::ok, v};  // /metrics
+  res.set(http::field::content_type, "text/plain; version=0.0.4");
+  res.body() = metrics_.render();
+  res.keep_alive(ka);
+  res.prepare_payload();
+  co_return res;
+}
+
+awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
+  const unsigned v = req.version();
+  const bool ka = req.keep_alive();
+  if (std::optional<HttpResponse> refused = refuse(req.base(), ka)) co_return std::move(*refused);
+  const std::string_view path = target_path(req.target());
+  if (is_probe(path)) co_return co_await probe(req.base(), ka);
+  const std::shared_ptr<const Settings> settings = settings_.load();
+  constexpr std::string_view kRecords = "/v1/records/";
+  if (const std::optional<UiAsset> asset = find_ui_asset(path)) {
     if (req.method() != http::verb::get) {
       HttpResponse res =
           problem_response(Problem::method_not_allowed, "the operator's page takes GET", v, ka);
@@ -218,10 +260,10 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
     co_return ui_response(*asset, v, ka);
   }
   if (path == "/v1/records") co_return co_await list_records(req);
-  if (records_path) co_return co_await records(req, path.substr(kRecords.size()));
+  if (path.starts_with(kRecords)) co_return co_await records(req, path.substr(kRecords.size()));
   if (req.method() != http::verb::post)
     co_return problem_response(Problem::method_not_allowed, "the control API takes POST", v, ka);
-  if (auto refused = check_json_request(fields))
+  if (auto refused = check_json_request(header_fields(req)))
     co_return problem_response(refused->problem, refused->detail, v, ka);
   co_return co_await control(req, path.substr(3), *settings->config);
 }

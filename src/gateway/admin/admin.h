@@ -18,6 +18,7 @@
 #include "gateway/http/http_reply.h"
 #include "gateway/model/admin_access.h"
 #include "gateway/model/config/config.h"
+#include "gateway/model/readiness.h"
 #include "gateway/pipeline/metrics.h"
 #include "gateway/pipeline/replay_cache.h"
 #include "idem/store.h"
@@ -29,20 +30,31 @@ class Admin final : public RequestHandler {
   // `cache` (may be null): the gateway's replay cache, which forgets what DELETE removes.
   Admin(const Config& config, Store& store, Metrics& metrics, ReplayCache* cache);
 
-  // The admin listener's handler (http/handler.h): reads the body whole, at most 1 MiB,
-  // and answers it with handle().
+  // The admin listener's handler (http/handler.h): decides from the head whether the
+  // request may be served (refuse()) and answers a probe, before it reads a byte of body;
+  // then reads the body whole, at most 1 MiB, and answers it with handle().
   boost::asio::awaitable<std::optional<Answer>> serve(HttpExchange& exchange) override;
   // Answers one fully read admin request. Never throws.
   boost::asio::awaitable<HttpResponse> handle(const HttpRequest& req);
+  // The answer a request gets from its head alone, or nullopt when it may be served: 403
+  // for a foreign Origin or (without a token) Host, 404 for no such endpoint, 401 without
+  // the token where one is required (docs/admin.md). Never for a GET of /healthz, /readyz
+  // or /metrics that passes the Origin and Host rules. `keep_alive`: whether the client lets
+  // the connection be kept.
+  std::optional<HttpResponse> refuse(const http::request_header<>& head, bool keep_alive) const;
 
   // SIGHUP: the control API's defaults (lease, retention, token ttl) and the admin token of
   // `next` apply from the next request on.
   void reload(std::shared_ptr<const Config> next);
   // SIGTERM: /readyz answers 503 (problem shutting-down) from now on, so load balancers
-  // stop sending while the drain finishes; everything else keeps answering.
+  // stop sending while the drain finishes; everything else keeps answering. Otherwise
+  // /readyz follows the store and the routes' policy of the running config
+  // (model/readiness.h), and /healthz never asks the store.
   void set_draining() noexcept { draining_.store(true); }
 
  private:
+  // GET /healthz, /readyz or /metrics (`head` passed refuse()).
+  boost::asio::awaitable<HttpResponse> probe(const http::request_header<>& head, bool keep_alive);
   boost::asio::awaitable<HttpResponse> records(const HttpRequest& req, std::string_view rest);
   boost::asio::awaitable<HttpResponse> list_records(const HttpRequest& req);
   // POST /v1/<op>: the endpoint of the table in admin.cpp that `op` names.
@@ -75,7 +87,11 @@ class Admin final : public RequestHandler {
   Store& store_;
   Metrics& metrics_;
   ReplayCache* cache_;
-  std::atomic<bool> ready_{true};  // the last /readyz outcome, so a failing store is logged once
+  // The last /readyz answer, so a change is logged once: ready with the store, ready
+  // without it (every route passes), not ready.
+  enum class Ready { yes, without_store, no };
+  void log_readiness(const Readiness& r, const Status& ping);
+  std::atomic<Ready> ready_{Ready::yes};
   std::atomic<bool> draining_{false};
 };
 

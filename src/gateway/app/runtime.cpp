@@ -30,6 +30,28 @@ void require_admin_token_off_loopback(const Config& c) {
         "refusing a non-loopback admin address (" + c.admin.listen.to_string() + ") without admin.token_env");
 }
 
+namespace {
+
+// The listeners' limits: the options' header limit and timeouts, the config's caps.
+ServerLimits server_limits(const Config& config, const RuntimeOptions& options) {
+  ServerLimits l = options.limits;
+  l.client = config.limits;
+  l.admin = config.admin.limits;
+  // The file descriptors that max_client_connections leaves are shared: an admin connection
+  // takes one, a client connection two (its upstream connection's too), and the admin
+  // listener at most half of what the clients could have.
+  const std::size_t budget = options.max_client_connections;
+  l.admin.connections = std::min(l.admin.connections, std::max<std::size_t>(budget / 2, 1));
+  l.admin.connections_per_client = std::min(l.admin.connections_per_client, l.admin.connections);
+  l.client.connections =
+      std::min(l.client.connections,
+               budget == SIZE_MAX ? budget : std::max<std::size_t>(budget - l.admin.connections / 2, 1));
+  l.client.connections_per_client = std::min(l.client.connections_per_client, l.client.connections);
+  return l;
+}
+
+}  // namespace
+
 Runtime::Runtime(const Config& config, Store& store, RuntimeOptions options)
     : options_(std::move(options)),
       store_(store),
@@ -38,9 +60,9 @@ Runtime::Runtime(const Config& config, Store& store, RuntimeOptions options)
       // Latency buckets reach the longest timeout and the store's deadline
       // (docs/observability.md).
       metrics_(MetricsOptions{longest_upstream_timeout(config), StoreOptions{}.op_timeout}),
-      gateway_(config, store, upstream_, metrics_, options_.clock),
+      gateway_(config, store, upstream_, metrics_, options_.clock, options_.key_hash_secret),
       admin_(config, store, metrics_, &gateway_.replay_cache()),
-      server_(pool_, gateway_, admin_, metrics_.gauges(), options_.limits) {
+      server_(pool_, gateway_, admin_, metrics_.gauges(), server_limits(config, options_)) {
   client_ = server_.listen_client(config.listen);
   admin_ep_ = server_.listen_admin(config.admin.listen);
   std::ostringstream s;
@@ -140,6 +162,8 @@ bool Runtime::reload() {
   keep("upstream", next.upstream, running->upstream);
   keep("upstream_idle_timeout", next.upstream_idle, running->upstream_idle);
   keep("replay_cache", next.replay_cache, running->replay_cache);
+  keep("limits", next.limits, running->limits);
+  keep("admin.limits", next.admin.limits, running->admin.limits);
   try {
     // The running admin address with the new token setting: never an open admin port.
     require_admin_token_off_loopback(next);

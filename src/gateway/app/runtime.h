@@ -28,12 +28,20 @@ namespace idem::gateway {
 
 struct RuntimeOptions {
   unsigned threads = 0;  // I/O threads; 0: one per core
+  // The header limit and timeouts. The listeners' caps come from the config (`limits`,
+  // `admin.limits`), within `max_client_connections` (idem serve: what the open-files limit
+  // leaves for client connections, each with its upstream connection): the admin listener's
+  // at most half of it, the client listener's what the admin listener's leave.
   ServerLimits limits;
+  std::size_t max_client_connections = SIZE_MAX;
   // What reload() reads again, with `flags` over it; "" makes reload() refuse.
   std::string config_file;
   CliOverrides flags;
   // The clock the store judges expiry by (the system clock when null), for the replay cache.
   std::shared_ptr<const Clock> clock;
+  // The secret of the request log's key_hash (KeyHasher; `idem serve` reads
+  // IDEM_KEY_HASH_SECRET); "" for a random one of this runtime's own.
+  std::string key_hash_secret;
 };
 
 class Runtime {

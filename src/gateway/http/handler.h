@@ -70,6 +70,12 @@ class HttpExchange {
 class RequestHandler {
  public:
   virtual ~RequestHandler() = default;
+  // The context of a request from `peer` with this head (request_meta, upstream.h), which
+  // the exchange's meta() then holds: by default the request id alone, the peer trusted
+  // as no proxy. The client listener's handler applies its `trusted_proxies`.
+  virtual RequestMeta meta(const http::request_header<>& head, std::string_view peer) const {
+    return request_meta(head, peer);
+  }
   // The answer to the exchange's request; nullopt closes the connection without one (the
   // client went away mid-body).
   virtual boost::asio::awaitable<std::optional<Answer>> serve(HttpExchange& exchange) = 0;

@@ -60,7 +60,11 @@ std::optional<std::string> origin_form(std::string_view target, bool admin) {
   while (!path.empty()) {
     path.remove_prefix(1);
     const auto next = path.find('/');
-    std::string segment = *util::percent_decode(path.substr(0, next), util::BadPercent::keep);
+    const std::string_view raw = path.substr(0, next);
+    // On the admin listener a segment is data (a record's scope or key) that the admin
+    // listener decodes itself: only a literal dot segment is one there, so a scope or key
+    // such as "..;x" (sent "..%3Bx") or ".." (sent "%2E%2E") can be named.
+    std::string segment = admin ? std::string(raw) : *util::percent_decode(raw, util::BadPercent::keep);
     segment = segment.substr(0, segment.find(';'));
     if (segment == "." || segment == "..") return std::nullopt;
     path = next == std::string_view::npos ? std::string_view{} : path.substr(next);
@@ -94,6 +98,10 @@ std::optional<HeadRefusal> refuse_head(http::request_header<>& head, bool admin)
     return invalid("more than one Content-Length");
   const auto [host, host_end] = head.equal_range(http::field::host);
   if (host != host_end && std::next(host) != host_end) return invalid("more than one Host field");
+  // RFC 9112 §3.2: a server must refuse an HTTP/1.1 request without Host. It is forwarded
+  // as HTTP/1.1, which needs one; an HTTP/1.0 request may lack it and is given the
+  // upstream's (prepare_forward_head).
+  if (host == host_end && version == 11 && !admin) return invalid("an HTTP/1.1 request needs a Host field");
   if (head.method() != http::verb::options || head.target() != "*") {
     auto target = origin_form(head.target(), admin);
     if (!target)

@@ -27,7 +27,8 @@ struct HeadRefusal {
 // The refusal of an HTTP version other than 1.0 and 1.1 (505, answered in HTTP/1.1).
 HeadRefusal another_version_refusal();
 
-// The refusal `head` earns, or nullopt when it may be served. `admin`: the admin listener,
+// The refusal `head` earns, or nullopt when it may be served. On the client listener
+// (`admin` false) an HTTP/1.1 request without Host is refused too. `admin`: the admin listener,
 // where an encoded '/' or '\' in the path passes (see origin_form). Rewrites an
 // absolute-form target to its origin-form.
 std::optional<HeadRefusal> refuse_head(boost::beast::http::request_header<>& head, bool admin);
@@ -37,9 +38,12 @@ std::optional<HeadRefusal> refuse_head(boost::beast::http::request_header<>& hea
 // origin-form, "?q" becomes "/?q". Refused, because frameworks route them differently and
 // a protected path could hide behind one: a fragment ('#'), a backslash (also encoded), an
 // encoded '/', and dot segments ("/a/../orders", also percent-encoded, also with
-// ";params"). On the admin listener (`admin`) an encoded '/' or '\' passes: nothing is
-// forwarded there, and /v1/records/{scope}/{key} splits the path at its literal '/' before
-// decoding, so %2F and %5C are how a key holding '/' or '\' is named.
+// ";params"). On the admin listener (`admin`) an encoded '/' or '\' passes, and so does a
+// dot segment whose dots or ';' are percent-encoded: nothing is forwarded there, and
+// /v1/records/{scope}/{key} splits the path at its literal '/' before decoding each
+// segment, so %2F and %5C are how a key holding '/' or '\' is named, and "%2E%2E" or
+// "..%3Bx" how a scope or key ".." or "..;x" is (only a literal "." or ".." segment, with
+// or without ";params", is refused there).
 std::optional<std::string> origin_form(std::string_view target, bool admin);
 
 // Whether the request line in `data` ends in a well-formed version other than HTTP/1.x

@@ -1,6 +1,7 @@
 #include "gateway/http/head_writer.h"
 
 #include <array>
+#include <charconv>
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -83,6 +84,26 @@ asio::awaitable<beast::error_code> write_raw(beast::tcp_stream& stream, std::str
                                              std::string_view body) {
   const std::array<asio::const_buffer, 2> parts{asio::buffer(head_bytes.data(), head_bytes.size()),
                                                 asio::buffer(body.data(), body.size())};
+  auto [ec, n] = co_await asio::async_write(stream, parts, util::kUseTuple);
+  co_return ec;
+}
+
+asio::awaitable<beast::error_code> write_chunk(beast::tcp_stream& stream, std::string_view head_bytes,
+                                               std::string_view body, bool last) {
+  static constexpr std::string_view kCrlf = "\r\n";
+  static constexpr std::string_view kLastChunk = "0\r\n\r\n";
+  std::array<char, 24> size;  // 16 hex digits and CRLF at most
+  char* end = size.data();
+  if (!body.empty()) {
+    end = std::to_chars(size.data(), size.data() + 16, body.size(), 16).ptr;
+    *end++ = '\r';
+    *end++ = '\n';
+  }
+  const std::array<asio::const_buffer, 5> parts{
+      asio::buffer(head_bytes.data(), head_bytes.size()),
+      asio::buffer(size.data(), static_cast<std::size_t>(end - size.data())),
+      asio::buffer(body.data(), body.size()), asio::buffer(kCrlf.data(), body.empty() ? 0 : kCrlf.size()),
+      asio::buffer(kLastChunk.data(), last ? kLastChunk.size() : 0)};
   auto [ec, n] = co_await asio::async_write(stream, parts, util::kUseTuple);
   co_return ec;
 }

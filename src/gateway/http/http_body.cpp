@@ -1,5 +1,9 @@
 #include "gateway/http/http_body.h"
 
+#include <algorithm>
+#include <functional>
+#include <iterator>
+
 #include <boost/beast/http/error.hpp>
 
 namespace idem::gateway {
@@ -12,18 +16,32 @@ bool BodyBudget::take(std::uint64_t n) noexcept {
   return true;
 }
 
-void ChunkGuard::on_chunk(std::uint64_t size, std::string_view extensions, boost::system::error_code& ec) {
+bool BudgetedBody::reader::grow(std::size_t n, boost::system::error_code& ec) {
+  std::string& data = body_.data;
+  const std::uint64_t need = data.size() + n;
+  const std::uint64_t held = body_.reservation->held();
+  ec = {};
+  if (need <= held && need <= data.capacity()) return true;
+  // Doubling (so a body is copied a bounded number of times), from a first piece, up to
+  // what the body may become.
+  const std::uint64_t doubled = std::max<std::uint64_t>(kFirstPiece, 2 * held);
+  const std::uint64_t target = std::max({need, held, body_.limit ? std::min(doubled, body_.limit) : doubled});
+  if (!body_.reservation->take(target - held)) {
+    body_.overloaded = true;
+    ec = boost::system::errc::make_error_code(boost::system::errc::not_enough_memory);
+    return false;
+  }
+  data.reserve(static_cast<std::size_t>(target));
+  return true;
+}
+
+void ChunkGuard::on_chunk(std::uint64_t, std::string_view extensions, boost::system::error_code& ec) {
   // Extensions carry nothing the gateway uses, yet each is parsed whole from the buffer:
   // all of them together count against the header limit.
   used_ += extensions.size();
   if (used_ > header_limit_) {
     failure_ = Failure::head_too_large;
     ec = boost::beast::http::error::header_limit;
-    return;
-  }
-  if (reservation_ && size > 0 && !reservation_->take(size)) {
-    failure_ = Failure::overloaded;
-    ec = boost::beast::http::error::body_limit;
   }
 }
 
@@ -40,14 +58,12 @@ void ChunkGuard::read_failed(const boost::system::error_code& ec) noexcept {
 
 bool ChunkGuard::finish(boost::beast::http::fields& fields) {
   if (!chunked_) return true;  // only a chunked body ends in trailers
-  // Every field that is not one of the head's (counted with multiplicity) is a trailer.
-  std::vector<bool> matched(head_.size(), false);
+  if (static_cast<std::size_t>(std::distance(fields.begin(), fields.end())) == head_.size())
+    return true;  // none came (the usual case)
+  // Every field that is not one of the head's is a trailer.
+  std::sort(head_.begin(), head_.end(), std::less<>());
   for (auto it = fields.begin(); it != fields.end();) {
-    bool from_head = false;
-    for (std::size_t i = 0; i < head_.size() && !from_head; ++i)
-      if (!matched[i] && head_[i].first == it->name_string() && head_[i].second == it->value())
-        from_head = matched[i] = true;
-    if (from_head) {
+    if (std::binary_search(head_.begin(), head_.end(), &*it, std::less<>())) {
       ++it;
       continue;
     }

@@ -4,10 +4,12 @@
 #include <array>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/json.hpp>
 
+#include "gateway/model/request_meta.h"
 #include "gateway/model/units.h"
 #include "util/ascii.h"
 
@@ -38,6 +40,9 @@ HttpResponse problem_response(Problem p, std::string_view detail, unsigned versi
   o["title"] = problem_title(p);
   o["status"] = status;
   o["detail"] = detail;
+  // A fresh id until the client listener names the request (name_problem_instance).
+  o["instance"] = problem_instance(RequestId::generate().view());
+  o["retryable"] = problem_retryable(p);
   HttpResponse res{static_cast<http::status>(status), version};
   res.set(http::field::content_type, "application/problem+json");
   res.set(http::field::cache_control, "no-store");
@@ -46,6 +51,27 @@ HttpResponse problem_response(Problem p, std::string_view detail, unsigned versi
   res.prepare_payload();
   if (retry_after) res.set(http::field::retry_after, std::to_string(retry_after_seconds(*retry_after)));
   return res;
+}
+
+void name_problem_instance(HttpResponse& res, std::string_view request_id) {
+  if (res[http::field::content_type] != "application/problem+json" || res.count(kReplayedHeader) != 0) return;
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(res.body(), ec);
+  if (ec || !v.is_object()) return;
+  boost::json::object& o = v.get_object();
+  const boost::json::value* type = o.if_contains("type");
+  if (type == nullptr || !type->is_string() || !type->get_string().starts_with("urn:idem:problem:") ||
+      !o.contains("instance"))
+    return;
+  o["instance"] = problem_instance(request_id);
+  res.body() = boost::json::serialize(o);
+  // Content-Length changes in place: the fields keep the order problem_response gave them.
+  std::vector<std::pair<std::string, std::string>> fields;
+  for (const auto& f : res) fields.emplace_back(f.name_string(), f.value());
+  for (const auto& f : fields) res.erase(f.first);
+  const std::string length = std::to_string(res.body().size());
+  for (const auto& [name, value] : fields)
+    res.insert(name, util::iequals(name, "Content-Length") ? length : value);
 }
 
 HttpResponse json_response(http::status status, std::string body, unsigned version, bool keep_alive) {
@@ -58,34 +84,24 @@ HttpResponse json_response(http::status status, std::string body, unsigned versi
   return res;
 }
 
+ConnectionNames::ConnectionNames(const http::fields& fields) {
+  for_each_connection_name(fields, [&](std::string_view name) { names_.push_back(name); });
+  const std::span<std::string_view> names = names_.views();
+  std::sort(names.begin(), names.end(), util::iless);
+}
+
+bool ConnectionNames::contains(std::string_view name) const noexcept {
+  const std::span<const std::string_view> names = names_.views();
+  return std::binary_search(names.begin(), names.end(), name, util::iless);
+}
+
 void strip_hop_by_hop(http::fields& fields) {
-  // One pass, no copies (it runs on every forwarded request and response). The names the
-  // Connection fields list are views into them: those fields go last.
-  std::array<std::string_view, 8> names;
-  std::size_t n = 0;
-  bool many = false;
-  for_each_connection_name(fields, [&](std::string_view name) {
-    if (n < names.size())
-      names[n++] = name;
-    else
-      many = true;
-  });
-  if (many) {
-    // A long list: copy it and erase by name (never the Connection fields, which go last).
-    std::vector<std::string> copied;
-    for_each_connection_name(fields, [&](std::string_view name) { copied.emplace_back(name); });
-    for (const auto& name : copied)
-      if (!util::iequals(name, "connection")) fields.erase(name);
-    n = 0;
-  }
-  const std::span<const std::string_view> listed(names.data(), n);
+  // One pass, no copies (it runs on every forwarded request and response). The listed names
+  // are views into the Connection fields: those go last.
+  const ConnectionNames listed(fields);
   for (auto it = fields.begin(); it != fields.end();) {
-    const std::string_view name = it->name_string();
-    const bool drop =
-        it->name() != http::field::connection &&
-        (is_hop_by_hop(it->name()) || std::any_of(listed.begin(), listed.end(), [&](std::string_view l) {
-           return util::iequals(l, name);
-         }));
+    const bool drop = it->name() != http::field::connection &&
+                      (is_hop_by_hop(it->name()) || listed.contains(it->name_string()));
     it = drop ? fields.erase(it) : std::next(it);
   }
   fields.erase(http::field::connection);

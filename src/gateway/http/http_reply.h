@@ -23,10 +23,16 @@ namespace http = boost::beast::http;
 using HttpRequest = http::request<http::string_body>;
 using HttpResponse = http::response<http::string_body>;
 
-// An application/problem+json reply:
-// {"type":"urn:idem:problem:<name>","title":...,"status":...,"detail":...}.
+// An application/problem+json reply (docs/http.md, "Every problem"):
+// {"type":"urn:idem:problem:<name>","title":...,"status":...,"detail":...,
+//  "instance":"urn:uuid:<fresh uuid>","retryable":<problem_retryable>}.
 HttpResponse problem_response(Problem p, std::string_view detail, unsigned version, bool keep_alive,
                               std::optional<Duration> retry_after = std::nullopt);
+
+// Names the request in the "instance" of a problem the gateway made itself (its type is
+// urn:idem:problem:..., it is not a replay): problem_instance(request_id), so the client's
+// instance leads to the request log line. Any other response is left as it is.
+void name_problem_instance(HttpResponse& res, std::string_view request_id);
 
 // A JSON reply (admin listener, control API, token issue).
 HttpResponse json_response(http::status status, std::string body, unsigned version, bool keep_alive);
@@ -47,6 +53,10 @@ class ViewList {
   std::span<const std::string_view> views() const noexcept {
     return n_ > kInline ? std::span<const std::string_view>(many_)
                         : std::span<const std::string_view>(inline_.data(), n_);
+  }
+  std::span<std::string_view> views() noexcept {
+    return n_ > kInline ? std::span<std::string_view>(many_)
+                        : std::span<std::string_view>(inline_.data(), n_);
   }
 
  private:
@@ -73,6 +83,21 @@ void for_each_connection_name(const http::fields& fields, Fn&& fn) {
   }
 }
 
+// The names the Connection fields of a message list (for_each_connection_name), as views
+// into those fields, sorted once so that asking of each field whether it is listed costs
+// O(log n): a pass over the fields stays linear in them however long the list is (a head of
+// 4,000 fields and a Connection list as long cost 16 million comparisons before: issue 29).
+class ConnectionNames {
+ public:
+  explicit ConnectionNames(const http::fields& fields);
+  // Whether `name` is listed, in any case.
+  bool contains(std::string_view name) const noexcept;
+  bool empty() const noexcept { return names_.views().empty(); }
+
+ private:
+  ViewList names_;
+};
+
 // kHopByHopFields (hop_by_hop.h) by Beast's code for the name. Beast knows each of those
 // names (whatever their case; a test checks), so a field whose name it does not know is
 // never one of them, and no name is compared as text.
@@ -87,7 +112,12 @@ void strip_hop_by_hop(http::fields& fields);
 inline constexpr std::string_view kFenceHeader = "Idempotency-Fence";
 inline constexpr std::string_view kReplayedHeader = "Idempotent-Replayed";
 inline constexpr std::string_view kStatusHeader = "Idempotency-Status";
+// The response field a service sets to `true` to say "release the key, do not keep this
+// answer" (docs/http.md, "Answers the service does not want kept"); removed from every
+// response before the client sees it (make_client_response).
+inline constexpr std::string_view kReleaseHeader = "Idempotency-Release";
 inline constexpr std::string_view kForwardedForHeader = "X-Forwarded-For";
 inline constexpr std::string_view kForwardedProtoHeader = "X-Forwarded-Proto";
+inline constexpr std::string_view kForwardedHeader = "Forwarded";
 
 }  // namespace idem::gateway

@@ -22,26 +22,26 @@ namespace {
 
 constexpr std::size_t kPiece = 16 * 1024;
 
+// The least rate a streamed body must keep, past its first client_read (relay.h).
+constexpr std::uint64_t kMinBodyRate = 1024;  // bytes per second
+
+// When the body must have arrived whole, `received` bytes into it.
+Steady::time_point body_deadline(Steady::time_point start, Steady::duration base, std::uint64_t received) {
+  return start + base + std::chrono::seconds(received / kMinBodyRate);
+}
+
 // The next part of the client's body into `piece` (the parser's body tells how much):
 // parsed from what `buffer` already holds when that is enough (no waiting, no trip
-// through the scheduler); else, with `wait`, read from the client.
+// through the scheduler); else, with `wait`, read from the client, waiting at most
+// `timeout` and never past `deadline`.
 awaitable<beast::error_code> read_piece(beast::tcp_stream& client, beast::flat_buffer& buffer,
                                         StreamParser& parser, bool& starved, std::array<char, kPiece>& piece,
-                                        bool wait, Steady::duration timeout) {
+                                        bool wait, Steady::duration timeout, Steady::time_point deadline) {
   auto& body = parser.get().body();
   body.data = piece.data();
   body.size = piece.size();
-  if (wait) client.expires_after(timeout);
+  if (wait) client.expires_at(std::min(Steady::now() + timeout, deadline));
   co_return co_await parse_body_some(client, buffer, parser, starved, wait);
-}
-
-// One step of a serializer whose buffer_body is fed piece by piece: need_buffer means the
-// piece is written and the next one is wanted.
-template <class Serializer>
-awaitable<bool> write_piece(beast::tcp_stream& stream, Serializer& sr, Steady::duration timeout) {
-  stream.expires_after(timeout);
-  auto [ec, n] = co_await http::async_write(stream, sr, util::kUseTuple);
-  co_return !ec || ec == http::error::need_buffer;
 }
 
 }  // namespace
@@ -57,36 +57,25 @@ awaitable<bool> write_answer(beast::tcp_stream& client, Answer& answer, Steady::
   out.base() = std::move(answer.response.base());
   std::string& prefix = answer.response.body();
   std::array<char, kPiece> piece;
-  if (out.find(http::field::content_length) != out.end()) {
-    // Framed by its length: the head with the first part in one write, then the rest as
-    // it arrives, as it is.
-    scratch.clear();
-    append_head(scratch, out.base());
-    if (co_await write_raw(client, scratch, prefix)) co_return false;
-    while (!answer.tail->done()) {
-      auto [ec, n] = co_await answer.tail->read(piece.data(), piece.size());
-      if (ec) co_return false;
-      client.expires_after(write_timeout);
-      if (co_await write_raw(client, {}, std::string_view(piece.data(), n))) co_return false;
-    }
-    co_return out.keep_alive();
-  }
-  if (out.version() >= 11)
+  // Framed by its length, the body leaves as it is; otherwise chunked to an HTTP/1.1
+  // client, and to the end of the connection for HTTP/1.0. The head goes with the first
+  // part in one write, then the rest as it arrives.
+  const bool chunked = out.find(http::field::content_length) == out.end() && out.version() >= 11;
+  if (chunked)
     out.chunked(true);
-  else
-    out.keep_alive(false);  // an HTTP/1.0 client reads to the end of the connection
-  http::response_serializer<http::buffer_body> sr{out};
-  out.body().data = prefix.empty() ? nullptr : prefix.data();
-  out.body().size = prefix.size();
-  out.body().more = true;
-  if (!co_await write_piece(client, sr, write_timeout)) co_return false;
+  else if (out.find(http::field::content_length) == out.end())
+    out.keep_alive(false);
+  const auto write = [&](std::string_view head, std::string_view body, bool last) {
+    return chunked ? write_chunk(client, head, body, last) : write_raw(client, head, body);
+  };
+  scratch.clear();
+  append_head(scratch, out.base());
+  if (co_await write(scratch, prefix, answer.tail->done())) co_return false;
   while (!answer.tail->done()) {
     auto [ec, n] = co_await answer.tail->read(piece.data(), piece.size());
     if (ec) co_return false;
-    out.body().data = n ? piece.data() : nullptr;
-    out.body().size = n;
-    out.body().more = !answer.tail->done();
-    if (!co_await write_piece(client, sr, write_timeout)) co_return false;
+    client.expires_after(write_timeout);
+    if (co_await write({}, std::string_view(piece.data(), n), answer.tail->done())) co_return false;
   }
   co_return out.keep_alive();
 }
@@ -124,41 +113,38 @@ awaitable<std::optional<Answer>> relay_request(beast::tcp_stream& client, beast:
   guard.attach(parser);
   std::array<char, kPiece> piece;
   bool starved = false;  // the head's read ended at the head's end, not wanting more
-  // A chunked body goes through Beast's serializer, which frames each part; any other
-  // leaves as it came, after a head written by hand (head_writer.h).
-  std::optional<http::request_serializer<http::buffer_body>> sr;
+  // A chunked body is framed again part by part (write_chunk); any other leaves as it
+  // came, after a head written by hand (head_writer.h).
   scratch.clear();
-  if (fwd.chunked())
-    sr.emplace(fwd);
-  else
-    append_head(scratch, fwd.base());
+  append_head(scratch, fwd.base());
   // The head goes out with the first part of the body, so a request that arrived whole
   // (the usual case) is forwarded in one write.
+  const Steady::time_point start = Steady::now();
+  std::uint64_t received = 0;
   for (bool first = true; first || !parser.is_done(); first = false) {
     std::size_t n = 0;
     if (!parser.is_done()) {
       // The first part is only what is already buffered: the head is not held back
       // waiting for a slow client's body.
-      if (auto rec =
-              co_await read_piece(client, buffer, parser, starved, piece, !first, timeouts.client_read)) {
+      if (auto rec = co_await read_piece(client, buffer, parser, starved, piece, !first, timeouts.client_read,
+                                         body_deadline(start, timeouts.client_read, received))) {
         guard.read_failed(rec);
         co_return std::nullopt;  // the upstream sees a cut request
       }
       n = piece.size() - parser.get().body().size;
+      received += n;
       if (parser.is_done() && !guard.finish(parser.get())) co_return std::nullopt;
     }
-    bool written;
-    if (sr) {
-      fwd.body().data = n ? piece.data() : nullptr;
-      fwd.body().size = n;
-      fwd.body().more = !parser.is_done();
-      written = co_await write_piece(up.stream(), *sr, timeouts.upstream);
-    } else {
-      up.stream().expires_after(timeouts.upstream);
-      written = !co_await write_raw(up.stream(), first ? std::string_view(scratch) : std::string_view(),
-                                    std::string_view(piece.data(), n));
-    }
-    if (!written) co_return fail(Problem::upstream_unavailable, "the upstream closed the connection");
+    const std::string_view head_bytes = first ? std::string_view(scratch) : std::string_view();
+    const std::string_view part(piece.data(), n);
+    up.stream().expires_after(timeouts.upstream);
+    // Not `co_await (a ? f() : g())`: GCC 12 destroys such a temporary awaitable twice.
+    beast::error_code wec;
+    if (fwd.chunked())
+      wec = co_await write_chunk(up.stream(), head_bytes, part, parser.is_done());
+    else
+      wec = co_await write_raw(up.stream(), head_bytes, part);
+    if (wec) co_return fail(Problem::upstream_unavailable, "the upstream closed the connection");
   }
   body_complete = true;
 

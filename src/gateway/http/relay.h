@@ -30,8 +30,12 @@ boost::asio::awaitable<bool> write_answer(boost::beast::tcp_stream& client, Answ
                                           std::string& scratch);
 
 struct RelayTimeouts {
-  std::chrono::steady_clock::duration client_read;  // each wait for the client's body
-  Duration upstream;                                // connect, and each upstream write and read
+  // Each wait for the client's body; and the whole body must arrive within it plus a second
+  // per KiB received (at least 1 KiB/s past the first client_read, as Apache's
+  // mod_reqtimeout MinRate has it), so a body dripped a byte at a time, each byte within
+  // client_read of the last, is cut all the same, and an upload that keeps that rate never is.
+  std::chrono::steady_clock::duration client_read;
+  Duration upstream;  // connect, and each upstream write and read
 };
 
 // Forwards a request whose head `parser` has read (its body not yet read) to the

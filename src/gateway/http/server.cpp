@@ -1,7 +1,10 @@
-// The listeners (server.h): binding, accepting up to each listener's connection cap, and
-// stopping. What a connection does is in session.cpp.
+// The listeners (server.h): binding, accepting within each listener's connection caps (in
+// all and per client), and stopping. What a connection does is in session.cpp.
 #include "gateway/http/server.h"
 
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <cstdio>
 
 #include <boost/asio/co_spawn.hpp>
@@ -47,26 +50,44 @@ void bind_every_interface(tcp::acceptor& acceptor, std::uint16_t port) {
   acceptor.bind(tcp::endpoint(tcp::v4(), port));
 }
 
+// Whom a connection counts against: its IPv4 address, or the /64 of its IPv6 address (one
+// host gets a /64 at least, so addresses within it cost an attacker nothing).
+template <class Socket>
+std::string client_of(const Socket& socket) {
+  boost::system::error_code ec;
+  const tcp::endpoint ep = socket.remote_endpoint(ec);
+  if (ec) return "unknown";
+  asio::ip::address a = ep.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  if (a.is_v4()) return a.to_string();
+  asio::ip::address_v6::bytes_type bytes = a.to_v6().to_bytes();
+  std::fill(bytes.begin() + 8, bytes.end(), 0);
+  return asio::ip::address_v6(bytes).to_string() + "/64";
+}
+
+// How long a connection waits for a request at least before it may be closed at a cap.
+constexpr auto kEvictionGrace = std::chrono::milliseconds(50);
+
 }  // namespace
+
+std::int64_t Server::steady_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 Server::Server(IoPool& pool, RequestHandler& client, RequestHandler& admin, ServerGauges& gauges,
                ServerLimits limits)
-    : pool_(pool),
-      client_(client),
-      admin_(admin),
-      gauges_(gauges),
-      limits_(limits),
-      budget_(limits.buffered_bodies) {}
+    : pool_(pool), client_(client), admin_(admin), gauges_(gauges), limits_(limits) {}
 
 tcp::endpoint Server::listen_client(const ListenAddress& address) { return listen(address, false); }
 tcp::endpoint Server::listen_admin(const ListenAddress& address) { return listen(address, true); }
 
-Server::Listener::Listener(asio::io_context& ioc, bool is_admin, std::size_t max)
-    : acceptor(ioc), gate(ioc), admin(is_admin), max_connections(max) {}
+Server::Listener::Listener(asio::io_context& ioc, bool is_admin, const ListenerLimits& l)
+    : acceptor(ioc), gate(ioc), admin(is_admin), limits(l), budget(l.buffered_bodies) {}
 
 tcp::endpoint Server::listen(const ListenAddress& address, bool admin) {
-  auto listener = std::make_unique<Listener>(pool_.main(), admin,
-                                             admin ? limits_.max_admin_connections : limits_.max_connections);
+  auto listener = std::make_unique<Listener>(pool_.main(), admin, admin ? limits_.admin : limits_.client);
   tcp::acceptor& acceptor = listener->acceptor;
   try {
     if (address.every_interface()) {
@@ -100,9 +121,24 @@ tcp::endpoint Server::listen(const ListenAddress& address, bool admin) {
 awaitable<void> Server::accept_loop(Listener& listener) {
   tcp::acceptor& acceptor = listener.acceptor;
   for (;;) {
-    // At the limit, wait for a connection to close (connection_closed cancels the gate;
-    // the short expiry only bounds the wait should a wake-up race past it).
-    while (listener.open.load() >= listener.max_connections && !stopping_.load()) {
+    // At the cap (of connections not being closed), once a connection is waiting to be
+    // accepted, make room: close the connection that has waited longest for a request, of
+    // the client holding the most connections. With none waiting, or twice the cap open (those
+    // being closed too), wait for one to close (connection_closed cancels the gate; the short
+    // expiry only bounds the wait should a wake-up race past it).
+    // (The admin listener serves while the client listener drains.)
+    while (!closing_.load() && (listener.admin || !stopping_.load())) {
+      const auto open = static_cast<std::int64_t>(listener.open.load());
+      const auto cap = static_cast<std::int64_t>(listener.limits.connections);
+      if (open - static_cast<std::int64_t>(listener.closing.load()) < cap && open < 2 * cap) break;
+      bool evicted = false;
+      if (open < 2 * cap) {
+        auto [wec] = co_await acceptor.async_wait(tcp::acceptor::wait_read, util::kUseTuple);
+        if (wec) break;
+        std::lock_guard lock(listener.mu);
+        evicted = evict_idle(listener, nullptr);
+      }
+      if (evicted) continue;
       listener.gate.expires_after(std::chrono::milliseconds(100));
       co_await listener.gate.async_wait(util::kUseTuple);
     }
@@ -117,7 +153,15 @@ awaitable<void> Server::accept_loop(Listener& listener) {
     }
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    auto conn = std::make_shared<Conn>(std::move(socket), listener.admin);
+    const std::string client = client_of(socket);
+    auto conn = std::make_shared<Conn>(std::move(socket), listener);
+    // Waiting for its first request from now on: the oldest of its client's when the next
+    // one comes.
+    conn->idle_since.store(steady_ns());
+    if (!admit(*conn, client)) {
+      conn->stream.close();  // the client holds its cap, all of it busy
+      continue;
+    }
     {
       std::lock_guard lock(mu_);
       if (++accepted_ % 256 == 0) conns_.remove_if([](const std::weak_ptr<Conn>& w) { return w.expired(); });
@@ -125,15 +169,88 @@ awaitable<void> Server::accept_loop(Listener& listener) {
     }
     listener.open.fetch_add(1);
     auto ex = conn->stream.get_executor();
-    asio::co_spawn(ex, session(std::move(conn), listener.admin), [this, &listener](std::exception_ptr e) {
-      connection_closed(listener);
+    // The completion handler keeps the connection until it is unregistered.
+    asio::co_spawn(ex, session(conn, listener.admin), [this, conn](std::exception_ptr e) {
+      connection_closed(*conn);
       report_exception(e);
     });
   }
 }
 
-void Server::connection_closed(Listener& listener) {
-  if (listener.open.fetch_sub(1) != listener.max_connections) return;
+bool Server::admit(Conn& conn, const std::string& client) {
+  Listener& listener = conn.listener;
+  std::lock_guard lock(listener.mu);
+  std::shared_ptr<Peer>& peer = listener.peers[client];
+  if (!peer) peer = std::make_shared<Peer>(client, listener.limits.buffered_bodies_per_client);
+  // At the client's cap its longest-waiting connection makes room; the new one is in
+  // already (connections chosen to close, and closing, no longer count).
+  const std::size_t staying = static_cast<std::size_t>(
+      std::count_if(peer->conns.begin(), peer->conns.end(), [](const Conn& c) { return !c.evicted.load(); }));
+  if (staying >= listener.limits.connections_per_client && !evict_idle(listener, peer.get())) {
+    if (peer->conns.empty()) listener.peers.erase(client);
+    return false;
+  }
+  conn.peer = peer;
+  peer->conns.push_back(conn);
+  return true;
+}
+
+bool Server::evict_idle(Listener& listener, Peer* peer) {
+  if (!peer) {  // the client holding the most connections that has one waiting
+    for (auto& [key, p] : listener.peers)
+      if ((!peer || p->conns.size() > peer->conns.size()) &&
+          std::any_of(p->conns.begin(), p->conns.end(),
+                      [](const Conn& c) { return c.idle_since.load() != 0 && !c.evicted.load(); }))
+        peer = p.get();
+    if (!peer) return false;
+  }
+  // A connection whose request has arrived but is not read yet is not waiting: it is about to
+  // be served (a probe is accepted with its request on the way).
+  const auto arrived = [](const Conn& c) {
+    char byte;
+    return ::recv(c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+  };
+  Conn* oldest = nullptr;
+  std::int64_t oldest_since = 0;
+  for (Conn& c : peer->conns) {
+    const std::int64_t since = c.idle_since.load();
+    if (since != 0 && !c.evicted.load() && (!oldest || since < oldest_since) && !arrived(c)) {
+      oldest = &c;
+      oldest_since = since;
+    }
+  }
+  if (!oldest) return false;
+  oldest->doom();
+  // On the connection's thread: closed unless it is being served or its request has begun
+  // to arrive, and not before it has waited kEvictionGrace (a client that has just connected
+  // may not have sent its request yet: a probe among the sockets of a flood from its own
+  // address is served all the same).
+  asio::post(oldest->stream.get_executor(), [c = oldest->shared_from_this(), arrived] {
+    const auto close_if_waiting = [c, arrived](boost::system::error_code = {}) {
+      if (c->idle && c->evicted.load() && !arrived(*c))
+        c->stream.cancel();
+      else
+        c->spare();  // being served: it may be chosen again later
+    };
+    const auto waited = std::chrono::nanoseconds(steady_ns() - c->idle_since.load());
+    if (waited >= kEvictionGrace) return close_if_waiting();
+    if (!c->grace) c->grace = std::make_unique<asio::steady_timer>(c->stream.get_executor());
+    c->grace->expires_after(kEvictionGrace - waited);
+    c->grace->async_wait(close_if_waiting);
+  });
+  return true;
+}
+
+void Server::connection_closed(Conn& conn) {
+  Listener& listener = conn.listener;
+  conn.spare();
+  if (conn.peer) {
+    std::lock_guard lock(listener.mu);
+    conn.peer->conns.erase(conn.peer->conns.iterator_to(conn));
+    if (conn.peer->conns.empty()) listener.peers.erase(conn.peer->key);
+  }
+  // Near the cap the accept loop may wait for this.
+  if (listener.open.fetch_sub(1) < listener.limits.connections) return;
   asio::post(listener.gate.get_executor(), [l = &listener] { l->gate.cancel(); });
 }
 

@@ -12,7 +12,12 @@
 // before a handler sees the request. Memory is bounded: the connection buffer has a fixed
 // limit, chunk extensions and trailers count against the header limit (trailers are
 // dropped), a relayed request streams to the upstream, and the request bodies held whole
-// across all connections share one cap (past it: 503 overloaded).
+// share one cap per listener, taken as their bytes arrive (past it: 503 overloaded).
+// Strangers cannot hold the slots (docs/gateway.md, "Connections and bodies"): each
+// listener caps its connections and its held bodies in all and per client (an IPv4
+// address, or an IPv6 /64); at a connection cap, the connection that has waited longest
+// for a request head (of that client, or of the client holding the most) is closed to make
+// room, so idle sockets cannot keep a probe or a request out.
 //
 // Shutdown (SIGTERM): stop accepting clients, close idle client connections, let requests
 // in flight finish (their results are stored), then report drained. The admin listener
@@ -25,6 +30,10 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include <boost/intrusive/list.hpp>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -36,24 +45,24 @@
 #include "gateway/http/handler.h"
 #include "gateway/http/http_body.h"
 #include "gateway/http/io_pool.h"
-#include "gateway/model/config/address.h"
+#include "gateway/model/config/config.h"
 
 namespace idem::gateway {
 
 struct ServerLimits {
   std::size_t header_limit = 16 * 1024;
-  // Request-body bytes held in memory at once across every connection (protected routes,
-  // the admin listener); a request that would pass it is answered 503 overloaded.
-  std::uint64_t buffered_bodies = 256ull * 1024 * 1024;
   std::chrono::seconds header_timeout{10};  // includes keep-alive idle time
   std::chrono::seconds body_timeout{30};
   std::chrono::seconds write_timeout{30};
-  // Open client connections at most; at the limit the listener stops accepting (new
-  // connections wait in the kernel's backlog) until one closes. Idle and slow connections
-  // are closed by header_timeout, so the limit cannot be held by idle clients for long.
-  // The admin listener has a cap of its own.
-  std::size_t max_connections = 4096;
-  std::size_t max_admin_connections = 64;
+  // What clients may hold of each listener (model/config/config.h: `limits`, `admin.limits`).
+  // At a connection cap the listener closes the connection that has waited longest for a
+  // request head (of the client at its cap, or of the client holding the most connections)
+  // and accepts; with none waiting, a client at its cap has the new connection closed, and
+  // a listener at its cap stops accepting (new connections wait in the kernel's backlog)
+  // until one closes. A request whose body would pass the bodies held (in all, or of its
+  // client) is answered 503 overloaded.
+  ListenerLimits client = kClientLimits;
+  ListenerLimits admin = kAdminLimits;
 };
 
 // What a listener that cannot be opened says: "cannot listen on 127.0.0.1:8080 (client
@@ -88,24 +97,58 @@ class Server {
   bool closed() const noexcept;
 
  private:
-  struct Conn {
-    Conn(boost::asio::ip::tcp::socket s, bool on_admin) : stream(std::move(s)), admin(on_admin) {}
-    boost::beast::tcp_stream stream;
-    const bool admin;
-    bool idle = true;  // touched on the connection's thread only
-    std::string peer;  // the client's address (RequestMeta::client); set by the session
-    std::string head;  // an answer's head being written (head_writer.h)
-  };
+  struct Peer;
   struct Listener {
-    Listener(boost::asio::io_context& ioc, bool admin, std::size_t max_connections);
+    Listener(boost::asio::io_context& ioc, bool admin, const ListenerLimits& limits);
     boost::asio::ip::tcp::acceptor acceptor;
-    boost::asio::steady_timer gate;  // the accept loop waits on it at max_connections
+    boost::asio::steady_timer gate;  // the accept loop waits on it at the connection cap
     const bool admin;
-    const std::size_t max_connections;
+    const ListenerLimits limits;
     std::atomic<std::size_t> open{0};
+    std::atomic<std::size_t> closing{0};  // of the open: chosen to be closed (Conn::doom)
+    BodyBudget budget;
+    std::mutex mu;
+    std::unordered_map<std::string, std::shared_ptr<Peer>> peers;  // guarded by mu
+  };
+  struct Conn : std::enable_shared_from_this<Conn> {
+    Conn(boost::asio::ip::tcp::socket s, Listener& l)
+        : fd(s.native_handle()), stream(std::move(s)), listener(l), admin(l.admin) {}
+    const int fd;  // the socket's, for the accept loop's look at what is pending on it
+    boost::beast::tcp_stream stream;
+    Listener& listener;
+    const bool admin;
+    std::shared_ptr<Peer> peer;                    // set by admit(), before the session starts
+    boost::intrusive::list_member_hook<> in_peer;  // guarded by the listener's mu
+    bool idle = true;                              // touched on the connection's thread only
+    // Since when the connection has waited for a request head (steady clock, in ns since its
+    // epoch); 0 while it reads or serves a request. Written by the session, read by the accept
+    // loop to choose whom to close at a cap.
+    std::atomic<std::int64_t> idle_since{0};
+    std::atomic<bool> evicted{false};  // chosen to be closed (doom()); spare() clears it
+    // Chosen to be closed (with the listener's mu held), or no longer: the listener counts
+    // those being closed apart.
+    void doom() {
+      if (!evicted.exchange(true)) listener.closing.fetch_add(1);
+    }
+    void spare() {
+      if (evicted.exchange(false)) listener.closing.fetch_sub(1);
+    }
+    std::unique_ptr<boost::asio::steady_timer> grace;  // its close once chosen; the connection's thread only
+    std::string address;                               // the client's address (RequestMeta::client)
+    std::string head;                                  // an answer's head being written (head_writer.h)
+  };
+  // One client on one listener (an IPv4 address, or an IPv6 /64): its connections and the
+  // request-body bytes they hold.
+  struct Peer {
+    Peer(std::string k, std::uint64_t budget_limit) : key(std::move(k)), budget(budget_limit) {}
+    const std::string key;
+    boost::intrusive::list<Conn, boost::intrusive::member_hook<Conn, boost::intrusive::list_member_hook<>,
+                                                               &Conn::in_peer>>
+        conns;  // guarded by the listener's mu
+    BodyBudget budget;
   };
   using HeadParser = http::request_parser<http::empty_body>;
-  using BodyParser = http::request_parser<http::string_body>;
+  using BodyParser = http::request_parser<BudgetedBody>;
   // One request on a connection: its head, read; its body, maybe not yet.
   struct Request {
     HeadParser head;
@@ -116,7 +159,15 @@ class Server {
 
   boost::asio::ip::tcp::endpoint listen(const ListenAddress& address, bool admin);
   boost::asio::awaitable<void> accept_loop(Listener& listener);
-  void connection_closed(Listener& listener);
+  // Registers an accepted connection with its client: false when the client is at its
+  // connection cap with none of its connections waiting for a request (close it then).
+  bool admit(Conn& conn, const std::string& client);
+  void connection_closed(Conn& conn);
+  // Has the connection of `peer` that has waited longest for a request head closed (with
+  // `peer` null: of the client holding the most connections); false when none waits.
+  // Called with the listener's mu held.
+  static bool evict_idle(Listener& listener, Peer* peer);
+  static std::int64_t steady_ns() noexcept;  // for Conn::idle_since
   boost::asio::awaitable<void> session(std::shared_ptr<Conn> conn, bool admin);
   HttpResponse overloaded(unsigned version);
 
@@ -128,7 +179,6 @@ class Server {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> closing_{false};  // close(): the admin listener ends too
   std::atomic<int> active_{0};        // requests between head read and response written
-  BodyBudget budget_;
   mutable std::mutex mu_;
   std::list<std::unique_ptr<Listener>> listeners_;  // guarded by mu_
   std::list<std::weak_ptr<Conn>> conns_;            // guarded by mu_

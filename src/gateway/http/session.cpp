@@ -55,36 +55,50 @@ HttpResponse header_too_large(unsigned version) {
 
 // http::async_read_header, with one more refusal: a field line continued on the next line
 // (obs-fold, RFC 9112 §5.2), which a server may refuse and which proxies in front may
-// unfold differently.
-awaitable<std::pair<beast::error_code, std::size_t>> read_head(
-    beast::tcp_stream& stream, beast::flat_buffer& buffer, http::request_parser<http::empty_body>& parser) {
-  // The parser consumes nothing until the whole head is there, so the buffer's start stays
-  // put: only the bytes that arrived since the last look are scanned (a head sent byte by
-  // byte must not cost quadratic time).
-  std::size_t scanned = 0;
+// unfold differently; and the header limit counted over the whole head. Returns the head's
+// size in bytes.
+// Beast takes the request line and each complete field line as they arrive (consuming them
+// from the buffer) and unfolds an obs-fold itself, so both checks count from the head's
+// first byte, not the buffer's: whatever the segmentation, a continuation line is refused
+// and a head longer than `header_limit` gets header_limit. Each byte is scanned once (a head
+// sent byte by byte must not cost quadratic time).
+awaitable<std::pair<beast::error_code, std::size_t>> read_head(beast::tcp_stream& stream,
+                                                               beast::flat_buffer& buffer,
+                                                               http::request_parser<http::empty_body>& parser,
+                                                               std::size_t header_limit) {
+  std::size_t consumed = 0;  // head bytes the parser has taken from the buffer
+  std::size_t scanned = 0;   // head bytes looked at, from the head's first byte
+  char last = '\0';          // the byte before `scanned`
   bool head_ended = false;
   for (;;) {
     if (buffer.size() > 0) {
       const std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
-      for (; !head_ended && scanned < data.size(); ++scanned) {
-        if (scanned == 0 || data[scanned - 1] != '\n') continue;
-        const char c = data[scanned];
-        if (c == ' ' || c == '\t')
-          co_return std::pair{beast::error_code(http::error::bad_field), std::size_t{0}};
-        head_ended = c == '\r';  // the blank line that ends the head
+      for (scanned = std::max(scanned, consumed); !head_ended && scanned < consumed + data.size();
+           ++scanned) {
+        const char c = data[scanned - consumed];
+        if (scanned > 0 && last == '\n') {
+          if (c == ' ' || c == '\t')
+            co_return std::pair{beast::error_code(http::error::bad_field), std::size_t{0}};
+          head_ended = c == '\r';  // the blank line that ends the head
+        }
+        last = c;
       }
+      // The parser sees no more than what is left of the limit: a head that ends past it
+      // is never taken whole.
+      const std::size_t room = header_limit > consumed ? header_limit - consumed : 0;
       beast::error_code ec;
-      const std::size_t n = parser.put(buffer.data(), ec);
+      const std::size_t n = parser.put(asio::buffer(data.data(), std::min(data.size(), room)), ec);
       buffer.consume(n);
-      if (ec != http::error::need_more) co_return std::pair{ec, n};
-      if (buffer.size() >= buffer.max_size())
-        co_return std::pair{beast::error_code(http::error::header_limit), n};
+      consumed += n;
+      if (ec != http::error::need_more) co_return std::pair{ec, consumed};
+      if (consumed + buffer.size() >= header_limit || buffer.size() >= buffer.max_size())
+        co_return std::pair{beast::error_code(http::error::header_limit), consumed};
     }
     const std::size_t room = std::min<std::size_t>(buffer.max_size() - buffer.size(), kReadPiece);
     auto [ec, n] = co_await stream.async_read_some(buffer.prepare(room), util::kUseTuple);
     buffer.commit(n);
     if (ec == asio::error::eof)
-      ec = buffer.size() > 0 ? http::error::partial_message : http::error::end_of_stream;
+      ec = consumed + buffer.size() > 0 ? http::error::partial_message : http::error::end_of_stream;
     if (ec) co_return std::pair{ec, std::size_t{0}};
   }
 }
@@ -109,9 +123,15 @@ HttpResponse malformed_body(unsigned version) {
 class Server::ConnExchange final : public HttpExchange {
  public:
   ConnExchange(Server& server, Conn& conn, beast::flat_buffer& buffer, Request& req, const RequestMeta& meta)
-      : server_(server), conn_(conn), buffer_(buffer), req_(req), meta_(meta), reservation_(server.budget_) {}
+      : server_(server),
+        conn_(conn),
+        buffer_(buffer),
+        req_(req),
+        meta_(meta),
+        reservation_(conn.listener.budget, &conn.peer->budget) {}
 
   const http::request_header<>& head() const override {
+    if (request_) return request_->base();
     return body_ ? body_->get().base() : req_.head.get().base();
   }
   const RequestMeta& meta() const override { return meta_; }
@@ -136,8 +156,11 @@ class Server::ConnExchange final : public HttpExchange {
   beast::flat_buffer& buffer_;
   Request& req_;
   const RequestMeta& meta_;
+  // The request read whole: its head and body moved out of the parser. Declared after the
+  // reservation its body is held in, so that it is freed first.
   BodyReservation reservation_;
-  std::optional<BodyParser> body_;  // once read_body() took the head
+  std::optional<BodyParser> body_;      // once read_body() took the head
+  std::optional<HttpRequest> request_;  // once read_body() read the body
 };
 
 HttpResponse Server::overloaded(unsigned version) {
@@ -148,7 +171,7 @@ HttpResponse Server::overloaded(unsigned version) {
 
 awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
   beast::tcp_stream& stream = conn->stream;
-  if (!admin) conn->peer = peer_address(stream.socket());
+  conn->address = peer_address(stream.socket());
   // Bounded: a head, chunk-extension line or trailer section that does not fit is refused.
   beast::flat_buffer buffer(limits_.header_limit + kBufferSlack);
   bool unread_body = false;  // answered before the body was read: the client may still send
@@ -158,13 +181,17 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     req.head.header_limit(static_cast<std::uint32_t>(limits_.header_limit));
     req.head.body_limit(boost::none);  // each route sets its own when the body is read
     conn->idle = true;
+    // Waiting for a request: at a connection cap, the longest waiting is closed first.
+    if (conn->idle_since.load(std::memory_order_relaxed) == 0) conn->idle_since.store(steady_ns());
+    conn->spare();
     // An idle keep-alive connection gives back what its last request used beyond the 4 KiB
     // it waits with (read_head reads 4 KiB at a time), and keeps those: freeing and taking
     // them again cost a malloc and a free on every request.
     if (buffer.size() == 0 && buffer.capacity() > kReadPiece) buffer.shrink_to_fit();
     stream.expires_after(limits_.header_timeout);
-    auto [ec, n] = co_await read_head(stream, buffer, req.head);
+    auto [ec, n] = co_await read_head(stream, buffer, req.head, limits_.header_limit);
     conn->idle = false;
+    conn->idle_since.store(0);
     req.head_bytes = n;
     req.body_done = req.head.is_done();
     if (ec) {
@@ -192,7 +219,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     if (!admin) guard.emplace(active_, gauges_.inflight);
     std::optional<Answer> answer;
     RequestMeta meta;
-    if (!admin) meta = request_meta(req.head.get(), conn->peer);
+    if (!admin) meta = client_.meta(req.head.get(), conn->address);
     if (auto refusal = refuse_head(req.head.get(), admin)) {
       answer.emplace(problem_response(refusal->problem, refusal->detail, refusal->version, false));
     } else {
@@ -205,7 +232,10 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     // Every answer on the client listener names its request (docs/observability.md): the
     // id the upstream received and the request log shows; a replay too (its body and the
     // rest of its stored head are as they were).
-    if (!admin) answer->response.set(kRequestIdHeader, meta.request_id.view());
+    if (!admin) {
+      answer->response.set(kRequestIdHeader, meta.request_id.view());
+      if (!answer->tail) name_problem_instance(answer->response, meta.request_id.view());
+    }
     unread_body = !req.body_done;
     const bool keep =
         answer->response.keep_alive() && (admin || !stopping_.load()) && !closing_.load() && !unread_body;
@@ -244,19 +274,22 @@ awaitable<BodyRead> Server::ConnExchange::read_body(std::uint64_t limit) {
   body_.emplace(std::move(req_.head));
   BodyParser& parser = *body_;
   parser.body_limit(limit);
+  // The body's memory is taken from the budgets as its bytes arrive (BudgetedBody): a
+  // declared length alone holds nothing.
+  parser.get().body().reservation = &reservation_;
+  parser.get().body().limit = limit;
   const auto too_large = [&] {
     return BodyRead::refused(
         problem_response(Problem::body_too_large, "the request body is too large", version, false), true);
   };
-  if (parser.is_done()) {
+  const auto whole = [&] {
     req_.body_done = true;
-    co_return BodyRead::whole(parser.get());
-  }
-  if (auto length = parser.content_length()) {
-    if (*length > limit) co_return too_large();
-    if (!reservation_.take(*length)) co_return BodyRead::refused(server_.overloaded(version));
-  }
-  ChunkGuard guard(server_.limits_.header_limit, req_.head_bytes, &reservation_);
+    request_.emplace(std::move(parser.get().base()), std::move(parser.get().body().data));
+    return BodyRead::whole(*request_);
+  };
+  if (parser.is_done()) co_return whole();
+  if (auto length = parser.content_length(); length && *length > limit) co_return too_large();
+  ChunkGuard guard(server_.limits_.header_limit, req_.head_bytes);
   guard.attach(parser);
   if (!co_await continue_if_expected(parser.get().base())) co_return BodyRead::gone();
   conn_.stream.expires_after(server_.limits_.body_timeout);
@@ -264,20 +297,18 @@ awaitable<BodyRead> Server::ConnExchange::read_body(std::uint64_t limit) {
   if (ec && ec != http::error::body_limit) guard.read_failed(ec);
   if (guard.failure() == ChunkGuard::Failure::head_too_large)
     co_return BodyRead::refused(header_too_large(version));
-  if (guard.failure() == ChunkGuard::Failure::overloaded)
-    co_return BodyRead::refused(server_.overloaded(version));
+  if (parser.get().body().overloaded) co_return BodyRead::refused(server_.overloaded(version));
   if (ec == http::error::body_limit) co_return too_large();
   if (guard.failure() == ChunkGuard::Failure::malformed) co_return BodyRead::refused(malformed_body(version));
   if (ec) co_return BodyRead::gone();
   if (!guard.finish(parser.get().base())) co_return BodyRead::refused(header_too_large(version));
-  req_.body_done = true;
-  co_return BodyRead::whole(parser.get());
+  co_return whole();
 }
 
 awaitable<std::optional<Answer>> Server::ConnExchange::relay(UpstreamClient& upstream, Duration timeout) {
   StreamParser parser(std::move(req_.head));
   parser.body_limit(boost::none);  // streamed: it costs a fixed buffer, whatever its size
-  ChunkGuard guard(server_.limits_.header_limit, req_.head_bytes, nullptr);
+  ChunkGuard guard(server_.limits_.header_limit, req_.head_bytes);
   // The body is streamed: a client waiting for 100-continue may send it at once.
   if (!parser.is_done() && !co_await continue_if_expected(parser.get().base())) co_return std::nullopt;
   auto answer = co_await relay_request(conn_.stream, buffer_, parser, guard, upstream, meta_,

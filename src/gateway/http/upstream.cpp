@@ -19,6 +19,7 @@
 
 #include "gateway/http/body_parse.h"
 #include "gateway/http/head_writer.h"
+#include "gateway/model/forwarding.h"
 #include "gateway/model/request_view.h"
 #include "util/ascii.h"
 #include "util/asio_tokens.h"
@@ -113,6 +114,67 @@ UpstreamResult lost(const beast::error_code& ec, const char* what) {
   return failed(UpstreamResult::Kind::broken, std::string(what) + ": " + ec.message());
 }
 
+// The upstream's authority for a Host field: "127.0.0.1:9000", "[::1]:9000", "backend"
+// (port 80 left out).
+std::string upstream_authority(const UpstreamUrl& u) {
+  std::string out = u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host;
+  if (u.port != 80) out += ":" + std::to_string(u.port);
+  return out;
+}
+
+// The forwarding fields of a request as the upstream is to receive them (forwarding.h).
+// take() is shown each field of the client's request, in order, and says whether the field
+// is forwarded where it stands; the values of Forwarded, X-Forwarded-For and
+// X-Forwarded-Proto are gathered (from a trusted proxy only) for the fields that are
+// written after the client's.
+class ForwardingValues {
+ public:
+  bool take(std::string_view name, std::string_view value, const RequestMeta& meta) {
+    switch (forwarding_field(name)) {
+      case ForwardingField::none:
+        return true;
+      case ForwardingField::other:
+        return meta.trusted_peer;
+      case ForwardingField::forwarded_for:
+        if (meta.trusted_peer) xff_.push_back(value);
+        return false;
+      case ForwardingField::forwarded_proto:
+        if (meta.trusted_peer && !value.empty()) proto_.push_back(value);
+        return false;
+      case ForwardingField::forwarded:
+        if (meta.trusted_peer && !value.empty()) forwarded_.push_back(value);
+        return false;
+    }
+    return true;
+  }
+  // The proxies' X-Forwarded-For with the peer appended.
+  std::string forwarded_for(const RequestMeta& meta) const {
+    return gateway::forwarded_for(xff_.views(), meta.client);
+  }
+  // The trusted proxy's X-Forwarded-Proto as it sent it (the protocol the client used at
+  // the front of the chain); "http", this listener's, without one.
+  std::string forwarded_proto() const {
+    return proto_.views().empty() ? std::string("http") : joined(proto_);
+  }
+  // The proxies' Forwarded elements with this hop's appended (RFC 7239 §4).
+  std::string forwarded(const RequestMeta& meta) const {
+    std::string out = joined(forwarded_);
+    if (!out.empty()) out += ", ";
+    return out + forwarded_element(meta.client);
+  }
+
+ private:
+  static std::string joined(const ViewList& list) {
+    std::string out;
+    for (std::string_view v : list.views()) {
+      if (!out.empty()) out += ", ";
+      out += v;
+    }
+    return out;
+  }
+  ViewList xff_, proto_, forwarded_;
+};
+
 }  // namespace
 
 HttpRequest make_forward_request(const HttpRequest& client, const UpstreamUrl& upstream,
@@ -132,15 +194,9 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
   // (the fields the Connection fields name, by any case), then add_forwarding_fields, the
   // fence and Expect erased, prepare_payload, and `set`. Beast's set() erases every field
   // of the name and appends the new one at the end, so the order is: the client's fields
-  // that stay, then X-Forwarded-For, X-Forwarded-Proto, X-Request-Id (when it is set),
-  // Content-Length (when the framing is recomputed), then `set`.
-  ViewList listed_names;
-  for_each_connection_name(client, [&](std::string_view name) { listed_names.push_back(name); });
-  const std::span<const std::string_view> listed = listed_names.views();
-  auto named_in = [](std::span<const std::string_view> names, std::string_view name) {
-    return std::any_of(names.begin(), names.end(),
-                       [&](std::string_view n) { return util::iequals(n, name); });
-  };
+  // that stay, then X-Forwarded-For, X-Forwarded-Proto, Forwarded, X-Request-Id (when it
+  // is set), Content-Length (when the framing is recomputed), then `set`.
+  const ConnectionNames listed(client);
   // make_forward_request recomputes the framing of a body and of POST, PUT and PATCH:
   // prepare_payload sets Content-Length for a body and for an empty one on POST and PUT,
   // and removes it from an empty PATCH. Other requests keep the client's.
@@ -148,8 +204,9 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
                         client.method() == http::verb::put || client.method() == http::verb::patch;
   const bool length_set = reframed && (!client.body().empty() || client.method() != http::verb::patch);
 
-  ViewList xff;
+  ForwardingValues forwarding;
   bool request_id_kept = false;
+  bool host_seen = false;
   ForwardRequest out{std::string(), client.body(), client.method() == http::verb::head};
   std::string& h = out.head;
   h.reserve(512);
@@ -160,13 +217,9 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
   h.append(" HTTP/1.1\r\n", 11);
   for (const auto& f : client) {
     const std::string_view name = f.name_string();
-    if (is_hop_by_hop(f.name()) || named_in(listed, name)) continue;  // strip_hop_by_hop
+    if (is_hop_by_hop(f.name()) || listed.contains(name)) continue;  // strip_hop_by_hop
     if (f.name() == http::field::expect || util::iequals(name, kFenceHeader)) continue;
-    if (util::iequals(name, kForwardedForHeader)) {
-      xff.push_back(f.value());
-      continue;
-    }
-    if (util::iequals(name, kForwardedProtoHeader)) continue;
+    if (!forwarding.take(name, f.value(), meta)) continue;
     if (util::iequals(name, kRequestIdHeader)) {
       if (meta.request_id.generated()) continue;
       request_id_kept = true;
@@ -174,6 +227,7 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
     if (reframed && f.name() == http::field::content_length) continue;
     if (std::any_of(set.begin(), set.end(), [&](const auto& s) { return util::iequals(s.first, name); }))
       continue;
+    host_seen = host_seen || f.name() == http::field::host;
     h += name;
     h.append(": ", 2);
     h += f.value();
@@ -185,8 +239,10 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
     h += value;
     h.append("\r\n", 2);
   };
-  append_field(kForwardedForHeader, forwarded_for(xff.views(), meta.client));
-  append_field(kForwardedProtoHeader, "http");
+  if (!host_seen) append_field("Host", upstream_authority(upstream));
+  append_field(kForwardedForHeader, forwarding.forwarded_for(meta));
+  append_field(kForwardedProtoHeader, forwarding.forwarded_proto());
+  append_field(kForwardedHeader, forwarding.forwarded(meta));
   if (!request_id_kept) append_field(kRequestIdHeader, meta.request_id.view());
   if (length_set) {
     char digits[24];
@@ -201,6 +257,9 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
 void prepare_forward_head(http::request_header<>& head, const UpstreamUrl& upstream,
                           const RequestMeta& meta) {
   strip_hop_by_hop(head);
+  // HTTP/1.1 requires Host (RFC 9112 §3.2); an HTTP/1.0 client may leave it out, and the
+  // listener refuses an HTTP/1.1 request without one (head_checks.h).
+  if (head.find(http::field::host) == head.end()) head.set(http::field::host, upstream_authority(upstream));
   add_forwarding_fields(head, meta);
   head.erase(kFenceHeader);
   head.erase(http::field::expect);
@@ -209,31 +268,50 @@ void prepare_forward_head(http::request_header<>& head, const UpstreamUrl& upstr
 }
 
 void add_forwarding_fields(http::request_header<>& head, const RequestMeta& meta) {
-  // The client's values are views into the fields that set() replaces: the new value is
-  // made first.
-  ViewList existing;
-  const auto [first, last] = head.equal_range(kForwardedForHeader);
-  for (auto it = first; it != last; ++it) existing.push_back(it->value());
-  std::string xff = forwarded_for(existing.views(), meta.client);
+  // The client's values are views into the fields that are replaced: the new values are
+  // made first. The fields take() keeps none of go (from a peer that is not a trusted
+  // proxy, every forwarding field); three come back, set below.
+  ForwardingValues forwarding;
+  std::vector<std::string> replaced;
+  for (const auto& f : head)
+    if (!forwarding.take(f.name_string(), f.value(), meta)) replaced.emplace_back(f.name_string());
+  std::string xff = forwarding.forwarded_for(meta);
+  std::string xfp(forwarding.forwarded_proto());
+  std::string fwd = forwarding.forwarded(meta);
+  for (const std::string& name : replaced) head.erase(name);
   head.set(kForwardedForHeader, xff);
-  head.set(kForwardedProtoHeader, "http");
+  head.set(kForwardedProtoHeader, xfp);
+  head.set(kForwardedHeader, fwd);
   // The client's own id stays as sent, unless its Connection header named it away.
   if (meta.request_id.generated() || head.find(kRequestIdHeader) == head.end())
     head.set(kRequestIdHeader, meta.request_id.view());
 }
 
-RequestMeta request_meta(const http::request_header<>& head, std::string_view client) {
+RequestMeta request_meta(const http::request_header<>& head, std::string_view client,
+                         const TrustedProxies* trusted) {
   std::array<std::string_view, 2> ids;
   std::size_t n = 0;
   const auto [first, last] = head.equal_range(kRequestIdHeader);
   for (auto it = first; it != last && n < ids.size(); ++it) ids[n++] = it->value();
-  return RequestMeta{client, choose_request_id(std::span<const std::string_view>(ids.data(), n))};
+  RequestMeta meta;
+  meta.client = client;
+  meta.request_id = choose_request_id(std::span<const std::string_view>(ids.data(), n));
+  if (trusted && trusted->contains(client)) {
+    meta.trusted_peer = true;
+    ViewList xff;
+    const auto [xf, xl] = head.equal_range(kForwardedForHeader);
+    for (auto it = xf; it != xl; ++it) xff.push_back(it->value());
+    meta.forwarded_client = resolve_client(client, xff.views(), *trusted);
+    if (meta.forwarded_client == client) meta.forwarded_client.clear();
+  }
+  return meta;
 }
 
 HttpResponse make_client_response(HttpResponse upstream, unsigned version, bool keep_alive, bool head,
                                   bool streamed) {
   HttpResponse res = std::move(upstream);
   strip_hop_by_hop(res.base());
+  res.erase(kReleaseHeader);
   res.version(version);
   res.keep_alive(keep_alive);
   if (!head && !streamed) res.prepare_payload();

@@ -32,6 +32,7 @@
 
 #include "gateway/http/http_reply.h"
 #include "gateway/model/config/address.h"
+#include "gateway/model/forwarding.h"
 #include "gateway/model/request_meta.h"
 
 namespace idem::gateway {
@@ -89,10 +90,11 @@ struct UpstreamResult {
 };
 
 // The request as the upstream must see it: the client's request with hop-by-hop fields,
-// Expect (the body is already read) and any client-sent Idempotency-Fence removed, the
-// forwarding fields added (add_forwarding_fields, after the hop-by-hop fields are gone, so
-// a client's Connection header cannot name them away), the target prefixed with the
-// upstream's base path, framing recomputed and keep-alive on.
+// Expect (the body is already read) and any client-sent Idempotency-Fence removed, Host
+// set to the upstream's authority when the client (HTTP/1.0) sent none, the forwarding
+// fields made (add_forwarding_fields, after the hop-by-hop fields are gone, so a client's
+// Connection header cannot name them away), the target prefixed with the upstream's base
+// path, framing recomputed, HTTP/1.1 and keep-alive on.
 HttpRequest make_forward_request(const HttpRequest& client, const UpstreamUrl& upstream,
                                  const RequestMeta& meta);
 // A request as it leaves for the upstream: its head written out (append_forward_head) and
@@ -114,19 +116,27 @@ ForwardRequest forward_request(const HttpRequest& client, const UpstreamUrl& ups
 // chunked) kept as the client sent it.
 void prepare_forward_head(http::request_header<>& head, const UpstreamUrl& upstream, const RequestMeta& meta);
 
-// The fields every forwarded request carries (docs/observability.md): `meta.client`
-// appended to X-Forwarded-For, X-Forwarded-Proto set to "http" (a client-sent value is
-// replaced: this listener speaks plain HTTP, and a client must not pass itself off as
-// having come over TLS), and X-Request-Id: the client's own when it sent one sane id (left
-// as sent, or put back if its Connection header named it), else the generated one.
-// traceparent and tracestate pass untouched, like every end-to-end field. Only the
-// forwarded request gets these: keys, subjects and fingerprints are read from what the
-// client sent.
+// The fields every forwarded request carries (docs/gateway.md, "Forwarding fields";
+// docs/observability.md), decided by whether the peer is a trusted proxy
+// (`meta.trusted_peer`, forwarding.h):
+//  - from any other peer, every forwarding field the client sent (Forwarded,
+//    X-Forwarded-*, X-Real-IP, Front-End-Https, ... : forwarding_field) is removed, and
+//    X-Forwarded-For is the peer, X-Forwarded-Proto "http" (this listener speaks plain
+//    HTTP: a client must not pass itself off as having come over TLS), Forwarded this hop's
+//    element ("for=192.0.2.7;proto=http");
+//  - from a trusted proxy they pass as sent, X-Forwarded-For and Forwarded with this hop
+//    appended (RFC 7239 §4), X-Forwarded-Proto as the proxy sent it ("http" if none).
+// And X-Request-Id: the client's own when it sent one sane id (left as sent, or put back if
+// its Connection header named it), else the generated one. traceparent and tracestate pass
+// untouched, like every end-to-end field. Only the forwarded request gets these: keys,
+// subjects and fingerprints are read from what the client sent.
 void add_forwarding_fields(http::request_header<>& head, const RequestMeta& meta);
 
 // The request id of a request with this head and its context, from its X-Request-Id
-// fields (choose_request_id).
-RequestMeta request_meta(const http::request_header<>& head, std::string_view client);
+// fields (choose_request_id); with `trusted`, whether the peer `client` is a trusted proxy
+// and the client its X-Forwarded-For names (resolve_client).
+RequestMeta request_meta(const http::request_header<>& head, std::string_view client,
+                         const TrustedProxies* trusted = nullptr);
 
 // The upstream's response as the client must see it: hop-by-hop fields removed, framing
 // recomputed for `version` and `keep_alive` (kept as sent for an answer to HEAD, and for a

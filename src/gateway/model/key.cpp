@@ -26,6 +26,16 @@ std::string_view trim_ows(std::string_view s) {
   return s;
 }
 
+// What follows an Item in a field value that should hold exactly one (RFC 8941 §3.3):
+// a ',' starts the next member of a list, a ';' the Item's parameters.
+Status not_one_item(std::string_view rest) {
+  rest = trim_ows(rest);
+  if (rest.starts_with(','))
+    return invalid_argument("a list of keys (a ',' outside a quoted key): send one key");
+  if (rest.starts_with(';')) return invalid_argument("the key has parameters (a ';'): send the key alone");
+  return invalid_argument("characters after the closing quote of the key");
+}
+
 // RFC 8941 §4.2.5 sf-string: `"` then printable ASCII (0x20–0x7E) where `\` escapes only
 // `"` and `\`, then `"` and nothing after it. `quoted` starts with the opening quote.
 Result<std::string> unquote_sf_string(std::string_view quoted) {
@@ -33,7 +43,7 @@ Result<std::string> unquote_sf_string(std::string_view quoted) {
   for (std::size_t i = 1; i < quoted.size(); ++i) {
     char c = quoted[i];
     if (c == '"') {
-      if (i + 1 != quoted.size()) return invalid_argument("characters after the closing quote of the key");
+      if (i + 1 != quoted.size()) return not_one_item(quoted.substr(i + 1));
       return out;
     }
     if (c < 0x20 || c > 0x7E) return invalid_argument("key has a character outside visible ASCII");
@@ -67,6 +77,10 @@ Result<std::string> parse_key_header(std::string_view value) {
     if (!unquoted) return unquoted.status();
     key = std::move(*unquoted);
   } else {
+    // A bare key is an sf-token to a Structured Fields parser, with a wider alphabet (any
+    // visible ASCII, so UUIDs and base64 keys stay keys), but never a list or parameters.
+    if (const std::size_t at = v.find_first_of(",;"); at != std::string_view::npos)
+      return not_one_item(v.substr(at));
     key = std::string(v);
   }
   if (auto problem = key_problem(key)) return invalid_argument(std::move(*problem));

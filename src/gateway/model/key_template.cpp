@@ -4,17 +4,13 @@
 
 #include "gateway/model/canonical_json.h"
 #include "gateway/model/key.h"
+#include "gateway/model/request_reading.h"
+#include "util/ascii.h"
 
 namespace idem::gateway {
 namespace {
 
 namespace json = boost::json;
-
-// RFC 9110 §5.6.2 tchar: what a header name is made of.
-bool is_tchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
 
 bool is_identifier_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -33,6 +29,10 @@ Result<KeyTemplate::Part> parse_placeholder(std::string_view inner) {
   KeyTemplate::Part part;
   part.literal = false;
   part.text = "{" + std::string(inner) + "}";
+  if (inner.ends_with('?')) {
+    part.optional = true;
+    inner.remove_suffix(1);
+  }
   if (inner == "subject") {
     part.source = Source::subject;
     return part;
@@ -69,7 +69,7 @@ Result<KeyTemplate::Part> parse_placeholder(std::string_view inner) {
       }
       break;
     case Source::header:
-      if (!all_of(name, is_tchar)) return invalid_argument(part.text + ": not a valid header name");
+      if (!util::is_token(name)) return invalid_argument(part.text + ": not a valid header name");
       break;
     case Source::path:
       if (!all_of(name, is_identifier_char)) {
@@ -83,46 +83,56 @@ Result<KeyTemplate::Part> parse_placeholder(std::string_view inner) {
   return part;
 }
 
-// A placeholder's value in the request, untyped.
+// A placeholder's value in the request, untyped; or why it cannot be read (refused).
 struct Value {
-  enum class Kind { absent, text, json, not_json, not_form } kind = Kind::absent;
+  enum class Kind { absent, text, json, refused } kind = Kind::absent;
   std::string text;
   const json::value* json = nullptr;  // a value of *doc
   const ExactJson* doc = nullptr;
+  std::optional<Rejection> refusal;  // kind == refused
 };
 
+Value refused(Rejection r) { return {Value::Kind::refused, {}, nullptr, nullptr, std::move(r)}; }
+
+// Values read as the service reads them (request_reading.h), or refused.
 Value lookup(const KeyTemplate::Part& part, RequestContext& request) {
   using Source = KeyTemplate::Source;
   using Kind = Value::Kind;
   const RequestView& view = request.request();
   auto text_or_absent = [](std::optional<std::string> v) {
-    return v ? Value{Kind::text, std::move(*v), nullptr, nullptr} : Value{};
+    return v ? Value{Kind::text, std::move(*v), nullptr, nullptr, {}} : Value{};
+  };
+  auto read = [&](ProblemOr<std::optional<std::string>> v) {
+    return v ? text_or_absent(std::move(*v)) : refused(std::move(v).rejection());
   };
   switch (part.source) {
     case Source::subject:
       return text_or_absent(request.subject().empty() ? std::nullopt : std::optional(request.subject()));
     case Source::header:
-      return text_or_absent(find_header(view.headers, part.name));
+      return read(read_header(view.headers, part.name));
     case Source::query:
-      return text_or_absent(find_form_value(target_query(view.target), part.name));
+    case Source::form:
+      return read(read_parameter(view, part.name, part.source == Source::form));
     case Source::path:
       for (const auto& [name, value] : request.path_params()) {
-        if (name == part.name) return {Kind::text, value, nullptr, nullptr};
+        if (name == part.name) return {Kind::text, value, nullptr, nullptr, {}};
       }
       return {};
-    case Source::form: {
-      std::optional<std::string> type = find_header(view.headers, "Content-Type");
-      if (!type || !is_form_content_type(*type)) return {Kind::not_form, {}, nullptr, nullptr};
-      return text_or_absent(find_form_value(view.body, part.name));
-    }
     case Source::json:
       break;
   }
   const ExactJson* doc = request.json_body();
-  if (doc == nullptr) return {Kind::not_json, {}, nullptr, nullptr};
+  if (doc == nullptr) {
+    return refused({Problem::body_invalid, part.text + " needs a JSON body: " + request.json_error()});
+  }
   const json::value* v = &doc->root();
   for (const std::string& segment : part.json_path) {
     if (const json::object* o = v->if_object()) {
+      if (member_in_another_case(*o, segment)) {
+        return refused({Problem::request_ambiguous,
+                        part.text + ": the JSON body has a member whose name differs from " + segment +
+                            " only in case, which Go and ASP.NET Core read as " + segment + " too"});
+      }
       v = o->if_contains(segment);
     } else if (const json::array* a = v->if_array()) {
       std::size_t index = 0;
@@ -135,19 +145,7 @@ Value lookup(const KeyTemplate::Part& part, RequestContext& request) {
     }
     if (v == nullptr) return {};
   }
-  return {Kind::json, {}, v, doc};
-}
-
-std::optional<Rejection> body_problem(const Value& v, const KeyTemplate::Part& part,
-                                      RequestContext& request) {
-  if (v.kind == Value::Kind::not_json) {
-    return Rejection{Problem::body_invalid, part.text + " needs a JSON body: " + request.json_error()};
-  }
-  if (v.kind == Value::Kind::not_form) {
-    return Rejection{Problem::body_invalid,
-                     part.text + " needs an application/x-www-form-urlencoded body (see Content-Type)"};
-  }
-  return std::nullopt;
+  return {Kind::json, {}, v, doc, {}};
 }
 
 bool is_unreserved(char c) {
@@ -173,12 +171,12 @@ Result<KeyTemplate> KeyTemplate::parse(std::string_view text) {
     }
     Result<Part> part = parse_placeholder(text.substr(i + 1, close - i - 1));
     if (!part) return part.status();
-    if (!literal.empty()) t.parts_.push_back(Part{true, Source::json, std::move(literal), {}, {}});
+    if (!literal.empty()) t.parts_.push_back(Part{true, Source::json, std::move(literal), {}, {}, false});
     literal.clear();
     t.parts_.push_back(std::move(*part));
     i = close;
   }
-  if (!literal.empty()) t.parts_.push_back(Part{true, Source::json, std::move(literal), {}, {}});
+  if (!literal.empty()) t.parts_.push_back(Part{true, Source::json, std::move(literal), {}, {}, false});
   return t;
 }
 
@@ -237,7 +235,7 @@ ProblemOr<std::string> render_key(const KeyTemplate& tmpl, RequestContext& reque
       continue;
     }
     Value v = lookup(part, request);
-    if (auto problem = body_problem(v, part, request)) return std::move(*problem);
+    if (v.kind == Value::Kind::refused) return std::move(*v.refusal);
     std::string text;
     if (v.kind == Value::Kind::text) {
       text = std::move(v.text);
@@ -264,6 +262,7 @@ ProblemOr<std::string> render_key(const KeyTemplate& tmpl, RequestContext& reque
               part.text + " is a JSON " + (v.json->is_object() ? "object" : "array") + ", not a key value"};
       }
     }
+    if (text.empty() && part.optional) continue;
     if (text.empty()) return Rejection{Problem::key_missing, part.text + " is absent from the request"};
     percent_encode(text, key);
   }
@@ -282,7 +281,7 @@ std::optional<Rejection> add_to_fingerprint(const KeyTemplate& tmpl, RequestCont
       continue;
     }
     Value v = lookup(part, request);
-    if (auto problem = body_problem(v, part, request)) return problem;
+    if (v.kind == Value::Kind::refused) return v.refusal;
     if (v.kind == Value::Kind::text) {
       fp.add(canonical_json_string(v.text));
     } else if (v.kind == Value::Kind::json && !v.json->is_null()) {

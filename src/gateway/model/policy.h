@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gateway/model/answer_rule.h"
 #include "gateway/model/key_template.h"
 #include "idem/clock.h"
 #include "idem/on_uncertain.h"
@@ -61,7 +62,11 @@ struct Policy {
   OnDuplicate on_duplicate = OnDuplicate::replay;
   OnUncertain on_uncertain = OnUncertain::hold;
   FingerprintRule fingerprint;
-  bool cache_5xx = false;                  // true: store 5xx responses too
+  bool cache_5xx = false;  // true: store 5xx responses too
+  // Which answers are kept (docs/configuration.md, "Which answers are kept"): statuses that
+  // release the key besides the defaults (200-599), and what a kept 2xx looks like.
+  std::vector<unsigned> release_on;
+  SuccessRule success_when;
   std::uint64_t max_body = 1024 * 1024;    // bytes; larger request bodies get 413
   std::uint64_t max_result = 1024 * 1024;  // bytes; larger response bodies are not stored
   // Where max_result was set: the config's line and dotted key ("routes[2].max_result",

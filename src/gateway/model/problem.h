@@ -39,6 +39,11 @@ enum class Problem {
   header_too_large,        // 431 a request head over 16 KiB (chunk extensions and trailers included)
   not_found,               // 404 admin listener: no such endpoint, or no such record
   method_not_allowed,      // 405 admin listener: the endpoint takes another method
+  // 400 a value the route reads could be read another way by the service: a field sent
+  // twice or in another case, named in Connection, or a method override toward another
+  // route (docs/gateway.md, "One request, one reading")
+  request_ambiguous,
+  too_many_tokens,  // 429 the tokens endpoint's bounds (tokens.per_client, tokens.max_live)
 };
 
 // "key-missing": the <name> of "urn:idem:problem:<name>".
@@ -48,11 +53,19 @@ std::string_view problem_name(Problem p) noexcept;
 std::string_view problem_metric_name(Problem p) noexcept;
 
 // The HTTP status the problem is answered with (400, 401, 403, 404, 405, 409, 413, 415, 422,
-// 431, 502, 503, 504, 505).
+// 429, 431, 502, 503, 504, 505).
 int problem_status(Problem p) noexcept;
 
 // A short human title for the problem+json "title" ("Idempotency key missing").
 std::string_view problem_title(Problem p) noexcept;
+
+// The problem+json "retryable" (docs/http.md, "Every problem"): true when sending the same
+// request again with the same key can get another answer (in-progress, locked, a store or
+// upstream that is down or timed out, overloaded, shutting down, too many tokens), false
+// when the same request will be refused again until the client changes it or an operator
+// acts (a key missing, invalid or reused, an outcome held uncertain, a result not stored...).
+// Retrying with the same key never runs the work twice; this says only whether it helps.
+bool problem_retryable(Problem p) noexcept;
 
 // Why a request was rejected: the problem and a detail for the problem+json "detail"
 // field. Details name headers and fields, never the values the client sent.

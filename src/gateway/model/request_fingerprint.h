@@ -30,7 +30,8 @@
 namespace idem::gateway {
 
 // The 16 fingerprint bytes (none_fingerprint() for `none`), or body_invalid when `json` meets a body that
-// is not JSON (empty included) or a template needs a body that is not JSON / not a form.
+// is not JSON (empty included) or a template needs a body that is not JSON / not a form;
+// request_ambiguous when a template's value could be read another way (add_to_fingerprint).
 ProblemOr<std::string> request_fingerprint(const FingerprintRule& rule, RequestContext& request);
 
 // The fingerprint of every request under `none` (16 bytes); what `idem check --store`

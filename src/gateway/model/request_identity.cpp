@@ -3,25 +3,16 @@
 #include <new>
 
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include "gateway/model/key.h"
 #include "gateway/model/key_template.h"
 #include "gateway/model/request_fingerprint.h"
+#include "gateway/model/request_reading.h"
 #include "idem/fingerprint.h"
 
 namespace idem::gateway {
 namespace {
-
-// Step 1: the subject's value, "" when the route has none.
-ProblemOr<std::string> subject_of(const Subject& subject, const RequestView& head) {
-  if (subject.kind == Subject::Kind::none) return std::string();
-  std::optional<std::string> value = find_header(head.headers, subject.header);
-  if (!value || value->empty()) {
-    return Rejection{Problem::subject_missing, "the " + subject.header + " header is missing"};
-  }
-  if (subject.kind == Subject::Kind::header_hash) return hash_subject(*value);
-  return std::move(*value);
-}
 
 // Step 2 for header and token keys: the key, or nothing when absent (the caller decides
 // between `*_missing` and unprotected).
@@ -37,8 +28,21 @@ ProblemOr<std::optional<std::string>> key_from_header(const RequestView& head, s
 
 }  // namespace
 
+ProblemOr<std::string> subject_of(const Subject& subject, std::span<const HeaderField> headers) {
+  if (subject.kind == Subject::Kind::none) return std::string();
+  ProblemOr<std::optional<std::string>> value = read_header(headers, subject.header);
+  if (!value) return std::move(value).rejection();
+  if (!*value || (*value)->empty()) {
+    return Rejection{Problem::subject_missing, "the " + subject.header + " header is missing"};
+  }
+  if (subject.kind == Subject::Kind::header_hash) return hash_subject(**value);
+  return std::move(**value);
+}
+
 Decision check_head(const Route& route, const RequestView& head) {
-  ProblemOr<std::string> scope = subject_of(route.policy.subject, head);
+  if (auto refusal = connection_names_a_read_field(route, head.headers))
+    return Decision::reject(std::move(*refusal));
+  ProblemOr<std::string> scope = subject_of(route.policy.subject, head.headers);
   if (!scope) return Decision::reject(std::move(scope).rejection());
 
   Decision d;
@@ -97,23 +101,59 @@ Decision identify_request(const RouteMatch& match, const RequestView& request) {
   return identify(*match.route, match.params, request, std::move(head));
 }
 
-std::string hash_subject(std::string_view value) {
-  // The algorithm is fetched once and each thread keeps its context: EVP_Digest fetches
-  // and allocates on every call, which cost more than hashing a short value.
-  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+namespace {
+
+using Digest = std::array<unsigned char, 32>;
+
+// SHA-256 of the parts, one after the other. The algorithm is fetched once and each thread
+// keeps its context: EVP_Digest fetches and allocates on every call, which cost more than
+// hashing a short value.
+Digest sha256(std::initializer_list<std::string_view> parts) {
+  static EVP_MD* const algorithm = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   struct Context {
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();
     ~Context() { EVP_MD_CTX_free(ctx); }
   };
   thread_local Context context;
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
   EVP_MD_CTX* ctx = context.ctx;
-  if (sha256 == nullptr || ctx == nullptr || EVP_DigestInit_ex2(ctx, sha256, nullptr) != 1 ||
-      EVP_DigestUpdate(ctx, value.data(), value.size()) != 1 || EVP_DigestFinal_ex(ctx, digest, &size) != 1) {
+  bool ok = algorithm != nullptr && ctx != nullptr && EVP_DigestInit_ex2(ctx, algorithm, nullptr) == 1;
+  for (std::string_view p : parts) ok = ok && EVP_DigestUpdate(ctx, p.data(), p.size()) == 1;
+  Digest digest;
+  unsigned int size = 0;
+  if (!ok || EVP_DigestFinal_ex(ctx, digest.data(), &size) != 1 || size != digest.size())
     throw std::bad_alloc();  // SHA-256 fails only when it cannot allocate
+  return digest;
+}
+
+std::string_view bytes(const auto& a) { return {reinterpret_cast<const char*>(a.data()), a.size()}; }
+
+}  // namespace
+
+std::string hash_subject(std::string_view value) { return to_hex(bytes(sha256({value}))); }
+
+KeyHasher::KeyHasher(std::string_view secret) {
+  std::array<unsigned char, 32> random{};
+  if (secret.empty()) {
+    if (RAND_bytes(random.data(), static_cast<int>(random.size())) != 1) throw std::bad_alloc();
+    secret = bytes(random);
   }
-  return to_hex(std::string_view(reinterpret_cast<const char*>(digest), size));
+  // RFC 2104: a key longer than the block is hashed first; the pads are the key, zero-filled
+  // to the block, XORed with 0x36 and 0x5c.
+  Digest hashed;
+  if (secret.size() > kBlock) {
+    hashed = sha256({secret});
+    secret = bytes(hashed);
+  }
+  for (std::size_t i = 0; i < kBlock; ++i) {
+    const auto k = static_cast<unsigned char>(i < secret.size() ? secret[i] : 0);
+    inner_pad_[i] = static_cast<unsigned char>(k ^ 0x36);
+    outer_pad_[i] = static_cast<unsigned char>(k ^ 0x5c);
+  }
+}
+
+std::string KeyHasher::operator()(std::string_view scope, std::string_view key) const {
+  const Digest inner = sha256({bytes(inner_pad_), scope, "\n", key});
+  return to_hex(bytes(sha256({bytes(outer_pad_), bytes(inner)}))).substr(0, 12);
 }
 
 }  // namespace idem::gateway

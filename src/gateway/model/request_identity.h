@@ -1,7 +1,7 @@
 // Who a protected request belongs to and what it is: the (scope, key) of its record and
 // its fingerprint, decided in the order docs/http.md, "Every problem", gives, cheapest checks first:
 //
-//   check_head        subject → key present and valid (header and token keys)
+//   check_head        Connection → subject → key present and valid (header and token keys)
 //   (the pipeline)    read the body, refusing more than check_body_size allows
 //   identify          render and validate template keys → fingerprint
 //   (the pipeline)    claim → forward → store or release → answer
@@ -10,8 +10,11 @@
 // consumes no token and takes no lock. Pure (no I/O); safe for concurrent use.
 #pragma once
 
+#include <array>
+
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -49,9 +52,9 @@ struct Decision {
 
 // The checks that need only the request head (method, target, headers; the body is not
 // looked at), in order:
-//   1. subject (route.policy.subject; on a token route that is tokens.subject):
-//      header:NAME → its value, header-hash:NAME → hash_subject(value);
-//      header absent or empty → subject_missing (also when `required: false`)
+//   0. the Connection header names no field the route reads
+//      (connection_names_a_read_field) → request_ambiguous
+//   1. subject (route.policy.subject; on a token route that is tokens.subject): subject_of
 //   2. header key (parse_key_header: plain or Structured Field string): absent →
 //      key_missing, or unprotected under `required: false`; malformed or sent twice →
 //      key_invalid. Token key (Idempotency-Token): absent → token_missing, or unprotected
@@ -67,11 +70,19 @@ std::optional<Rejection> check_body_size(const Route& route, std::uint64_t size)
 // The checks that need the body, after check_head said protect (any other `head` is
 // returned unchanged):
 //   3. template key: render_key; key_missing under `required: false` → unprotected;
-//      key_missing, key_invalid, body_invalid otherwise → reject
-//   4. fingerprint (replay mode only): request_fingerprint; body_invalid → reject
+//      key_missing, key_invalid, body_invalid, request_ambiguous otherwise → reject
+//   4. fingerprint (replay mode only): request_fingerprint; body_invalid,
+//      request_ambiguous → reject
 // On protect, identity is complete, record_key included.
 // The body is parsed as JSON at most once for both. `params` are the route's captures.
 Decision identify(const Route& route, const PathParams& params, const RequestView& request, Decision head);
+
+// The scope a subject gives a request: "" for none; for header:NAME the header's value, for
+// header-hash:NAME hash_subject(value), read by read_header (request_reading.h: sent once,
+// Authorization normalised). subject_missing when the header is absent or empty (also
+// when `required: false`), request_ambiguous when it is sent twice. The token endpoint
+// scopes the tokens it issues by the same function.
+ProblemOr<std::string> subject_of(const Subject& subject, std::span<const HeaderField> headers);
 
 // All of the above for a request whose body is already read: check_head →
 // check_body_size → identify. For tests and fuzzers, and for callers holding the whole
@@ -82,5 +93,21 @@ Decision identify_request(const RouteMatch& match, const RequestView& request);
 // which an operator can compute to find a user's records. Throws bad_alloc when OpenSSL
 // cannot allocate.
 std::string hash_subject(std::string_view value);
+
+// The request log's key_hash (docs/observability.md): the first 12 hex digits of
+// HMAC-SHA256(secret, scope "\n" stored key). Keyed, so that a key built from guessable ids
+// (an order number) cannot be found in the log by hashing guesses; lines of one key share a
+// hash for as long as the secret lasts. An empty `secret` is replaced by 32 random bytes
+// (one process's own). Immutable once built; safe for concurrent use. Throws bad_alloc
+// when OpenSSL cannot allocate.
+class KeyHasher {
+ public:
+  explicit KeyHasher(std::string_view secret);
+  std::string operator()(std::string_view scope, std::string_view key) const;
+
+ private:
+  static constexpr std::size_t kBlock = 64;  // SHA-256's block: RFC 2104's B
+  std::array<unsigned char, kBlock> inner_pad_{}, outer_pad_{};
+};
 
 }  // namespace idem::gateway

@@ -1,7 +1,10 @@
 #include "gateway/model/request_meta.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <random>
+
+#include "gateway/model/key_template.h"
 
 namespace idem::gateway {
 namespace {
@@ -61,13 +64,43 @@ RequestId RequestId::generate() noexcept {
   static constexpr char kHex[] = "0123456789abcdef";
   RequestId r;
   auto& gen = generator();
+  // A UUID version 4 (RFC 9562 §5.4): 122 random bits, the version nibble 4 and the
+  // variant bits 10, written 8-4-4-4-12 in lowercase hex.
+  std::uint64_t halves[2] = {gen(), gen()};
+  halves[0] = (halves[0] & ~std::uint64_t{0xF000}) | 0x4000;
+  halves[1] = (halves[1] & ~(std::uint64_t{0x3} << 62)) | (std::uint64_t{0x2} << 62);
+  std::size_t n = 0;
   for (std::size_t half = 0; half < 2; ++half) {
-    std::uint64_t bits = gen();
-    for (std::size_t i = 0; i < 16; ++i, bits >>= 4) r.chars_[half * 16 + i] = kHex[bits & 0xF];
+    for (int shift = 60; shift >= 0; shift -= 4) {
+      if (n == 8 || n == 13 || n == 18 || n == 23) r.chars_[n++] = '-';
+      r.chars_[n++] = kHex[(halves[half] >> shift) & 0xF];
+    }
   }
-  r.size_ = 32;
+  r.size_ = n;
   r.generated_ = true;
   return r;
+}
+
+bool is_uuid(std::string_view id) noexcept {
+  if (id.size() != 36) return false;
+  for (std::size_t i = 0; i < id.size(); ++i) {
+    const char c = id[i];
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (c != '-') return false;
+    } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string problem_instance(std::string_view request_id) {
+  if (is_uuid(request_id)) return "urn:uuid:" + std::string(request_id);
+  // Percent-encoded beyond RFC 3986's unreserved set: the text after the prefix decodes to
+  // the log's request_id.
+  std::string out = "urn:idem:request:";
+  percent_encode(request_id, out);
+  return out;
 }
 
 RequestId choose_request_id(std::span<const std::string_view> values) noexcept {

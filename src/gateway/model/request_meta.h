@@ -29,8 +29,8 @@ class RequestId {
   RequestId() = default;
   // `id` must be sane (is_sane_request_id); otherwise the result is a new random id.
   static RequestId from_client(std::string_view id) noexcept;
-  // 32 random lowercase hex characters (128 bits from a per-thread generator seeded from
-  // the system's entropy source: ids of different gateways do not collide).
+  // A random UUID version 4 in lowercase, 8-4-4-4-12 (122 bits from a per-thread generator
+  // seeded from the system's entropy source: ids of different gateways do not collide).
   static RequestId generate() noexcept;
 
   std::string_view view() const noexcept { return {chars_.data(), size_}; }
@@ -42,22 +42,42 @@ class RequestId {
   bool generated_ = false;
 };
 
+// True for a UUID written 8-4-4-4-12 in hex of either case (any version).
+bool is_uuid(std::string_view id) noexcept;
+
+// The problem+json "instance" of a request whose request id is `request_id`
+// (docs/http.md, "Every problem"): "urn:uuid:<id>" when the id is a UUID (every generated
+// id is), else "urn:idem:request:<id>" with each byte outside RFC 3986's unreserved set
+// percent-encoded. Either way an operator finds the request log line by its request_id.
+std::string problem_instance(std::string_view request_id);
+
 // The request id for a request whose X-Request-Id fields are `values` (in arrival order):
 // the client's, when it sent exactly one and it is sane; otherwise a generated one (the
 // forwarded request then carries only that).
 RequestId choose_request_id(std::span<const std::string_view> values) noexcept;
 
 // The request's context: the peer address (the IP without port, "127.0.0.1" or "::1"; an
-// IPv4 client on an IPv6 socket as IPv4) and its request id. `client` views a string that
-// lives as long as the connection.
+// IPv4 client on an IPv6 socket as IPv4), its request id, and whether the peer is a
+// trusted proxy (`trusted_proxies`, forwarding.h). `client` views a string that lives as
+// long as the connection.
 struct RequestMeta {
   std::string_view client;
   RequestId request_id;
+  // The peer is a trusted proxy: the forwarding fields it sent are kept and appended to.
+  // Otherwise each is removed or overwritten (forwarding.h).
+  bool trusted_peer = false;
+  // From a trusted proxy, the client its X-Forwarded-For names (resolve_client); else empty.
+  std::string forwarded_client;
+
+  // Who sent the request: the client a trusted proxy names, else the peer. What the request
+  // log's `client` says and what per-client limits count.
+  std::string_view origin() const noexcept { return forwarded_client.empty() ? client : forwarded_client; }
 };
 
 // The X-Forwarded-For value the upstream receives: the client's own value(s) with `client`
 // appended ("a, b, client"), or `client` alone when the client sent none. Several fields
-// are combined in order, as RFC 9110 §5.3 allows; empty ones are skipped.
+// are combined in order, as RFC 9110 §5.3 allows; empty ones are skipped. The caller passes
+// the existing values only from a trusted proxy.
 std::string forwarded_for(std::span<const std::string_view> existing, std::string_view client);
 
 // Appends `text` to `out` as a JSON string, quotes included: '"', '\\' and control

@@ -32,21 +32,65 @@ std::optional<std::string> find_header(std::span<const HeaderField> headers, std
   return value;
 }
 
-std::optional<std::string> find_form_value(std::string_view encoded, std::string_view name) {
+namespace {
+
+using util::BadPercent, util::Plus;
+
+// Calls fn(pair) for each non-empty pair of `encoded`, split at any of `separators`.
+template <class Fn>
+void for_each_pair(std::string_view encoded, std::string_view separators, Fn&& fn) {
   while (!encoded.empty()) {
-    std::size_t amp = encoded.find('&');
-    std::string_view pair = encoded.substr(0, amp);
-    encoded = amp == std::string_view::npos ? std::string_view() : encoded.substr(amp + 1);
-    if (pair.empty()) continue;
-    std::size_t eq = pair.find('=');
-    std::string_view raw_name = pair.substr(0, eq);
-    using util::BadPercent, util::Plus;
-    if (*util::percent_decode(raw_name, BadPercent::keep, Plus::space) != name) continue;
-    return eq == std::string_view::npos
-               ? std::string()
-               : *util::percent_decode(pair.substr(eq + 1), BadPercent::keep, Plus::space);
+    const std::size_t end = encoded.find_first_of(separators);
+    const std::string_view pair = encoded.substr(0, end);
+    encoded = end == std::string_view::npos ? std::string_view() : encoded.substr(end + 1);
+    if (!pair.empty() && !fn(pair)) return;
   }
-  return std::nullopt;
+}
+
+bool pair_named(std::string_view pair, std::string_view name) {
+  return *util::percent_decode(pair.substr(0, pair.find('=')), BadPercent::keep, Plus::space) == name;
+}
+
+// The decoded value of a pair ("" without '=').
+std::string pair_value(std::string_view pair) {
+  const std::size_t eq = pair.find('=');
+  return eq == std::string_view::npos
+             ? std::string()
+             : *util::percent_decode(pair.substr(eq + 1), BadPercent::keep, Plus::space);
+}
+
+}  // namespace
+
+std::optional<std::string> find_form_value(std::string_view encoded, std::string_view name) {
+  std::optional<std::string> value;
+  for_each_pair(encoded, "&", [&](std::string_view pair) {
+    if (!pair_named(pair, name)) return true;
+    value = pair_value(pair);
+    return false;
+  });
+  return value;
+}
+
+std::vector<std::string> form_values(std::string_view encoded, std::string_view name) {
+  std::vector<std::string> out;
+  for_each_pair(encoded, "&;", [&](std::string_view pair) {
+    if (pair_named(pair, name)) out.push_back(pair_value(pair));
+    return true;
+  });
+  return out;
+}
+
+FormOccurrences form_occurrences(std::string_view encoded, std::string_view name) {
+  FormOccurrences out;
+  for_each_pair(encoded, "&", [&](std::string_view pair) {
+    if (pair_named(pair, name) && pair.find(';') != std::string_view::npos) out.semicolon = true;
+    for_each_pair(pair, ";", [&](std::string_view piece) {
+      out.count += pair_named(piece, name) ? 1 : 0;
+      return true;
+    });
+    return true;
+  });
+  return out;
 }
 
 bool has_media_type(std::string_view content_type, std::string_view media_type) noexcept {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gateway/model/canonical_json.h"
+#include "util/ascii.h"
 
 #include "idem/status.h"
 
@@ -39,6 +40,25 @@ std::string_view target_query(std::string_view target) noexcept;
 // How many fields are named `name` (ASCII case-insensitive).
 std::size_t count_headers(std::span<const HeaderField> headers, std::string_view name) noexcept;
 
+// Calls fn(element) for each element of the comma-separated list that the fields named
+// `name` (ASCII case-insensitive) hold together, in order (RFC 9110 §5.6.1: every field
+// line, each element without its surrounding whitespace, empty elements skipped).
+template <class Fn>
+void for_each_list_element(std::span<const HeaderField> headers, std::string_view name, Fn&& fn) {
+  for (const HeaderField& h : headers) {
+    if (!util::iequals(h.name, name)) continue;
+    for (std::string_view v = h.value; !v.empty();) {
+      const std::size_t comma = v.find(',');
+      std::string_view element = v.substr(0, comma);
+      while (!element.empty() && (element.front() == ' ' || element.front() == '\t'))
+        element.remove_prefix(1);
+      while (!element.empty() && (element.back() == ' ' || element.back() == '\t')) element.remove_suffix(1);
+      if (!element.empty()) fn(element);
+      v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+    }
+  }
+}
+
 // The value of the field named `name` (ASCII case-insensitive); several such fields are
 // joined with ", " as RFC 9110 §5.3 combines them. nullopt when there is none.
 std::optional<std::string> find_header(std::span<const HeaderField> headers, std::string_view name);
@@ -48,6 +68,20 @@ std::optional<std::string> find_header(std::span<const HeaderField> headers, std
 // space and a '%' not followed by two hex digits kept as written (WHATWG URL §1.3). The
 // value of the first pair whose decoded name is `name`; nullopt when none.
 std::optional<std::string> find_form_value(std::string_view encoded, std::string_view name);
+
+// How often `encoded` (as find_form_value reads it) holds the name `name`, counted as the
+// most lenient parsers count: pairs split at '&' and at ';' (Rack before 3, Python before
+// 3.9.2). `semicolon`: a pair find_form_value reads as `name` holds a ';', so those
+// parsers read its value shorter (`code=A;x` is `A` to them).
+struct FormOccurrences {
+  std::size_t count = 0;
+  bool semicolon = false;
+};
+FormOccurrences form_occurrences(std::string_view encoded, std::string_view name);
+
+// Every value of `name` in `encoded`, decoded, in order, with pairs split at '&' and ';'
+// (the most values any parser reads).
+std::vector<std::string> form_values(std::string_view encoded, std::string_view name);
 
 // True when the media type of a Content-Type value is `media_type` ("application/json";
 // case-insensitive; parameters such as charset are ignored).

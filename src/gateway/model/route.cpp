@@ -53,15 +53,21 @@ std::string fold_segment(std::string_view segment) {
 
 }  // namespace
 
-Result<PathPattern> PathPattern::parse(std::string_view text) {
+Result<PathPattern> PathPattern::parse(std::string_view text, bool format_suffix) {
   if (text.empty() || text.front() != '/') return invalid_argument("must start with '/'");
   if (text.find_first_of("?#") != std::string_view::npos) {
     return invalid_argument("a path pattern has no query or fragment ('?', '#')");
   }
   PathPattern p;
   p.text_ = std::string(text);
+  p.format_suffix_ = format_suffix;
   std::vector<std::string_view> segments = split_segments(text.substr(1));
   if (segments.back() == "*") {
+    if (format_suffix) {
+      return invalid_argument(
+          "format_suffix is for a pattern that ends in a segment: a prefix pattern (\"/*\") "
+          "matches every path below it already");
+    }
     p.prefix_ = true;
     segments.pop_back();
   }
@@ -103,9 +109,14 @@ std::optional<PathParams> PathPattern::match(std::string_view path) const {
   }
   PathParams params;
   for (std::size_t i = 0; i < n; ++i) {
+    const bool suffixed = format_suffix_ && i + 1 == n;
     if (segments_[i].param) {
-      params.emplace_back(segments_[i].text, *util::percent_decode(segments[i], util::BadPercent::keep));
-    } else if (fold_segment(segments[i]) != segments_[i].text) {
+      std::string value = *util::percent_decode(segments[i], util::BadPercent::keep);
+      if (suffixed) value.erase(std::min(value.rfind('.'), value.size()));
+      params.emplace_back(segments_[i].text, std::move(value));
+    } else if (const std::string folded = fold_segment(segments[i]);
+               folded != segments_[i].text && !(suffixed && folded.starts_with(segments_[i].text) &&
+                                                folded[segments_[i].text.size()] == '.')) {
       return std::nullopt;
     }
   }

@@ -27,17 +27,26 @@ namespace idem::gateway {
 // Captured parameters keep their case (two ids that differ only by case are two ids).
 // "/*" matches every path. The HTTP layer refuses targets that frameworks disagree on
 // (an encoded '/', '\', dot segments) before they get here.
+//
+// With `format_suffix` (`match.format_suffix`), the last segment also matches followed by a
+// `.format` suffix, as Rails' implicit `(.:format)` and Spring MVC's suffix pattern match
+// (up to 5.2) route it: a literal last segment `deduct` matches `deduct.json` (and
+// `deduct.a.b`, as Spring does), and a parameter last segment captures its value without
+// the suffix, up to its last '.' (`/orders/A-1.json` gives `id = A-1`; Spring's reading,
+// and Rails' wherever Rails routes the path at all).
 class PathPattern {
  public:
   // invalid_argument naming the reason: not starting with '/', a '?' or '#', a '*' other
   // than a trailing "/*", a '{' or '}' that does not enclose a whole segment, a parameter
-  // name that is not letters, digits and '_', a parameter named twice.
-  static Result<PathPattern> parse(std::string_view text);
+  // name that is not letters, digits and '_', a parameter named twice, `format_suffix`
+  // on a prefix pattern (which matches every path below it anyway).
+  static Result<PathPattern> parse(std::string_view text, bool format_suffix = false);
 
   PathPattern() = default;  // matches nothing
 
   const std::string& text() const noexcept { return text_; }
   bool is_prefix() const noexcept { return prefix_; }
+  bool format_suffix() const noexcept { return format_suffix_; }
   bool has_param(std::string_view name) const noexcept;
 
   // The captured parameters when `path` (the path of an origin-form target, still
@@ -52,6 +61,7 @@ class PathPattern {
   std::string text_;
   std::vector<Segment> segments_;
   bool prefix_ = false;
+  bool format_suffix_ = false;
 };
 
 enum class Mode { replay, lock };

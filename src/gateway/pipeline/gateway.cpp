@@ -8,7 +8,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/string.hpp>
 
+#include "gateway/model/answer_rule.h"
 #include "gateway/model/reply_plan.h"
 #include "gateway/model/request_meta.h"
 #include "gateway/model/request_view.h"
@@ -46,6 +48,16 @@ std::string_view uncertain_marker() {
   return marker;
 }
 
+// Whether the service asked for its answer not to be kept (kReleaseHeader: true), and the
+// field removed, so that neither the record nor the client sees it.
+bool take_release_request(HttpResponse& res) {
+  bool asked = false;
+  const auto [first, last] = res.equal_range(kReleaseHeader);
+  for (auto it = first; it != last; ++it) asked = asked || boost::beast::iequals(it->value(), "true");
+  res.erase(kReleaseHeader);
+  return asked;
+}
+
 ClaimPolicy claim_policy(const Policy& p) {
   return ClaimPolicy{p.lease, p.retention, true, p.on_uncertain, uncertain_marker()};
 }
@@ -63,7 +75,7 @@ ForwardRequest Gateway::forward_with_claim(const HttpRequest& req, const Request
 }
 
 Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,
-                 std::shared_ptr<const Clock> clock)
+                 std::shared_ptr<const Clock> clock, std::string_view key_hash_secret)
     : config_(std::make_shared<const Config>(config)),
       store_(store),
       upstream_(upstream),
@@ -75,7 +87,8 @@ Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, M
                          .observed = [this](const char* op, Duration latency,
                                             const Status& status) { observed(op, latency, status); },
                          .conflict = [this] { metrics_.count_store_conflict(); },
-                     }) {}
+                     }),
+      key_hasher_(key_hash_secret) {}
 
 void Gateway::observed(const char* op, Duration latency, const Status& status) {
   metrics_.observe_store(op, latency);
@@ -111,7 +124,7 @@ awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& r
   if (d.verdict == Verdict::reject) {
     reply = problem(req, d.rejection.problem, d.rejection.detail);
   } else if (d.verdict == Verdict::unprotected) {
-    reply = co_await forward_unprotected(route, req, meta, false);
+    reply = co_await forward_unprotected(route.policy.upstream_timeout, req, meta, false);
   } else if (route.mode == Mode::lock) {
     reply = co_await lock_mode(route, d.identity, req, meta);
   } else {
@@ -294,7 +307,16 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
                             : up.kind == UpstreamResult::Kind::refused ? Exchange::not_sent
                                                                        : Exchange::unknown;
   const unsigned status = exchange == Exchange::answered ? up.response.result_int() : 0;
-  const WorkEnd end = work_end(exchange, status, p.cache_5xx);
+  WorkEnd end = work_end(exchange, status, p.cache_5xx);
+  // The route's and the service's own say on which answers are final (docs/http.md,
+  // "Answers the service does not want kept"): released like a 5xx, never replayed.
+  if (exchange == Exchange::answered) {
+    const AnswerSeen seen{status,
+                          up.tail ? std::nullopt : std::optional<std::string_view>(up.response.body()),
+                          take_release_request(up.response)};
+    if (end == WorkEnd::succeeded && releases_answer(p.release_on, p.success_when, seen))
+      end = WorkEnd::failed;
+  }
   std::string result;
   if (end == WorkEnd::succeeded) {
     const bool within_max_result = !up.tail && up.response.body().size() <= p.max_result;
@@ -347,16 +369,16 @@ void Gateway::log_unsettled(const Route& route, const Status& settled) const {
 awaitable<Gateway::Reply> Gateway::store_failed(const Route& route, const HttpRequest& req,
                                                 const RequestMeta& meta, const Status&) {
   if (route.policy.on_store_error == OnStoreError::pass)
-    co_return co_await forward_unprotected(route, req, meta, true);
+    co_return co_await forward_unprotected(route.policy.upstream_timeout, req, meta, true);
   co_return problem(req, Problem::store_unavailable, "the idempotency store is unavailable",
                     Duration(1'000'000));
 }
 
-awaitable<Gateway::Reply> Gateway::forward_unprotected(const Route& route, const HttpRequest& req,
+awaitable<Gateway::Reply> Gateway::forward_unprotected(Duration timeout, const HttpRequest& req,
                                                        const RequestMeta& meta, bool mark) {
   const ForwardRequest fwd = forward_request(req, upstream_.url(), meta, {});
   const auto t0 = Steady::now();
-  UpstreamResult up = co_await upstream_.exchange(fwd, route.policy.upstream_timeout, kStreamedPrefix);
+  UpstreamResult up = co_await upstream_.exchange(fwd, timeout, kStreamedPrefix);
   metrics_.observe_upstream(since(t0));
   Reply r = up.kind == UpstreamResult::Kind::response
                 ? forwarded(req, std::move(up), "unprotected")

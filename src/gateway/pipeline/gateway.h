@@ -28,6 +28,7 @@
 #include "gateway/http/upstream.h"
 #include "gateway/model/config/config.h"
 #include "gateway/model/request_identity.h"
+#include "gateway/model/token_limits.h"
 #include "gateway/pipeline/coalescer.h"
 #include "gateway/pipeline/metrics.h"
 #include "gateway/pipeline/replay_cache.h"
@@ -42,8 +43,10 @@ class Gateway final : public RequestHandler {
  public:
   // `clock` is the one the store judges expiry by (the system clock when null): the replay
   // cache uses it too.
+  // `key_hash_secret` keys the request log's key_hash (KeyHasher): the install's secret,
+  // or "" for a random one of this gateway's own.
   Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,
-          std::shared_ptr<const Clock> clock = nullptr);
+          std::shared_ptr<const Clock> clock = nullptr, std::string_view key_hash_secret = {});
 
   // The config in force. A request keeps the one it was matched with (its routes and
   // policies) until it is answered, whatever reload() does meanwhile.
@@ -61,9 +64,12 @@ class Gateway final : public RequestHandler {
   const Coalescer& coalescer() const noexcept { return coalescer_; }
 
   // A request on the client listener, from its checked head to its answer (serve.cpp):
-  // the built-in endpoints (POST /_idem/tokens), then the routes. Answers, counts
+  // the built-in endpoint (POST tokens.path, when a route takes tokens), then the routes. Answers, counts
   // idem_requests_total and logs one line for every request of a route.
   boost::asio::awaitable<std::optional<Answer>> serve(HttpExchange& exchange) override;
+  // The request's context under the config's trusted_proxies (docs/gateway.md,
+  // "Forwarding fields").
+  RequestMeta meta(const http::request_header<>& head, std::string_view peer) const override;
 
   // The request log (one JSON line per protected request) is written to standard output
   // in batches: when 16 KiB have gathered, or when flush_log() is called, which the owner
@@ -84,14 +90,24 @@ class Gateway final : public RequestHandler {
   boost::asio::awaitable<Answer> protect(const RouteMatch& match, const HttpRequest& req,
                                          std::span<const HeaderField> fields, Decision head,
                                          const RequestMeta& meta);
-  // POST /_idem/tokens: a one-time token for the request's subject (tokens.cpp).
-  boost::asio::awaitable<std::optional<Answer>> serve_tokens(HttpExchange& exchange);
-  boost::asio::awaitable<HttpResponse> issue_token(const HttpRequest& req);
+  // POST tokens.path: a one-time token for the request's subject, within the bounds of
+  // `tokens_` (tokens.cpp).
+  boost::asio::awaitable<std::optional<Answer>> serve_tokens(HttpExchange& exchange, const Config& config);
+  boost::asio::awaitable<HttpResponse> issue_token(const HttpRequest& req, const RequestMeta& meta,
+                                                   const Config& config);
   // A request on no route (`route` null), or one of a route forwarded as it is: relayed
   // as its body arrives, observed (idem_upstream_seconds) and, for a route, counted and
   // logged `unprotected`.
   boost::asio::awaitable<std::optional<Answer>> relay(HttpExchange& exchange, const Route* route,
                                                       Duration timeout);
+  // The same, where another route on the path could be reached by a method override
+  // (`overridable`: override_body_limit's answer): a form body, which may carry an
+  // `_method` (docs/gateway.md, "Method overrides"), is read whole within that limit and
+  // looked at first, then forwarded (or refused, counted under the route it would reach);
+  // any other body, or with `overridable` empty, is relayed.
+  boost::asio::awaitable<std::optional<Answer>> pass(HttpExchange& exchange, const Config& config,
+                                                     const Route* route, std::span<const HeaderField> fields,
+                                                     std::optional<std::uint64_t> overridable);
   // A protected request rejected before its body was read (check_head, max_body): counts
   // and logs it.
   HttpResponse reject_early(const Route& route, const http::request_header<>& req, const RequestMeta& meta,
@@ -131,7 +147,7 @@ class Gateway final : public RequestHandler {
                                             Coalescer::Lead& lead);
   boost::asio::awaitable<Reply> lock_mode(const Route& route, const Identity& id, const HttpRequest& req,
                                           const RequestMeta& meta);
-  boost::asio::awaitable<Reply> forward_unprotected(const Route& route, const HttpRequest& req,
+  boost::asio::awaitable<Reply> forward_unprotected(Duration timeout, const HttpRequest& req,
                                                     const RequestMeta& meta, bool mark);
   boost::asio::awaitable<Reply> store_failed(const Route& route, const HttpRequest& req,
                                              const RequestMeta& meta, const Status& s);
@@ -171,7 +187,9 @@ class Gateway final : public RequestHandler {
   Waiters waiters_;
   ReplayCache cache_;
   Coalescer coalescer_;
-  ClaimRunner runner_;  // after waiters_, which its hooks use: destroyed first
+  ClaimRunner runner_;          // after waiters_, which its hooks use: destroyed first
+  TokenLimiter tokens_;         // tokens.per_client and tokens.max_live
+  const KeyHasher key_hasher_;  // the request log's key_hash
   std::mutex log_mu_;
   std::string log_buffer_;  // guarded by log_mu_
 };

@@ -221,6 +221,8 @@ std::string Metrics::render() const {
     for (const auto& [op, h] : store_) h.render(out, "idem_store_seconds", "op=\"" + label_value(op) + "\"");
   }
   counter("idem_tokens_issued_total", "One-time tokens issued.", tokens_issued_.load());
+  counter("idem_tokens_refused_total", "Token requests refused 429 by tokens.per_client or tokens.max_live.",
+          tokens_refused_.load());
   counter("idem_store_errors_total", "Store calls that failed.", store_errors_.load());
   counter("idem_store_conflicts_total", "Commits or extends answered fenced.", store_conflicts_.load());
   counter("idem_overloaded_total",

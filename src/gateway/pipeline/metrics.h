@@ -53,6 +53,7 @@ class Metrics {
   // or a problem's metric name.
   void count_request(std::string_view route, std::string_view outcome);
   void count_token_issued() noexcept { tokens_issued_.fetch_add(1, std::memory_order_relaxed); }
+  void count_token_refused() noexcept { tokens_refused_.fetch_add(1, std::memory_order_relaxed); }
   void count_store_error() noexcept { store_errors_.fetch_add(1, std::memory_order_relaxed); }
   void count_store_conflict() noexcept { store_conflicts_.fetch_add(1, std::memory_order_relaxed); }
   void observe_store(std::string_view op, Duration d);
@@ -78,6 +79,7 @@ class Metrics {
       requests_;                                         // route → outcome → count
   std::map<std::string, Histogram, std::less<>> store_;  // by op
   std::atomic<std::uint64_t> tokens_issued_{0};
+  std::atomic<std::uint64_t> tokens_refused_{0};
   std::atomic<std::uint64_t> store_errors_{0};
   std::atomic<std::uint64_t> store_conflicts_{0};
   ServerGauges gauges_;

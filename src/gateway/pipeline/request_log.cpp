@@ -27,7 +27,7 @@ void Gateway::log(const Route& route, const Identity* id, std::string_view metho
   // client's: escaped and bounded (append_json_string), so any bytes still make one line
   // of valid JSON.
   std::string key_hash;
-  if (id && !id->key.empty()) key_hash = hash_subject(id->scope + '\n' + id->record_key).substr(0, 12);
+  if (id && !id->key.empty()) key_hash = key_hasher_(id->scope, id->record_key);
   char numbers[64];
   char* p = numbers;
   p = std::to_chars(p, numbers + 20, status).ptr;
@@ -49,7 +49,7 @@ void Gateway::log(const Route& route, const Identity* id, std::string_view metho
   b.append(R"(,"request_id":)");
   append_json_string(b, meta.request_id.view(), kMaxRequestIdLength);
   b.append(R"(,"client":)");
-  append_json_string(b, meta.client, kLoggedClient);
+  append_json_string(b, meta.origin(), kLoggedClient);
   if (!key_hash.empty()) b.append(R"(,"key_hash":")").append(key_hash).append("\"");
   b.append("}\n");
   if (b.size() >= 16 * 1024) write_log_locked();

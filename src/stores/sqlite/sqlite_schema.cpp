@@ -1,6 +1,7 @@
 // Opening an idem database: checking that the file is one (and writable, and not from a
 // newer idem), switching it to WAL, creating schema version 1, and the translation of
 // SQLite's result codes into Statuses.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -154,6 +155,16 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path, Sync s
   // them. Only possible before SQLite initializes (a no-op if someone else was first).
   static const bool quiet_allocator = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK;
   (void)quiet_allocator;
+  // The file holds unspent tokens and stored responses: a new one is made 0600, whatever
+  // the umask (SQLite would make it 0644 less the umask), and SQLite gives its WAL and
+  // shared-memory files the database file's mode. A file that exists keeps its own.
+  if (path != ":memory:" && !path.empty()) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+      (void)::fchmod(fd, 0600);  // the umask may have taken bits 0600 asked for
+      ::close(fd);
+    }  // else it exists, or cannot be made: sqlite3_open_v2 says why
+  }
   sqlite3* raw = nullptr;
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);

@@ -3,7 +3,8 @@
 // uncertain by this test (a key and scope full of characters that HTML would read as
 // markup) page by page, and its Resolve button, once the dialog is accepted, removes a
 // record — not one that changed since it was listed, nor when the dialog is cancelled;
-// then the same without a token, from http://localhost.
+// opened with the credentials in its address, the page still reads and lists; then the same
+// without a token, from http://localhost.
 //   node operator_page.test.mjs IDEM_BIN TEST_UPSTREAM [ARTIFACTS_DIR]
 // Starts tests/testutil/test_upstream and `idem serve` (memory store, admin token set; then
 // a second one without a token) on free loopback ports, drives Debian's /usr/bin/chromium
@@ -11,7 +12,7 @@
 // to $IDEM_ARTIFACTS_DIR/operator-page.png (default: ARTIFACTS_DIR, which ctest sets to
 // build/<preset>/artifacts). Exits non-zero on any failed expectation; stops every process
 // either way.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, openSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -154,10 +155,16 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
   await makeUncertain('_', underscoreKey);
   const changingKey = `changing-${process.pid}`;
   const changing = await makeUncertain('s', changingKey);
+  // A scope a client chose to read as a dot segment with a parameter ("..;x", sent
+  // "..%3Bx"): the admin listener takes it as data (issue 29: it could be neither read
+  // nor resolved).
+  const dotScope = '..;x';
+  const dotKey = `dots-${process.pid}`;
+  await makeUncertain(dotScope, dotKey);
   expect((await rawRequest(gatewayPort, 'POST', '/orders', { 'Idempotency-Key': `o-${process.pid}`,
                                                             'Content-Type': 'application/json' }, '{}'))
     .status === 201, 'an ordinary request goes through');
-  const heldKeys = [storedKey, `held:${underscoreKey}`, `held:${changingKey}`];
+  const heldKeys = [storedKey, `held:${underscoreKey}`, `held:${changingKey}`, `held:${dotKey}`];
 
   // Without credentials the page is a challenge the browser can answer.
   const challenge = await fetch(`${admin}/`);
@@ -165,6 +172,10 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
   expect(/Basic realm="idem admin"/.test(challenge.headers.get('www-authenticate') || ''),
          `the 401 challenges Basic (WWW-Authenticate: ${challenge.headers.get('www-authenticate')})`);
 
+  // The scope above, and the page's Chinese, must render as glyphs in the screenshot, not
+  // boxes: Chromium takes them from fontconfig (scripts/bootstrap installs fonts-noto-cjk).
+  const cjk = execFileSync('fc-list', [':lang=zh-cn', 'family'], { encoding: 'utf8' }).trim();
+  expect(cjk !== '', 'a font covers Chinese (fc-list :lang=zh-cn lists none: install fonts-noto-cjk)');
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     args: ['--no-sandbox'],  // CI runs as root, where Chromium's sandbox refuses to start
@@ -216,7 +227,7 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
          `the page has its Content-Security-Policy (${loaded.headers()['content-security-policy']})`);
   const row = rowOf(storedKey);
   await row.waitFor({ timeout: 15000 });
-  expect(await rows.count() === 3, `the three uncertain records show (${await rows.count()})`);
+  expect(await rows.count() === 4, `the four uncertain records show (${await rows.count()})`);
   expect(await row.locator('td.key').textContent() === storedKey,
          `the key shows as text (${await row.locator('td.key').textContent()})`);
   expect(await row.locator('td.scope').textContent() === scope,
@@ -235,7 +246,7 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
   expect(/^\d+$/.test(await page.locator('#inflight').textContent()), 'requests in flight show as a number');
   const outcomes = await page.locator('#outcomes tbody tr').allInnerTexts();
   expect(outcomes.some(r => /held\s+outcome_uncertain\s+1/.test(r)) &&
-         outcomes.some(r => /held\s+upstream_unavailable\s+3/.test(r)) &&
+         outcomes.some(r => /held\s+upstream_unavailable\s+4/.test(r)) &&
          outcomes.some(r => /orders\s+forwarded\s+1/.test(r)),
          `outcome counts per route show (${JSON.stringify(outcomes)})`);
 
@@ -262,7 +273,7 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
   expect(still.status === 200 && (await still.json()).fence === renewed.fence, 'the newer record was not removed');
 
   // Resolve: a confirmation naming the key, then the record is gone from the page and the store.
-  for (const [sc, k] of [[scope, key], ['_', underscoreKey]]) {
+  for (const [sc, k] of [[scope, key], ['_', underscoreKey], [dotScope, dotKey]]) {
     const deleted = page.waitForResponse(r => r.request().method() === 'DELETE');
     const before = dialogs.length;
     await rowOf(`held:${k}`).locator('button.resolve').click();
@@ -273,8 +284,8 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
     const gone = await fetch(urlOf(sc, k), { headers: bearer });
     expect(gone.status === 404, `GET ${urlOf(sc, k)} answers 404 once resolved (got ${gone.status})`);
   }
-  expect(deletes.length === 2 && deletes[1].includes('/v1/records/%5F/'),
-         `two DELETEs were sent, the "_" scope as %5F (${JSON.stringify(deletes)})`);
+  expect(deletes.length === 3 && deletes[1].includes('/v1/records/%5F/') && deletes[2].includes('/v1/records/..%3Bx/'),
+         `three DELETEs were sent, the "_" scope as %5F, "..;x" as ..%3Bx (${JSON.stringify(deletes)})`);
   const rerun = await rawRequest(gatewayPort, 'POST', '/held', fields(scope, key), '{}');
   expect(rerun.status === 201, `the key runs again once resolved (got ${rerun.status}: ${rerun.body})`);
   expect(await rows.count() === 1, `one uncertain record is left (${await rows.count()})`);
@@ -284,6 +295,29 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
   await page.clock.runFor(4000);
   await expectEventually(async () => (await rowOf(`held:${lateKey}`).count()) === 1,
                          'a record made uncertain later shows after the next refresh');
+
+  // Opened with the credentials in its address (http://operator:TOKEN@host:port/, as a
+  // bookmark or a runbook link has it), the browser answers the challenge with them; the
+  // page's own requests must not carry them in their URL, which fetch refuses ("Request
+  // cannot be constructed from a URL that includes credentials").
+  const inUrl = await browser.newContext();
+  const linked = await inUrl.newPage();
+  const linkedProblems = [];
+  linked.on('pageerror', e => linkedProblems.push(`page error: ${e.message}`));
+  linked.on('console', m => {
+    if (m.type() === 'error' && !/favicon/.test(m.location().url || '')) linkedProblems.push(`console: ${m.text()}`);
+  });
+  const withUserinfo = `http://operator:${token}@127.0.0.1:${adminPort}/`;
+  const linkedLoad = await linked.goto(withUserinfo, { waitUntil: 'load' });
+  expect(linkedLoad.status() === 200, `the page opened as ${withUserinfo} loads (status ${linkedLoad.status()})`);
+  await linked.locator('#status').filter({ hasNotText: 'Loading…' }).waitFor({ timeout: 15000 });
+  const linkedStatus = await linked.locator('#status').textContent();
+  expect(linkedStatus === 'Live', `opened with credentials in its address, the page refreshes (status: ${linkedStatus})`);
+  await linked.locator('#store.ready').waitFor({ timeout: 15000 });
+  expect(await linked.locator('#uncertain tbody tr.record').count() === await rows.count(),
+         'opened with credentials in its address, the page lists the uncertain records');
+  expect(linkedProblems.length === 0, `the page opened with credentials ran without errors:\n  ${linkedProblems.join('\n  ')}`);
+  await inUrl.close();
 
   // Without a token (the default), the page is this machine's: opened as localhost, with no
   // credentials, its DELETE carries Origin http://localhost:PORT, which the listener takes
@@ -311,7 +345,7 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
   await openRow.waitFor({ state: 'detached', timeout: 15000 });
   expect((await fetch(openUrl)).status === 404, `GET ${openUrl} answers 404 once resolved`);
   expect(problems.length === 0, `the page ran without errors:\n  ${problems.join('\n  ')}`);
-  console.log(`PASS: ${storedKey} shown as text, resolved from the page, gone from the store; paging, cancel and a changed record too`);
+  console.log(`PASS: ${storedKey} shown as text, resolved from the page, gone from the store; paging, cancel, a changed record and credentials in the address too`);
 } catch (e) {
   failed = true;
   console.error(`FAIL: ${e.message}\n(logs in ${work})`);

@@ -239,56 +239,97 @@ TEST_F(GatewayRuntime, ListensOnEveryInterface) {
   }
 }
 
-// A gateway that accepts two client connections at most, and lets idle ones stay.
+// A gateway that accepts two client connections at most (and two admin connections), and
+// lets idle ones stay.
 class GatewayRuntimeTwoConnections : public GatewayRuntime {
  protected:
+  void limit(Config& c) const override {
+    c.limits.connections = c.limits.connections_per_client = 2;
+    c.admin.limits.connections = c.admin.limits.connections_per_client = 2;
+  }
   ServerLimits limits() const override {
     ServerLimits l;
-    l.max_connections = 2;
     l.header_timeout = std::chrono::seconds(30);
+    l.body_timeout = std::chrono::seconds(30);
     return l;
   }
 };
 
-// Two connections held open, then a third asked to serve `request`: it waits in the
-// kernel's backlog until one of the two closes.
-void expect_third_connection_waits(unsigned short port, const std::string& request) {
-  namespace asio = boost::asio;
-  using asio::ip::tcp;
-  asio::io_context io;
-  const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port);
-  tcp::socket a(io), b(io), c(io);
-  a.connect(ep);
-  b.connect(ep);
-  c.connect(ep);  // completes in the kernel's backlog
-  asio::write(c, asio::buffer(request));
+// A connection that has sent `busy` (a request whose body has not all come) and waits.
+struct Held {
+  Held(boost::asio::io_context& io, unsigned short port, const std::string& busy) : socket(io) {
+    socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+    if (!busy.empty()) boost::asio::write(socket, boost::asio::buffer(busy));
+  }
+  boost::asio::ip::tcp::socket socket;
+};
+
+// Whether `c` is answered within `ms` milliseconds (poll for input: an answer or a close).
+bool answered_within(boost::asio::ip::tcp::socket& c, int ms) {
   pollfd pfd{c.native_handle(), POLLIN, 0};
-  EXPECT_EQ(::poll(&pfd, 1, 300), 0) << "a third connection was served while two were open";
-  a.close();
-  ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "the waiting connection was not served after one closed";
+  return ::poll(&pfd, 1, ms) == 1;
+}
+
+// Two connections busy with a request each, then a third asked to serve `request`: it
+// waits in the kernel's backlog until one of the two closes.
+void expect_third_connection_waits(unsigned short port, const std::string& busy, const std::string& request) {
+  namespace asio = boost::asio;
+  asio::io_context io;
+  Held a(io, port, busy), b(io, port, busy);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // both heads read: busy, not waiting
+  Held c(io, port, request);                                    // completes in the kernel's backlog
+  EXPECT_FALSE(answered_within(c.socket, 300)) << "a third connection was served while two were busy";
+  a.socket.close();
+  ASSERT_TRUE(answered_within(c.socket, 5000)) << "the waiting connection was not served after one closed";
   std::string answer(64, '\0');
   boost::system::error_code ec;
-  answer.resize(c.read_some(asio::buffer(answer), ec));
+  answer.resize(c.socket.read_some(asio::buffer(answer), ec));
   EXPECT_TRUE(answer.starts_with("HTTP/1.1 200")) << answer;
 }
 
-TEST_F(GatewayRuntimeTwoConnections, AtTheLimitANewConnectionWaitsUntilOneCloses) {
-  expect_third_connection_waits(port_, "GET /limited HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+// Two idle connections (accepted, no request yet), then a third: the one that has waited
+// longest for a request is closed to make room, and the third is served at once.
+void expect_the_longest_waiting_makes_room(unsigned short port, const std::string& request) {
+  namespace asio = boost::asio;
+  asio::io_context io;
+  Held a(io, port, "");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Held b(io, port, "");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Held c(io, port, request);
+  ASSERT_TRUE(answered_within(c.socket, 5000)) << "the third connection was not served";
+  std::string answer(64, '\0');
+  boost::system::error_code ec;
+  answer.resize(c.socket.read_some(asio::buffer(answer), ec));
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 200")) << answer;
+  ASSERT_TRUE(answered_within(a.socket, 1000)) << "the oldest idle connection was not closed";
+  char byte;
+  EXPECT_EQ(a.socket.read_some(asio::buffer(&byte, 1), ec), 0u);
+  EXPECT_EQ(ec, asio::error::eof) << "closed, without an answer";
+  EXPECT_FALSE(answered_within(b.socket, 100)) << "the younger idle connection stays";
 }
 
-// The admin listener has a cap of its own, apart from the client listener's.
-class GatewayRuntimeTwoAdminConnections : public GatewayRuntime {
- protected:
-  ServerLimits limits() const override {
-    ServerLimits l;
-    l.max_admin_connections = 2;
-    l.header_timeout = std::chrono::seconds(30);
-    return l;
-  }
-};
+constexpr const char* kBusy =
+    "POST /reject HTTP/1.1\r\nHost: x\r\nIdempotency-Key: busy\r\nContent-Length: 10\r\n\r\n12345";
 
-TEST_F(GatewayRuntimeTwoAdminConnections, AtTheAdminLimitANewConnectionWaitsUntilOneCloses) {
+TEST_F(GatewayRuntimeTwoConnections, AtTheLimitANewConnectionWaitsWhileTheOthersAreBusy) {
+  expect_third_connection_waits(port_, kBusy,
+                                "GET /limited HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+}
+
+TEST_F(GatewayRuntimeTwoConnections, AtTheLimitTheConnectionWaitingLongestMakesRoom) {
+  expect_the_longest_waiting_makes_room(port_,
+                                        "GET /limited HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+}
+
+// The admin listener has caps of its own, apart from the client listener's; idle sockets
+// cannot keep a probe out.
+TEST_F(GatewayRuntimeTwoConnections, AtTheAdminLimitTheConnectionWaitingLongestMakesRoomForAProbe) {
+  expect_the_longest_waiting_makes_room(
+      admin_port_, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   expect_third_connection_waits(admin_port_,
+                                "POST /v1/begin HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                "application/json\r\nContent-Length: 10\r\n\r\n{",
                                 "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   // The client listener is not held by the admin connections.
   EXPECT_EQ(post("/reject", "admin-cap").result_int(), 201u);
@@ -299,9 +340,11 @@ TEST_F(GatewayRuntimeTwoAdminConnections, AtTheAdminLimitANewConnectionWaitsUnti
 // are given back when a request ends.
 class GatewayRuntimeSmallBodyBudget : public GatewayRuntime {
  protected:
+  void limit(Config& c) const override {
+    c.limits.buffered_bodies = c.limits.buffered_bodies_per_client = 1000;
+  }
   ServerLimits limits() const override {
     ServerLimits l;
-    l.buffered_bodies = 1000;
     l.header_timeout = std::chrono::seconds(30);
     l.body_timeout = std::chrono::seconds(30);
     return l;

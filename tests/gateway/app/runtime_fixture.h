@@ -12,12 +12,12 @@
 #include <boost/json.hpp>
 
 #include "gateway/app/runtime.h"
-#include "testutil/e2e_harness.h"
 #include "gateway/http/server.h"
 #include "gateway/model/config/config.h"
 #include "gateway/pipeline/gateway.h"
 #include "idem/open.h"
 #include "idem/store_wrapper.h"
+#include "testutil/e2e_harness.h"
 
 namespace idem::gateway::testing {
 
@@ -127,6 +127,7 @@ routes:
                                "test.yaml");
     config_.listen = {"127.0.0.1", 0};
     config_.admin.listen = {"127.0.0.1", 0};
+    limit(config_);
     // The gateway as `idem serve` puts it together (app/runtime.h), on port 0, two threads.
     RuntimeOptions options;
     options.threads = 2;
@@ -147,6 +148,8 @@ routes:
     upstream_.reset();
     e2e::remove_dir(dir_);
   }
+  // The listeners' caps of a fixture that tests them (`limits`, `admin.limits`).
+  virtual void limit(Config&) const {}
   virtual ServerLimits limits() const {
     ServerLimits l;
     l.header_timeout = std::chrono::seconds(1);

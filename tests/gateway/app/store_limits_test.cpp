@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "gateway/model/stored_result.h"
 #include "gateway/app/runtime_fixture.h"
+#include "gateway/model/stored_result.h"
 #include "idem/store_wrapper.h"
 #include "testutil/backends.h"
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,7 +54,20 @@ TEST(OriginForm, TheAdminListenerNamesKeysWithEncodedSlashes) {
   EXPECT_EQ(origin_form("/v1/records/_/a%2Fb", true), "/v1/records/_/a%2Fb");
   EXPECT_EQ(origin_form("/v1/records/_/a%5Cb", true), "/v1/records/_/a%5Cb");
   EXPECT_EQ(origin_form("/v1/records/_/a%2Fb", false), nullopt);
-  EXPECT_EQ(origin_form("/v1/records/_/%2e%2e", true), nullopt) << "dot segments stay refused";
+  EXPECT_EQ(origin_form("/v1/records/_/..", true), nullopt) << "literal dot segments stay refused";
+  EXPECT_EQ(origin_form("/v1/records/./x", true), nullopt);
+  EXPECT_EQ(origin_form("/v1/records/..;x/k", true), nullopt);
+}
+
+// A record whose client-chosen scope or key is ".", "..", ".;x" or "..;x" is named on the
+// admin listener with its dots or ';' percent-encoded (issue 29: such records could be
+// neither read nor resolved).
+TEST(OriginForm, TheAdminListenerNamesDotScopesAndKeysPercentEncoded) {
+  for (const char* target : {"/v1/records/%2E%2E/k", "/v1/records/_/%2e", "/v1/records/..%3Bx/k",
+                             "/v1/records/.%3B/k", "/v1/records/_/..%3B", "/v1/records/%2E%2E%3Bx/%2E"})
+    EXPECT_EQ(origin_form(target, true), std::optional<std::string>(target)) << target;
+  for (const char* target : {"/v1/records/%2E%2E/k", "/x/..%3Bx/k", "/x/%2E"})
+    EXPECT_EQ(origin_form(target, false), nullopt) << target << " stays refused on the client listener";
 }
 
 http::request_header<> head(std::string_view method, std::string_view target, unsigned version = 11,
@@ -62,6 +76,9 @@ http::request_header<> head(std::string_view method, std::string_view target, un
   h.method_string(method);
   h.target(target);
   h.version(version);
+  // HTTP/1.1 needs a Host on the client listener: a head without one says so.
+  if (std::none_of(fields.begin(), fields.end(), [](const auto& f) { return f.first == http::field::host; }))
+    h.insert(http::field::host, "x");
   for (auto& [name, value] : fields) h.insert(name, value);
   return h;
 }
@@ -90,6 +107,21 @@ TEST(RefuseHead, FramingOtherServersCouldReadDifferentlyIsRefused) {
             Problem::request_invalid);
   EXPECT_EQ(problem_of(head("POST", "/orders", 20)), Problem::version_not_supported);
   EXPECT_EQ(problem_of(head("POST", "/orders", 9)), Problem::version_not_supported);
+}
+
+// RFC 9112 §3.2; an HTTP/1.0 request may come without one (it is given the upstream's).
+TEST(RefuseHead, AnHttp11RequestWithoutHostIsRefusedOnTheClientListener) {
+  http::request_header<> h;
+  h.method(http::verb::post);
+  h.target("/orders");
+  h.version(11);
+  auto r = refuse_head(h, false);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->problem, Problem::request_invalid);
+  EXPECT_EQ(r->detail, "an HTTP/1.1 request needs a Host field");
+  EXPECT_FALSE(refuse_head(h, true)) << "the admin listener forwards nothing";
+  h.version(10);
+  EXPECT_FALSE(refuse_head(h, false));
 }
 
 TEST(RefuseHead, MethodsInAnotherCaseAndUnservableTargetsAreRefused) {

@@ -2,16 +2,20 @@
 // writes, for requests and responses of every shape the gateway forwards, and a whole
 // message leaves a socket exactly as Beast would have sent it, however the kernel splits
 // the write.
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/beast/http.hpp>
 
 #include "gateway/http/head_writer.h"
 
@@ -75,20 +79,19 @@ TEST(HeadWriter, ResponsesAreWrittenAsBeastWritesThem) {
   EXPECT_TRUE(hand_bytes(custom).starts_with("HTTP/1.0 200 Fine Thanks\r\n"));
 }
 
-// Writes `m` with write_message on one end of a loopback connection and returns what the
-// other end read until the writer closed.
-template <class Message>
-std::string sent(const Message& m) {
+// What `write` sends on one end of a loopback connection, read at the other end until the
+// writer closed.
+std::string sent_by(
+    const std::function<asio::awaitable<boost::beast::error_code>(boost::beast::tcp_stream&)>& write) {
   asio::io_context ioc;
   tcp::acceptor acceptor(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   tcp::socket reader(ioc);
   reader.connect(acceptor.local_endpoint());
   boost::beast::tcp_stream writer(acceptor.accept());
-  std::string scratch;
   auto done = asio::co_spawn(
       ioc,
       [&]() -> asio::awaitable<boost::beast::error_code> {
-        auto ec = co_await write_message(writer, m, scratch);
+        auto ec = co_await write(writer);
         writer.close();
         co_return ec;
       },
@@ -103,6 +106,13 @@ std::string sent(const Message& m) {
   return got;
 }
 
+// `m` written with write_message.
+template <class Message>
+std::string sent(const Message& m) {
+  std::string scratch;
+  return sent_by([&](boost::beast::tcp_stream& s) { return write_message(s, m, scratch); });
+}
+
 TEST(HeadWriter, AWholeMessageLeavesTheSocketAsBeastWouldSendIt) {
   HttpResponse big{http::status::ok, 11};
   big.set(http::field::content_type, "application/octet-stream");
@@ -115,6 +125,46 @@ TEST(HeadWriter, AWholeMessageLeavesTheSocketAsBeastWouldSendIt) {
   chunked.body() = "a body sent in chunks";
   chunked.chunked(true);  // framed by Beast's serializer
   EXPECT_EQ(sent(chunked), beast_bytes(chunked));
+}
+
+// A chunked body framed by hand part by part (write_chunk: how the relay sends a client's
+// chunked body on, and a streamed answer to its client) is what Beast's serializer writes
+// for a buffer_body fed the same parts: an empty part writes nothing, the last part ends
+// with the last chunk.
+TEST(HeadWriter, ChunksAreFramedAsBeastFramesThem) {
+  HttpRequest head = request("POST", "/upload", 11);
+  head.set(http::field::host, "shop.example");
+  head.chunked(true);
+  const std::vector<std::string> parts{"first part", "", std::string(70000, 'y'), "", "last"};
+  for (const bool empty_last : {false, true}) {
+    std::vector<std::string> these = parts;
+    if (empty_last) these.emplace_back();
+    const std::string by_hand =
+        sent_by([&](boost::beast::tcp_stream& s) -> asio::awaitable<boost::beast::error_code> {
+          std::string h;
+          append_head(h, head.base());
+          for (std::size_t i = 0; i < these.size(); ++i)
+            if (auto ec = co_await write_chunk(s, i == 0 ? std::string_view(h) : std::string_view(), these[i],
+                                               i + 1 == these.size()))
+              co_return ec;
+          co_return boost::beast::error_code{};
+        });
+    const std::string by_beast =
+        sent_by([&](boost::beast::tcp_stream& s) -> asio::awaitable<boost::beast::error_code> {
+          http::request<http::buffer_body> m;
+          m.base() = head.base();
+          http::request_serializer<http::buffer_body> sr{m};
+          for (std::size_t i = 0; i < these.size(); ++i) {
+            m.body().data = these[i].empty() ? nullptr : these[i].data();
+            m.body().size = these[i].size();
+            m.body().more = i + 1 < these.size();
+            auto [ec, n] = co_await http::async_write(s, sr, asio::as_tuple(asio::use_awaitable));
+            if (ec && ec != http::error::need_buffer) co_return ec;
+          }
+          co_return boost::beast::error_code{};
+        });
+    EXPECT_EQ(by_hand, by_beast) << (empty_last ? "an empty last part" : "a last part with bytes");
+  }
 }
 
 }  // namespace

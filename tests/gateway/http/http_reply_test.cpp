@@ -3,16 +3,20 @@
 #include <algorithm>
 #include <array>
 #include <random>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
+
 #include <boost/json.hpp>
 
 #include "gateway/admin/record_json.h"
 #include "gateway/http/head_writer.h"
 #include "gateway/http/http_reply.h"
 #include "gateway/http/upstream.h"
-#include "gateway/pipeline/metrics.h"
+#include "gateway/model/request_meta.h"
 #include "gateway/model/stored_result.h"
+#include "gateway/pipeline/metrics.h"
 #include "idem/version.h"
 
 namespace idem::gateway {
@@ -31,6 +35,49 @@ TEST(ProblemResponse, IsProblemJsonWithTheSpecFields) {
   EXPECT_FALSE(o.at("title").as_string().empty());
   EXPECT_EQ(o.at("detail").as_string(), "busy");
   EXPECT_EQ(r[http::field::content_length], std::to_string(r.body().size()));
+  EXPECT_TRUE(o.at("retryable").as_bool());
+  const std::string instance(o.at("instance").as_string());
+  ASSERT_TRUE(instance.starts_with("urn:uuid:")) << instance;
+  EXPECT_TRUE(is_uuid(std::string_view(instance).substr(9))) << instance;
+  EXPECT_FALSE(boost::json::parse(problem_response(Problem::key_reused, "", 11, true).body())
+                   .as_object()
+                   .at("retryable")
+                   .as_bool());
+}
+
+// The client listener's problems name the request (docs/http.md, "Every problem").
+TEST(ProblemResponse, TheInstanceNamesTheRequestId) {
+  HttpResponse r = problem_response(Problem::key_missing, "no key", 11, true, milliseconds(1000));
+  r.set("X-Request-Id", "3f2c1e4a-9b8d-4c7e-a6f5-0123456789ab");
+  name_problem_instance(r, "3f2c1e4a-9b8d-4c7e-a6f5-0123456789ab");
+  std::vector<std::string> names;
+  for (const auto& f : r) names.emplace_back(f.name_string());
+  EXPECT_EQ(names, (std::vector<std::string>{"Content-Type", "Cache-Control", "Content-Length", "Retry-After",
+                                             "X-Request-Id"}));
+  auto o = boost::json::parse(r.body()).as_object();
+  EXPECT_EQ(o.at("instance").as_string(), "urn:uuid:3f2c1e4a-9b8d-4c7e-a6f5-0123456789ab");
+  EXPECT_EQ(r[http::field::content_length], std::to_string(r.body().size()));
+  // A client's id that is no UUID: percent-encoded beyond RFC 3986's unreserved set.
+  name_problem_instance(r, "req 1/a");
+  EXPECT_EQ(boost::json::parse(r.body()).as_object().at("instance").as_string(),
+            "urn:idem:request:req%201%2Fa");
+  name_problem_instance(r, "abc-1.2_3~");
+  EXPECT_EQ(boost::json::parse(r.body()).as_object().at("instance").as_string(),
+            "urn:idem:request:abc-1.2_3~");
+}
+
+TEST(ProblemResponse, TheServicesOwnProblemsAndReplaysKeepTheirInstance) {
+  const std::string theirs = R"({"type":"https://shop.example/out-of-stock","instance":"/orders/7"})";
+  HttpResponse up{http::status::conflict, 11};
+  up.set(http::field::content_type, "application/problem+json");
+  up.body() = theirs;
+  name_problem_instance(up, "3f2c1e4a-9b8d-4c7e-a6f5-0123456789ab");
+  EXPECT_EQ(up.body(), theirs);
+  HttpResponse replay = problem_response(Problem::key_missing, "no key", 11, true);
+  replay.set(kReplayedHeader, "true");
+  const std::string before = replay.body();
+  name_problem_instance(replay, "3f2c1e4a-9b8d-4c7e-a6f5-0123456789ab");
+  EXPECT_EQ(replay.body(), before);
 }
 
 TEST(HopByHop, StrippedWithTheFieldsConnectionNames) {
@@ -44,7 +91,7 @@ TEST(HopByHop, StrippedWithTheFieldsConnectionNames) {
   req.body() = "{}";
   UpstreamUrl up;
   up.base_path = "/api";
-  HttpRequest fwd = make_forward_request(req, up, RequestMeta{"127.0.0.1", RequestId::generate()});
+  HttpRequest fwd = make_forward_request(req, up, request_meta(req.base(), "127.0.0.1"));
   EXPECT_EQ(fwd.count("X-Private"), 0u);
   EXPECT_EQ(fwd.count("Keep-Alive"), 0u);
   EXPECT_EQ(fwd.count(http::field::transfer_encoding), 0u);
@@ -183,33 +230,62 @@ TEST(Metrics, BucketsCoverTheConfiguredTimeouts) {
   EXPECT_NE(text.find("idem_store_seconds_bucket{op=\"begin\",le=\"7.5\"} 1\n"), std::string::npos) << text;
 }
 
-// The forwarding fields (docs/observability.md): X-Forwarded-For appended to, the protocol
-// replaced, the trace context untouched, the request id kept or generated, and none of
-// them removable through the client's Connection header.
+TrustedProxies trusting(const char* range) { return TrustedProxies({*parse_ip_range(range)}); }
+
+// The forwarding fields (docs/gateway.md, "Forwarding fields"): from a trusted proxy,
+// X-Forwarded-For and Forwarded appended to, X-Forwarded-Proto kept; the trace context
+// untouched, the request id kept or generated, and none of them removable through the
+// client's Connection header.
 TEST(ForwardRequest, CarriesTheForwardingFields) {
   HttpRequest req{http::verb::post, "/orders", 11};
+  req.set(http::field::host, "shop.example");
   req.insert("X-Forwarded-For", "1.2.3.4");
   req.insert("X-Forwarded-For", "5.6.7.8");
   req.set("X-Forwarded-Proto", "https");
+  req.set("Forwarded", "for=1.2.3.4;proto=https;host=shop.example");
+  req.set("X-Forwarded-Host", "shop.example");
   req.set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
   req.set("tracestate", "a=1");
   req.set("X-Request-Id", "client-1");
   req.set(http::field::connection, "X-Request-Id, X-Forwarded-Proto");
-  const RequestMeta meta = request_meta(req.base(), "10.0.0.9");
+  const TrustedProxies proxies = trusting("10.0.0.0/8");
+  const RequestMeta meta = request_meta(req.base(), "10.0.0.9", &proxies);
   EXPECT_EQ(meta.request_id.view(), "client-1");
+  EXPECT_TRUE(meta.trusted_peer);
+  EXPECT_EQ(meta.origin(), "5.6.7.8");
   UpstreamUrl up;
   HttpRequest fwd = make_forward_request(req, up, meta);
   EXPECT_EQ(fwd.count("X-Forwarded-For"), 1u);
   EXPECT_EQ(fwd["X-Forwarded-For"], "1.2.3.4, 5.6.7.8, 10.0.0.9");
+  // Named in Connection, the proxy's X-Forwarded-Proto went with the hop: this hop's.
   EXPECT_EQ(fwd.count("X-Forwarded-Proto"), 1u);
   EXPECT_EQ(fwd["X-Forwarded-Proto"], "http");
+  EXPECT_EQ(fwd["Forwarded"], "for=1.2.3.4;proto=https;host=shop.example, for=10.0.0.9;proto=http");
+  EXPECT_EQ(fwd["X-Forwarded-Host"], "shop.example");
   EXPECT_EQ(fwd["traceparent"], "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
   EXPECT_EQ(fwd["tracestate"], "a=1");
   EXPECT_EQ(fwd.count("X-Request-Id"), 1u);
   EXPECT_EQ(fwd["X-Request-Id"], "client-1");
+  req.set(http::field::connection, "close");
+  EXPECT_EQ(make_forward_request(req, up, meta)["X-Forwarded-Proto"], "https")
+      << "a TLS proxy's word is kept";
   // The client's own X-Forwarded-For, declared hop-by-hop, goes; the gateway's entry stays.
   req.set(http::field::connection, "X-Forwarded-For");
   EXPECT_EQ(make_forward_request(req, up, meta)["X-Forwarded-For"], "10.0.0.9");
+
+  // From any other peer nothing of it is believed: every forwarding field removed or
+  // overwritten.
+  for (const TrustedProxies* none : {static_cast<const TrustedProxies*>(nullptr), &proxies}) {
+    const RequestMeta direct = request_meta(req.base(), "203.0.113.5", none);
+    EXPECT_FALSE(direct.trusted_peer);
+    EXPECT_EQ(direct.origin(), "203.0.113.5");
+    HttpRequest f = make_forward_request(req, up, direct);
+    EXPECT_EQ(f["X-Forwarded-For"], "203.0.113.5");
+    EXPECT_EQ(f["X-Forwarded-Proto"], "http");
+    EXPECT_EQ(f["Forwarded"], "for=203.0.113.5;proto=http");
+    EXPECT_EQ(f.count("X-Forwarded-Host"), 0u);
+    EXPECT_EQ(f[http::field::host], "shop.example");
+  }
 
   HttpRequest bare{http::verb::get, "/x", 11};
   bare.insert("X-Request-Id", "one");
@@ -220,6 +296,7 @@ TEST(ForwardRequest, CarriesTheForwardingFields) {
   EXPECT_EQ(f2.count("X-Request-Id"), 1u);
   EXPECT_EQ(f2["X-Request-Id"], generated.request_id.view());
   EXPECT_EQ(f2["X-Forwarded-For"], "::1");
+  EXPECT_EQ(f2["Forwarded"], "for=\"[::1]\";proto=http");
 
   // More X-Forwarded-For fields than are held inline: all combined, in order.
   HttpRequest many{http::verb::get, "/x", 11};
@@ -228,9 +305,49 @@ TEST(ForwardRequest, CarriesTheForwardingFields) {
     many.insert("X-Forwarded-For", "10.0.0." + std::to_string(i));
     expected += "10.0.0." + std::to_string(i) + ", ";
   }
-  HttpRequest f3 = make_forward_request(many, up, request_meta(many.base(), "192.0.2.1"));
+  const TrustedProxies all = trusting("0.0.0.0/0");
+  HttpRequest f3 = make_forward_request(many, up, request_meta(many.base(), "192.0.2.1", &all));
   EXPECT_EQ(f3.count("X-Forwarded-For"), 1u);
   EXPECT_EQ(f3["X-Forwarded-For"], expected + "192.0.2.1");
+}
+
+// Every field a client could use to claim another origin, scheme, host or path prefix is
+// gone from a request that came straight from it (the fields of issue 29's review).
+TEST(ForwardRequest, NoForwardingFieldOfAnUntrustedClientReachesTheUpstream) {
+  HttpRequest req{http::verb::post, "/orders", 11};
+  req.set(http::field::host, "shop.example");
+  for (const char* name :
+       {"Forwarded", "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Forwarded-Port",
+        "X-Forwarded-Prefix", "X-Forwarded-Ssl", "X-Real-IP", "Front-End-Https", "x-forwarded-host",
+        "X-Forwarded-Scheme", "X-Forwarded-Protocol", "X-Client-IP", "True-Client-IP", "X-Url-Scheme"})
+    req.insert(name, "evil.example");
+  req.body() = "{}";
+  const RequestMeta meta = request_meta(req.base(), "198.51.100.4");
+  const std::string head = forward_request(req, UpstreamUrl{}, meta, {}).head;
+  EXPECT_EQ(head.find("evil"), std::string::npos) << head;
+  EXPECT_NE(head.find("\r\nX-Forwarded-For: 198.51.100.4\r\nX-Forwarded-Proto: http\r\n"
+                      "Forwarded: for=198.51.100.4;proto=http\r\n"),
+            std::string::npos)
+      << head;
+}
+
+// An HTTP/1.0 request may come without Host; forwarded as HTTP/1.1 it gets the upstream's.
+TEST(ForwardRequest, AnHttp10RequestWithoutHostGetsTheUpstreamsAuthority) {
+  HttpRequest req{http::verb::get, "/x", 10};
+  UpstreamUrl up;
+  up.host = "127.0.0.1";
+  up.port = 9000;
+  const RequestMeta meta = request_meta(req.base(), "127.0.0.1");
+  HttpRequest fwd = make_forward_request(req, up, meta);
+  EXPECT_EQ(fwd.version(), 11u);
+  EXPECT_EQ(fwd[http::field::host], "127.0.0.1:9000");
+  up.host = "::1";
+  EXPECT_EQ(make_forward_request(req, up, meta)[http::field::host], "[::1]:9000");
+  up.host = "backend";
+  up.port = 80;
+  EXPECT_EQ(make_forward_request(req, up, meta)[http::field::host], "backend");
+  req.set(http::field::host, "shop.example");
+  EXPECT_EQ(make_forward_request(req, up, meta)[http::field::host], "shop.example");
 }
 
 // forward_request writes the bytes of make_forward_request's request with the key and
@@ -261,6 +378,10 @@ TEST(ForwardRequest, WrittenStraightFromTheClientsRequestAsTheCopyWouldBe) {
                                           "X-Forwarded-For",
                                           "x-forwarded-for",
                                           "X-Forwarded-Proto",
+                                          "Forwarded",
+                                          "forwarded",
+                                          "X-Forwarded-Host",
+                                          "X-Real-IP",
                                           "X-Request-Id",
                                           "x-request-id",
                                           "Content-Length",
@@ -290,7 +411,9 @@ TEST(ForwardRequest, WrittenStraightFromTheClientsRequestAsTheCopyWouldBe) {
     if (rng() % 3) req.body() = std::string(rng() % 40, 'b');
     UpstreamUrl up;
     if (rng() % 3 == 0) up.base_path = "/api";
-    const RequestMeta meta = request_meta(req.base(), rng() % 2 ? "10.0.0.9" : "::1");
+    if (rng() % 4 == 0) req.erase(http::field::host);
+    static const TrustedProxies proxies = trusting("10.0.0.0/8");
+    const RequestMeta meta = request_meta(req.base(), rng() % 2 ? "10.0.0.9" : "::1", &proxies);
     const std::string key = "key-" + std::to_string(round), fence = std::to_string(rng());
     const std::array<std::pair<std::string_view, std::string_view>, 2> set{
         {{"Idempotency-Key", key}, {"Idempotency-Fence", fence}}};
@@ -318,7 +441,8 @@ TEST(ForwardRequest, WrittenStraightFromTheClientsRequestAsTheCopyWouldBe) {
   }
   many.insert(http::field::connection, listed + "X-Hop-11");
   many.insert("X-Kept", "yes");
-  const RequestMeta meta = request_meta(many.base(), "192.0.2.1");
+  const TrustedProxies all = trusting("0.0.0.0/0");
+  const RequestMeta meta = request_meta(many.base(), "192.0.2.1", &all);
   std::string expected;
   append_head(expected, make_forward_request(many, UpstreamUrl{}, meta).base());
   const std::string written = forward_request(many, UpstreamUrl{}, meta, {}).head;

@@ -44,8 +44,8 @@ TEST(ConfigError, ControlCharactersAreWrittenAsHex) {
   EXPECT_EQ(e.reason(), "b\\x00c\\x1b[31m\\x7f");
   EXPECT_EQ(error(std::string_view("\x01x: 1\n", 6)),
             "idem.yaml:1: \\x01x: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
-            "store, admin, defaults, "
-            "tokens, replay_cache, routes)");
+            "store, admin, limits, defaults, "
+            "tokens, replay_cache, routes, trusted_proxies)");
   const char nul_escape[] = "up/127.020.1 \0\0\0\0\0\0\0.020.1:9000\n";
   EXPECT_EQ(error(std::string_view(nul_escape, sizeof nul_escape - 1)),
             "idem.yaml:1: invalid YAML: unknown escape character: \\x00");
@@ -90,17 +90,22 @@ TEST(ConfigRules, StrayCommaIsAnErrorNotAHang) {
 TEST(ConfigRules, UnknownKeysAnywhere) {
   EXPECT_EQ(error("listen: 127.0.0.1:8080\nlistne: 1\n"),
             "idem.yaml:2: listne: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
-            "store, admin, defaults, "
-            "tokens, replay_cache, routes)");
+            "store, admin, limits, defaults, "
+            "tokens, replay_cache, routes, trusted_proxies)");
   EXPECT_ERROR("admin:\n  token: x\n",
-               "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env)");
+               "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env, limits)");
+  EXPECT_ERROR("limits:\n  connection: 1\n",
+               "idem.yaml:2: limits.connection: unknown key (expected one of: connections, "
+               "connections_per_client, buffered_bodies, buffered_bodies_per_client)");
   EXPECT_ERROR("defaults:\n  lease: 1s\n  leese: 2s\n", "idem.yaml:3: defaults.leese: unknown key");
-  EXPECT_ERROR("tokens:\n  tll: 1m\n",
-               "idem.yaml:2: tokens.tll: unknown key (expected one of: ttl, subject)");
+  EXPECT_ERROR(
+      "tokens:\n  tll: 1m\n",
+      "idem.yaml:2: tokens.tll: unknown key (expected one of: ttl, subject, path, max_live, per_client)");
   EXPECT_ERROR("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    requried: false\n",
                "idem.yaml:4: routes[0].requried: unknown key");
-  EXPECT_ERROR("routes:\n  - name: a\n    match: {method: POST, path: /a, host: x}\n",
-               "idem.yaml:3: routes[0].match.host: unknown key (expected one of: method, path)");
+  EXPECT_ERROR(
+      "routes:\n  - name: a\n    match: {method: POST, path: /a, host: x}\n",
+      "idem.yaml:3: routes[0].match.host: unknown key (expected one of: method, path, format_suffix)");
   // tokens keys are not route keys.
   EXPECT_ERROR("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    ttl: 1m\n",
                "idem.yaml:4: routes[0].ttl: unknown key");
@@ -244,6 +249,51 @@ TEST(ConfigRules, SizeBounds) {
                 at + "size \"1 MB\": unknown unit (use B, KiB/KB, MiB/MB or GiB/GB)");
     }
   }
+}
+
+// What clients may hold of each listener (docs/configuration.md, "Connections and bodies"):
+// the defaults, a per-client cap left out within the listener's, a client's share of the
+// body budget that holds the largest body the listener reads, and the mistakes.
+TEST(ConfigRules, ListenerLimits) {
+  const Config plain = load_config_text("", "idem.yaml");
+  EXPECT_EQ(plain.limits, kClientLimits);
+  EXPECT_EQ(plain.admin.limits, kAdminLimits);
+  EXPECT_EQ(plain.limits, (ListenerLimits{4096, 256, 256u << 20, 32u << 20}));
+  EXPECT_EQ(plain.admin.limits, (ListenerLimits{1024, 256, 64u << 20, 16u << 20}));
+
+  // Left out, a client's share holds the largest max_body (within buffered_bodies).
+  const auto route = [](const char* max_body) {
+    return std::string("routes:\n  - name: up\n    match: {method: POST, path: /up}\n    max_body: ") +
+           max_body + "\n";
+  };
+  EXPECT_EQ(load_config_text(route("64MiB"), "idem.yaml").limits.buffered_bodies_per_client, 64u << 20);
+  EXPECT_EQ(load_config_text(route("512MiB"), "idem.yaml").limits.buffered_bodies_per_client, 256u << 20);
+  const Config set = load_config_text(
+      "limits:\n  connections: 100\n  buffered_bodies: 8MiB\nadmin:\n  limits:\n    connections: 8\n",
+      "idem.yaml");
+  EXPECT_EQ(set.limits, (ListenerLimits{100, 100, 8u << 20, 8u << 20}));
+  EXPECT_EQ(set.admin.limits, (ListenerLimits{8, 8, 64u << 20, 16u << 20}));
+
+  for (const char* bad : {"0", "x", "-1", "1.5", "1048577", "99999999999999999999999"})
+    EXPECT_EQ(
+        error(std::string("limits:\n  connections: ") + bad + "\n"),
+        std::string("idem.yaml:2: limits.connections: expected a whole number from 1 to 1048576, got '") +
+            bad + "'");
+  EXPECT_EQ(error("limits:\n  connections: 10\n  connections_per_client: 11\n"),
+            "idem.yaml:3: limits.connections_per_client: must be at most connections (10)");
+  EXPECT_EQ(error("limits:\n  buffered_bodies: 8MiB\n  buffered_bodies_per_client: 9MiB\n"),
+            "idem.yaml:3: limits.buffered_bodies_per_client: must be at most buffered_bodies (8MiB)");
+  EXPECT_EQ(
+      error("limits:\n  buffered_bodies_per_client: 8MiB\n" + route("64MiB")),
+      "idem.yaml:2: limits.buffered_bodies_per_client: 8MiB cannot hold the largest body route 'up' takes "
+      "(max_body 64MiB), so no such body could be received: raise it, or lower max_body");
+  EXPECT_EQ(error("limits:\n  buffered_bodies: 512KiB\n"),
+            "idem.yaml:2: limits.buffered_bodies: 512KiB cannot hold the largest body route 'default' takes "
+            "(max_body 1MiB), so no such body could be received: raise it, or lower max_body");
+  EXPECT_EQ(
+      error("admin:\n  limits:\n    buffered_bodies_per_client: 1023KiB\n"),
+      "idem.yaml:3: admin.limits.buffered_bodies_per_client: 1023KiB cannot hold the largest admin request "
+      "body (1MiB), so no such body could be received: raise it");
 }
 
 TEST(ConfigRules, Addresses) {
@@ -403,6 +453,34 @@ TEST(ConfigRules, RouteFields) {
             "idem.yaml:4: routes[0].mode: expected replay, lock, got 'exclusive'");
   EXPECT_EQ(error(head + "    match: {method: POST, path: /a}\n    required: 1\n"),
             "idem.yaml:4: routes[0].required: expected true or false, got '1'");
+  EXPECT_EQ(
+      error(head + "    match:\n      method: POST\n      path: /a/*\n      format_suffix: true\n"),
+      "idem.yaml:6: routes[0].match.format_suffix: format_suffix is for a pattern that ends in a segment: a "
+      "prefix pattern (\"/*\") matches every path below it already");
+  EXPECT_EQ(error(head + "    match: {method: POST, path: /a, format_suffix: yes}\n"),
+            "idem.yaml:3: routes[0].match.format_suffix: expected true or false, got 'yes'");
+  const Config c = load_config_text(
+      head + "    match: {method: POST, path: \"/a/{id}\", format_suffix: true}\n", "x.yaml");
+  EXPECT_TRUE(c.routes[0].path.format_suffix());
+  EXPECT_EQ(c.routes[0].path.match("/a/7.json"), (PathParams{{"id", "7"}}));
+}
+
+// A field the gateway never forwards (hop-by-hop: RFC 9110 §7.6.1) cannot identify a request
+// the service sees (docs/gateway.md, "One request, one reading").
+TEST(ConfigRules, NoRouteReadsAHopByHopField) {
+  const std::string head = "routes:\n  - name: a\n    match: {method: POST, path: /a}\n";
+  const std::string why =
+      " is a hop-by-hop field, which the gateway never forwards: the service would not see the value the "
+      "request "
+      "is identified by";
+  EXPECT_EQ(error(head + "    subject: header-hash:Proxy-Authorization\n"),
+            "idem.yaml:4: routes[0].subject: Proxy-Authorization" + why);
+  EXPECT_EQ(error(head + "    key: header:Connection\n"), "idem.yaml:4: routes[0].key: Connection" + why);
+  EXPECT_EQ(error(head + "    key: \"{header.keep-alive}:{json.id}\"\n"),
+            "idem.yaml:4: routes[0].key: keep-alive" + why);
+  EXPECT_EQ(error(head + "    fingerprint: [\"{header.TE}\"]\n"),
+            "idem.yaml:4: routes[0].fingerprint[0]: TE" + why);
+  EXPECT_EQ(error("defaults:\n  subject: header:Upgrade\n"), "idem.yaml:2: defaults.subject: Upgrade" + why);
 }
 
 TEST(ConfigRules, DuplicateRouteNames) {
@@ -415,6 +493,42 @@ TEST(ConfigRules, DuplicateRouteNames) {
     match: {method: POST, path: /c}
 )"),
             "idem.yaml:6: routes[2].name: route name 'a' is already used by routes[0]");
+}
+
+TEST(ConfigRules, TrustedProxies) {
+  EXPECT_EQ(error("trusted_proxies: [10.0.0.0/8, proxy.internal]\n"),
+            "idem.yaml:1: trusted_proxies[1]: 'proxy.internal' is not an IPv4 or IPv6 address");
+  EXPECT_EQ(
+      error("trusted_proxies:\n  - 10.0.0.1/8\n"),
+      "idem.yaml:2: trusted_proxies[0]: '10.0.0.1/8' has address bits set past its /8 prefix (the range "
+      "is 10.0.0.0/8)");
+  EXPECT_EQ(error("trusted_proxies:\n  - ::1/129\n"),
+            "idem.yaml:2: trusted_proxies[0]: '::1/129': the prefix length must be a number from 0 to 128");
+  EXPECT_EQ(error("trusted_proxies: 10.0.0.0/8\n"), "idem.yaml:1: trusted_proxies: expected a list");
+  EXPECT_EQ(error("trusted_proxies: []\n"), "no error");
+}
+
+TEST(ConfigRules, TokensEndpoint) {
+  EXPECT_EQ(error("tokens:\n  path: _idem/tokens\n"), "idem.yaml:2: tokens.path: must start with '/'");
+  EXPECT_EQ(error("tokens:\n  path: /_idem/tokens?x=1\n"),
+            "idem.yaml:2: tokens.path: may hold letters, digits and -._~!$&'()*+,;=:@/ only (no "
+            "percent-encoding or "
+            "query)");
+  EXPECT_EQ(error("tokens:\n  path: /a%2Fb\n"),
+            "idem.yaml:2: tokens.path: may hold letters, digits and -._~!$&'()*+,;=:@/ only (no "
+            "percent-encoding or "
+            "query)");
+  EXPECT_EQ(error("tokens:\n  path: /a//b\n"), "idem.yaml:2: tokens.path: has an empty segment ('//')");
+  EXPECT_EQ(error("tokens:\n  path: /a/../b\n"), "idem.yaml:2: tokens.path: has a dot segment");
+  EXPECT_EQ(error("tokens:\n  max_live: 0\n"),
+            "idem.yaml:2: tokens.max_live: expected a whole number from 1 to 100000000, got '0'");
+  EXPECT_EQ(error("tokens:\n  max_live: 1e6\n"),
+            "idem.yaml:2: tokens.max_live: expected a whole number from 1 to 100000000, got '1e6'");
+  EXPECT_EQ(error("tokens:\n  per_client: -1\n"),
+            "idem.yaml:2: tokens.per_client: expected a whole number from 0 to 100000000, got '-1'");
+  EXPECT_EQ(error("tokens:\n  per_client: 100000001\n"),
+            "idem.yaml:2: tokens.per_client: expected a whole number from 0 to 100000000, got '100000001'");
+  EXPECT_EQ(error("tokens: {path: /x/tokens, max_live: 1, per_client: 0}\n"), "no error");
 }
 
 TEST(ConfigRules, TokenRoutes) {

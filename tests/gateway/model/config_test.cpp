@@ -227,6 +227,35 @@ TEST(LoadConfig, Tokens) {
   EXPECT_EQ(c.tokens.ttl, 90s);
   EXPECT_EQ(c.tokens.subject, (Subject{Subject::Kind::header, "X-User-Id"}));
   EXPECT_EQ(load("tokens: {ttl: 1s}").tokens.ttl, 1s);
+  EXPECT_EQ(c.tokens.path, "/_idem/tokens");
+  EXPECT_EQ(c.tokens.max_live, 100'000u);
+  EXPECT_EQ(c.tokens.per_client, 60u);
+  Config bounded = load("tokens:\n  path: /api/form-tokens\n  max_live: 5000\n  per_client: 0\n");
+  EXPECT_EQ(bounded.tokens.path, "/api/form-tokens");
+  EXPECT_EQ(bounded.tokens.max_live, 5000u);
+  EXPECT_EQ(bounded.tokens.per_client, 0u);
+  EXPECT_EQ(bounded.tokens.limits().ttl, 10min);
+}
+
+// The tokens endpoint is served only where some route takes tokens.
+TEST(LoadConfig, IssuesTokensOnlyWithATokenRoute) {
+  EXPECT_FALSE(load("").issues_tokens());
+  EXPECT_FALSE(load("routes:\n  - name: o\n    match: {method: POST, path: /o}\n").issues_tokens());
+  EXPECT_TRUE(load("routes:\n  - name: o\n    match: {method: POST, path: /o}\n"
+                   "  - name: f\n    match: {method: POST, path: /f}\n    key: token\n")
+                  .issues_tokens());
+}
+
+TEST(LoadConfig, TrustedProxies) {
+  EXPECT_TRUE(load("").trusted_proxies.empty());
+  Config c = load("trusted_proxies: [10.0.0.0/8, 192.0.2.7, \"fd00::/8\", \"::1\"]\n");
+  ASSERT_EQ(c.trusted_proxies.ranges().size(), 4u);
+  EXPECT_TRUE(c.trusted_proxies.contains("10.1.2.3"));
+  EXPECT_TRUE(c.trusted_proxies.contains("192.0.2.7"));
+  EXPECT_FALSE(c.trusted_proxies.contains("192.0.2.8"));
+  EXPECT_TRUE(c.trusted_proxies.contains("fd00::9"));
+  EXPECT_TRUE(c.trusted_proxies.contains("::1"));
+  EXPECT_FALSE(c.trusted_proxies.contains("127.0.0.1"));
 }
 
 // The full example configuration of the product contract, verbatim.

@@ -101,8 +101,32 @@ TEST(ParseKeyHeader, MalformedSfString) {
   EXPECT_TRUE(Contains(parse(R"("a\'b")"), "may escape only"));
   EXPECT_TRUE(Contains(parse("\"abc\"def"), "after the closing quote"));
   EXPECT_TRUE(Contains(parse("\"abc\" \"def\""), "after the closing quote"));
-  EXPECT_TRUE(Contains(parse("\"abc\";x=1"), "after the closing quote"));
   EXPECT_TRUE(Contains(parse("\"a\"\""), "after the closing quote"));
+}
+
+// Exactly one Item (RFC 8941 §3.3; the IETF draft's Idempotency-Key is an Item): a list of
+// keys or a key with parameters would be read as another key by a Structured Fields parser.
+TEST(ParseKeyHeader, OneItemNeitherAListNorParameters) {
+  const std::string list = "error: a list of keys (a ',' outside a quoted key): send one key";
+  const std::string params = "error: the key has parameters (a ';'): send the key alone";
+  EXPECT_EQ(parse("a,b"), list);
+  EXPECT_EQ(parse("a, b"), list);
+  EXPECT_EQ(parse("a,"), list);
+  EXPECT_EQ(parse(",a"), list);
+  EXPECT_EQ(parse("\"a\",\"b\""), list);
+  EXPECT_EQ(parse("\"a\" , b"), list);
+  EXPECT_EQ(parse("abc;x=1"), params);
+  EXPECT_EQ(parse("abc;x"), params);
+  EXPECT_EQ(parse("\"abc\";x=1"), params);
+  EXPECT_EQ(parse("\"abc\" ;x=1"), params);
+  EXPECT_EQ(parse("a;b,c"), params);  // the first of the two decides the message
+  // Inside an sf-string, ',' and ';' are characters of the key.
+  EXPECT_EQ(parse("\"a,b\""), "a,b");
+  EXPECT_EQ(parse("\"a;b=1\""), "a;b=1");
+  // Firefox's keys, UUIDs and base64 keys (which no sf-token could hold) stay keys.
+  EXPECT_EQ(parse("\"12345678901234567890\""), "12345678901234567890");
+  EXPECT_EQ(parse("8e3f0a52-7c4b-4d8e-9f0a-1b2c3d4e5f60"), "8e3f0a52-7c4b-4d8e-9f0a-1b2c3d4e5f60");
+  EXPECT_EQ(parse("dGVzdA=="), "dGVzdA==");
 }
 
 TEST(ParseKeyHeader, PlainAndQuotedAgree) {

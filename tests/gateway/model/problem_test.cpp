@@ -9,7 +9,7 @@
 namespace idem::gateway {
 namespace {
 
-constexpr Problem kLast = Problem::method_not_allowed;
+constexpr Problem kLast = Problem::too_many_tokens;
 
 TEST(ProblemTable, EveryProblemHasItsOwnNameItsMetricLabelATitleAndAnErrorStatus) {
   // The rows up to the table's fall-through: a problem added after kLast is checked too,
@@ -40,6 +40,27 @@ TEST(ProblemTable, TheHttpLevelRefusalsAreRows) {
   EXPECT_EQ(problem_name(Problem::method_not_allowed), "method-not-allowed");
   EXPECT_EQ(problem_status(Problem::header_too_large), 431);
   EXPECT_EQ(problem_name(Problem::header_too_large), "header-too-large");
+  EXPECT_EQ(problem_status(Problem::too_many_tokens), 429);
+  EXPECT_EQ(problem_name(Problem::too_many_tokens), "too-many-tokens");
+}
+
+// The retry hint, row by row (docs/http.md, "Every problem"): true only where the same
+// request with the same key can get another answer later.
+TEST(ProblemTable, RetryableSaysWhetherTheSameRequestCanSucceedLater) {
+  const std::set<Problem> retryable = {
+      Problem::in_progress,          Problem::locked,
+      Problem::upstream_unavailable, Problem::upstream_timeout,
+      Problem::store_unavailable,    Problem::store_timeout,
+      Problem::overloaded,           Problem::shutting_down,
+      Problem::too_many_tokens,
+  };
+  for (int i = 0; i <= static_cast<int>(kLast); ++i) {
+    const auto p = static_cast<Problem>(i);
+    EXPECT_EQ(problem_retryable(p), retryable.contains(p)) << problem_name(p);
+  }
+  EXPECT_FALSE(problem_retryable(Problem::key_reused));
+  EXPECT_FALSE(problem_retryable(Problem::key_invalid));
+  EXPECT_FALSE(problem_retryable(Problem::outcome_uncertain));
 }
 
 }  // namespace

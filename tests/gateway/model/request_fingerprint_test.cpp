@@ -95,6 +95,26 @@ TEST(JsonFingerprint, KeyOrderWhitespaceAndNumberSpellingDoNotMatter) {
   EXPECT_NE(fp(json, a), fp(json, method));
 }
 
+// The Agentic Commerce Protocol's body equivalence (docs/conformance.md, "Agentic Commerce
+// Protocol"): a member set to null is not a member left out, at any depth, and arrays keep
+// their order (a JSON array is a sequence; only object members are reordered).
+TEST(JsonFingerprint, NullIsNotAbsentAndArraysKeepTheirOrder) {
+  const FingerprintRule json = rule(FingerprintRule::Kind::json);
+  auto f = [&](std::string body) {
+    TestRequest r = post("/orders", std::move(body));
+    return fp(json, r);
+  };
+  EXPECT_NE(f(R"({"a":null})"), f(R"({})"));
+  EXPECT_NE(f(R"({"a":1,"b":null})"), f(R"({"a":1})"));
+  EXPECT_NE(f(R"({"x":{"a":null}})"), f(R"({"x":{}})"));
+  EXPECT_NE(f(R"([null])"), f(R"([])"));
+  EXPECT_NE(f(R"({"a":null})"), f(R"({"a":"null"})"));
+  EXPECT_NE(f(R"({"items":[1,2]})"), f(R"({"items":[2,1]})"));
+  EXPECT_NE(f(R"({"items":[{"sku":"A"},{"sku":"B"}]})"), f(R"({"items":[{"sku":"B"},{"sku":"A"}]})"));
+  EXPECT_NE(f(R"({"items":[1,2]})"), f(R"({"items":[1,2,2]})"));
+  EXPECT_EQ(f(R"({"b":[1,null],"a":null})"), f(R"({"a":null,"b":[1,null]})"));
+}
+
 // Numbers keep their exact value: a changed 19-digit id or a changed amount beyond a
 // double's precision is a different request.
 TEST(JsonFingerprint, NumbersKeepTheirExactValue) {

@@ -99,6 +99,21 @@ TEST(HashSubject, Sha256Hex) {
   EXPECT_NE(hash_subject("Bearer alice"), hash_subject("Bearer bob"));
 }
 
+// The request log's key_hash: HMAC-SHA256 (RFC 2104) of scope "\n" key, its first 12 hex
+// digits, as Python's hmac and `openssl dgst -hmac` compute it (docs/observability.md).
+TEST(KeyHasher, HmacSha256OfScopeAndKey) {
+  EXPECT_EQ(KeyHasher("Jefe")("", "orders:k-1"), "e76ff5d19b0c");
+  EXPECT_EQ(KeyHasher(std::string(64, 'x'))("", "a"), "654ae1c21000") << "a key of one block";
+  EXPECT_EQ(KeyHasher(std::string(131, '\xaa'))("user-7", "pay:T1001"), "1374557c69db")
+      << "a key longer than a block is hashed first";
+  EXPECT_NE(KeyHasher("Jefe")("", "orders:k-1"), hash_subject("\norders:k-1").substr(0, 12));
+  // Without a secret, one of its own: two hashers disagree, each agrees with itself.
+  const KeyHasher a(""), b("");
+  EXPECT_EQ(a("s", "k"), a("s", "k"));
+  EXPECT_NE(a("s", "k"), b("s", "k"));
+  EXPECT_NE(a("s", "k"), hash_subject("s\nk").substr(0, 12));
+}
+
 TEST(Identity, HeaderKeyAndSubject) {
   TestRequest r = post("/orders");
   r.header("X-Tenant", "acme").header("Idempotency-Key", "k-1");
@@ -303,7 +318,8 @@ TEST(Problems, NamesStatusesAndMetricLabels) {
                  {Problem::unauthorized, "unauthorized", 401},
                  {Problem::forbidden, "forbidden", 403},
                  {Problem::unsupported_media_type, "unsupported-media-type", 415},
-                 {Problem::request_invalid, "request-invalid", 400}}) {
+                 {Problem::request_invalid, "request-invalid", 400},
+                 {Problem::request_ambiguous, "request-ambiguous", 400}}) {
     EXPECT_EQ(problem_name(c.p), c.name);
     EXPECT_EQ(problem_status(c.p), c.status) << c.name;
     std::string metric(c.name);

@@ -8,15 +8,18 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
 #include <boost/json.hpp>
+#include <regex>
 
 namespace idem::gateway {
 namespace {
 
 using Views = std::vector<std::string_view>;
 
-bool is_hex32(std::string_view s) {
-  return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+bool is_uuid4(std::string_view s) {
+  static const std::regex uuid4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
+  return std::regex_match(s.begin(), s.end(), uuid4);
 }
 
 TEST(RequestId, SaneIsOneToLimitVisibleAscii) {
@@ -41,7 +44,7 @@ TEST(RequestId, TheClientsOneSaneIdIsKeptOtherwiseOneIsGenerated) {
   for (const Views& v : {Views{}, Views{"a", "b"}, Views{"has space"}, Views{too_long}, Views{""}}) {
     RequestId r = choose_request_id(v);
     EXPECT_TRUE(r.generated());
-    EXPECT_TRUE(is_hex32(r.view())) << r.view();
+    EXPECT_TRUE(is_uuid4(r.view())) << r.view();
   }
 }
 

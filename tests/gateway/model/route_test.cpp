@@ -109,6 +109,37 @@ TEST(PathPattern, Errors) {
   EXPECT_EQ(parse_error("/a/{b}/*"), "no error");
 }
 
+// `match.format_suffix`: Rails' implicit `(.:format)` and Spring MVC's suffix pattern
+// match (up to 5.2) route `/skus/A-1/deduct.json` and `/orders/A-1.json` to the handlers
+// of `/skus/{sku}/deduct` and `/orders/{id}`.
+TEST(PathPattern, FormatSuffix) {
+  const PathPattern deduct = *PathPattern::parse("/skus/{sku}/deduct", true);
+  EXPECT_TRUE(deduct.format_suffix());
+  for (std::string_view path :
+       {"/skus/A-1/deduct", "/skus/A-1/deduct.json", "/skus/A-1/DEDUCT.Json", "/skus/A-1/deduct.xml/",
+        "/skus/A-1/deduct.json;v=1", "/skus/A-1/deduct%2Ejson", "/skus/A-1/deduct.",
+        "/skus/A-1/deduct.tar.gz"})  // Spring: anything after '.'
+    EXPECT_EQ(deduct.match(path), (PathParams{{"sku", "A-1"}})) << path;
+  for (std::string_view path : {"/skus/A-1/deductjson", "/skus/A-1/deduc.json", "/skus/A-1/deduct-json"})
+    EXPECT_FALSE(deduct.match(path).has_value()) << path;
+  // Only the last segment takes a suffix; a parameter before it keeps its dots.
+  EXPECT_EQ(deduct.match("/skus/A.1/deduct.json"), (PathParams{{"sku", "A.1"}}));
+
+  // A parameter last: its value without the suffix, up to the last '.' (Spring's reading;
+  // Rails routes only a value without dots).
+  const PathPattern order = *PathPattern::parse("/orders/{id}", true);
+  EXPECT_EQ(order.match("/orders/A-1.json"), (PathParams{{"id", "A-1"}}));
+  EXPECT_EQ(order.match("/orders/A-1"), (PathParams{{"id", "A-1"}}));
+  EXPECT_EQ(order.match("/orders/A.1.json"), (PathParams{{"id", "A.1"}}));
+  EXPECT_EQ(order.match("/orders/A-1%2Ejson"), (PathParams{{"id", "A-1"}}));
+  // Without the option, a suffix is part of the path (and of the parameter).
+  EXPECT_FALSE(matches("/skus/{sku}/deduct", "/skus/A-1/deduct.json"));
+  EXPECT_EQ(pattern("/orders/{id}").match("/orders/A-1.json"), (PathParams{{"id", "A-1.json"}}));
+  // A prefix pattern matches every path below it already.
+  EXPECT_NE(PathPattern::parse("/forms/*", true).status().message().find("prefix pattern"),
+            std::string::npos);
+}
+
 TEST(PathPattern, DefaultConstructedMatchesNothing) {
   PathPattern p;
   EXPECT_FALSE(p.match("/").has_value());

@@ -6,6 +6,12 @@
 // credentials it was asked for when it loaded the page.
 'use strict';
 
+// An address on this page's origin. Not a relative URL: one resolved against a page opened
+// as http://operator:TOKEN@host:9901/ carries the credentials, and fetch refuses those
+// ("Request cannot be constructed from a URL that includes credentials"). The origin has
+// none; the browser still authenticates with what it used to load the page.
+const api = path => new URL(path, window.location.origin).href;
+
 const REFRESH_MS = 3000;
 // Uncertain records per page: 50, or ?limit=N (1 to 1000) in the page's address.
 const PAGE_SIZE = (() => {
@@ -61,7 +67,7 @@ function cell(text, className) {
 }
 
 async function refreshMetrics() {
-  const res = await fetch('/metrics', { cache: 'no-store' });
+  const res = await fetch(api('/metrics'), { cache: 'no-store' });
   if (!res.ok) throw new Error(`/metrics: ${await failure(res)}`);
   const rows = [];
   let inflight = null;
@@ -88,9 +94,15 @@ async function refreshReadiness() {
   let ready = false;
   let text;
   try {
-    const res = await fetch('/readyz', { cache: 'no-store' });
-    ready = res.ok;
-    text = ready ? 'ready' : `unavailable (${await failure(res)})`;
+    const res = await fetch(api('/readyz'), { cache: 'no-store' });
+    if (res.ok) {
+      // Ready without the store when every route passes (docs/admin.md, "Readiness").
+      const body = await res.json().catch(() => ({}));
+      ready = body.store !== 'unavailable';
+      text = ready ? 'ready' : `unavailable (${body.detail || 'the gateway stays ready'})`;
+    } else {
+      text = `unavailable (${await failure(res)})`;
+    }
   } catch (e) {
     text = `unknown (${e.message})`;
   }
@@ -117,7 +129,7 @@ async function resolveRecord(rec, button) {
     return;
   button.disabled = true;
   try {
-    const url = `/v1/records/${segment(rec.scope, true)}/${segment(rec.key, false)}`;
+    const url = api(`/v1/records/${segment(rec.scope, true)}/${segment(rec.key, false)}`);
     // The list may be seconds old: if the key was resolved meanwhile and a new request
     // holds it (or has completed), removing that record would let the key run twice.
     // DELETE takes no condition, so the record is read again first.
@@ -150,7 +162,7 @@ async function refreshUncertain() {
   const seq = ++uncertainSeq;
   const query = new URLSearchParams({ uncertain: 'true', limit: String(PAGE_SIZE) });
   if (view.cursor) query.set('cursor', view.cursor);
-  const res = await fetch(`/v1/records?${query}`, { cache: 'no-store' });
+  const res = await fetch(api(`/v1/records?${query}`), { cache: 'no-store' });
   if (res.status === 400 && view.cursor) {  // the store no longer knows the cursor: start over
     Object.assign(view, { cursor: '', number: 1 });
     return refreshUncertain();

@@ -1,5 +1,6 @@
 #include "gateway/model/config/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -56,6 +57,11 @@ ConfigError::ConfigError(std::string source, int line, std::string key, std::str
       line_(line),
       key_(printable(key)),
       reason_(printable(reason)) {}
+
+bool Config::issues_tokens() const {
+  return std::any_of(routes.begin(), routes.end(),
+                     [](const Route& r) { return r.key.kind == KeyRule::Kind::token; });
+}
 
 Config default_config() {
   Config c;

@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "gateway/model/config/address.h"
+#include "gateway/model/forwarding.h"
 #include "gateway/model/policy.h"
 #include "gateway/model/route.h"
+#include "gateway/model/token_limits.h"
 #include "idem/clock.h"
 
 namespace idem::gateway {
@@ -58,15 +60,47 @@ struct ConfigEnvironment {
   std::optional<std::string> get(const std::string& name) const;
 };
 
+// What clients may hold of a listener (docs/configuration.md, "Connections and bodies"):
+// its open connections and the request-body bytes held in memory for them, in all and from
+// one client (an IPv4 address, or an IPv6 /64). At a connection cap the connection that has
+// waited longest for a request is closed to make room.
+struct ListenerLimits {
+  std::size_t connections = 0;
+  std::size_t connections_per_client = 0;        // at most `connections`
+  std::uint64_t buffered_bodies = 0;             // bytes
+  std::uint64_t buffered_bodies_per_client = 0;  // at most `buffered_bodies`
+
+  friend bool operator==(const ListenerLimits&, const ListenerLimits&) = default;
+};
+
+// `limits`, for the client listener. buffered_bodies_per_client is at least every route's
+// max_body: by default 32MiB or the largest max_body, whichever is more (but at most
+// buffered_bodies).
+inline constexpr ListenerLimits kClientLimits{4096, 256, 256ull << 20, 32ull << 20};
+// `admin.limits`. The admin listener reads a body of 1MiB at most (kAdminBodyLimit), so each
+// client may hold at least that. Services call the control API with a connection per call in
+// flight (a Java service's ControlApiStore from each of its threads), so one client may hold as
+// many connections as on the client listener.
+inline constexpr ListenerLimits kAdminLimits{1024, 256, 64ull << 20, 16ull << 20};
+inline constexpr std::uint64_t kAdminBodyLimit = 1ull << 20;
+
 struct AdminConfig {
   ListenAddress listen{"127.0.0.1", 9901};
   std::string token_env;  // the variable named by admin.token_env, or "" for none
   std::string token;      // its value at load time; never empty when token_env is set
+  ListenerLimits limits = kAdminLimits;
 };
 
+// `tokens` (docs/http.md, "One-time tokens"): the tokens endpoint, served only when a
+// route has `key: token` (Config::issues_tokens), and its bounds (token_limits.h).
 struct TokensConfig {
   Duration ttl = std::chrono::minutes(10);  // at least 1s
   Subject subject;                          // defaults to defaults.subject
+  std::string path = "/_idem/tokens";       // where POST issues a token
+  std::uint64_t max_live = 100'000;         // tokens issued within the last ttl, at most
+  std::uint64_t per_client = 60;            // tokens per client and minute; 0: unbounded
+
+  TokenLimits limits() const { return {max_live, per_client, ttl}; }
 };
 
 // `replay_cache` (docs/gateway.md, "Replays from memory").
@@ -90,12 +124,20 @@ struct Config {
   Duration upstream_idle = std::chrono::seconds(3);
   std::string store = "sqlite:./idem.db";
   AdminConfig admin;
+  ListenerLimits limits = kClientLimits;  // the client listener's
   Policy defaults;
   TokensConfig tokens;
   ReplayCacheConfig replay_cache;
+  // `trusted_proxies`: the peers whose forwarding fields are believed (forwarding.h);
+  // empty trusts none.
+  TrustedProxies trusted_proxies;
   // In order; the first match wins. Never empty: without `routes` the default route
   // (default_route(defaults)).
   std::vector<Route> routes;
+
+  // Whether some route takes one-time tokens (`key: token`): only then is the tokens
+  // endpoint served.
+  bool issues_tokens() const;
 };
 
 // What `idem serve` runs without a config file: listen 127.0.0.1:8080, admin
@@ -106,7 +148,9 @@ Config default_config();
 // Reads the YAML text of a config; `name` is the file name used in messages. Every key is
 // read and checked; unknown or repeated keys, values of the wrong type or out of range, and
 // the rules that tie settings together (token_env set and non-empty; every duration at most
-// 3650d and every size at most 1GiB; lease ≥ 100ms; retention, upstream_timeout > 0;
+// 3650d and every size at most 1GiB; a listener's per-client caps at most its caps, and a
+// client's share of the body budget holding the largest body the listener reads (every
+// route's max_body, the admin listener's 1MiB); lease ≥ 100ms; retention, upstream_timeout > 0;
 // tokens.ttl ≥ 1s; no `key: token` with `mode: lock`; no route-level `subject` on a token
 // route; unique route names; templates naming path parameters the route has) throw
 // ConfigError, as do YAML syntax errors and more than one YAML document. An empty text is

@@ -1,36 +1,67 @@
 // load_config_text: reads the document key by key through a YamlReader, so every error
 // names its line and dotted key, then checks the rules that tie settings together.
+#include <algorithm>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gateway/model/config/config.h"
 #include "gateway/model/config/config_checks.h"
 #include "gateway/model/config/yaml_reader.h"
+#include "gateway/model/hop_by_hop.h"
 #include "gateway/model/key.h"
+#include "util/ascii.h"
 
 namespace idem::gateway {
 namespace {
 
-const Names kTopKeys = {"listen",   "upstream", "upstream_idle_timeout", "store", "admin",
-                        "defaults", "tokens",   "replay_cache",          "routes"};
-const Names kPolicyKeys = {"retention",   "lease",          "wait",         "upstream_timeout",
-                           "subject",     "on_store_error", "on_duplicate", "on_uncertain",
-                           "fingerprint", "cache_5xx",      "max_body",     "max_result"};
+const Names kTopKeys = {"listen",   "upstream", "upstream_idle_timeout", "store",  "admin",          "limits",
+                        "defaults", "tokens",   "replay_cache",          "routes", "trusted_proxies"};
+const Names kLimitKeys = {"connections", "connections_per_client", "buffered_bodies",
+                          "buffered_bodies_per_client"};
+constexpr std::uint64_t kMaxConnections = 1u << 20;
+constexpr std::uint64_t kDefaultBodiesPerClient = kClientLimits.buffered_bodies_per_client;
+const Names kPolicyKeys = {"retention",      "lease",        "wait",         "upstream_timeout", "subject",
+                           "on_store_error", "on_duplicate", "on_uncertain", "fingerprint",      "cache_5xx",
+                           "max_body",       "max_result",   "release_on",   "success_when"};
 const Names kRouteKeys = {"name", "match", "key", "key_space", "required", "mode"};
 
 constexpr Duration kPositive(1);
+// The most `tokens.max_live` and `tokens.per_client` may be: far past what any store holds
+// comfortably, low enough that a typo of a few digits too many is caught.
+constexpr std::uint64_t kMaxLiveTokens = 100'000'000;
 
-bool is_tchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+// Why `path` cannot be the tokens endpoint's, or nullopt: it is matched exactly against a
+// request's path, so it is a plain path: '/' and then letters, digits and - . _ ~ ! $ & ' (
+// ) * + , ; = : @ and '/', without percent-encoding, empty or dot segments.
+std::optional<std::string> endpoint_path_error(std::string_view path) {
+  if (!path.starts_with('/')) return "must start with '/'";
+  if (path.size() > 256) return "is longer than 256 characters";
+  for (char c : path) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       std::string_view("-._~!$&'()*+,;=:@/").find(c) != std::string_view::npos;
+    if (!plain) return "may hold letters, digits and -._~!$&'()*+,;=:@/ only (no percent-encoding or query)";
+  }
+  for (std::string_view rest = path.substr(1);;) {
+    const auto slash = rest.find('/');
+    const std::string_view segment = rest.substr(0, slash);
+    if (segment.empty() && slash != std::string_view::npos) return "has an empty segment ('//')";
+    if (segment == "." || segment == "..") return "has a dot segment";
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  return std::nullopt;
 }
 
-bool is_token(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!is_tchar(c)) return false;
-  }
-  return true;
+using util::is_token;
+
+// Why a route may not read the hop-by-hop field `name` (docs/gateway.md, "One request, one
+// reading").
+std::string never_forwarded(std::string_view name) {
+  return std::string(name) +
+         " is a hop-by-hop field, which the gateway never forwards: the service would not see the value the "
+         "request is identified by";
 }
 
 bool is_route_name(std::string_view s) {
@@ -61,9 +92,20 @@ class ConfigReader : public YamlReader {
   KeyTemplate key_template(const Entry& e) const;
   FingerprintRule fingerprint(const Entry& e, PolicyOrigin& origin) const;
   void read_policy(const std::vector<Entry>& es, Policy& p, PolicyOrigin& origin) const;
+  std::vector<unsigned> release_on(const Entry& e) const;
+  SuccessRule success_when(const Entry& e) const;
+  // The items of a list, or the value itself when it is a single scalar.
+  std::vector<Entry> one_or_more(const Entry& e) const;
   void read_admin(const Entry& admin, Config& c) const;
+  // `limits` or `admin.limits` into `l`; the keys it gives.
+  std::vector<Entry> read_limits(const Entry& e, ListenerLimits& l) const;
+  // The rules between a listener's limits (`given` at `at`), and that one client's share of
+  // the body budget holds `largest_body` (`body_of` names it, `remedy` ends the error).
+  void check_limits(const ListenerLimits& l, const Entry& at, const std::vector<Entry>& given,
+                    std::uint64_t largest_body, const std::string& body_of, const std::string& remedy) const;
   void read_tokens(const Entry& tokens, Config& c) const;
   void read_replay_cache(const Entry& cache, Config& c) const;
+  void read_trusted_proxies(const Entry& list, Config& c) const;
   std::vector<std::string> methods(const Entry& e) const;
   KeyRule key_rule(const Entry& e) const;
   Route read_route(const Entry& item, const Config& c, const PolicyOrigin& defaults, Where& name_at) const;
@@ -79,6 +121,7 @@ Subject ConfigReader::subject(const Entry& e) const {
     if (!s.starts_with(prefix)) continue;
     std::string name = s.substr(prefix.size());
     if (!is_token(name)) fail(e, "'" + name + "' is not a header name");
+    if (is_hop_by_hop(name)) fail(e, never_forwarded(name));
     return {kind, name};
   }
   fail(e, "expected none, header:NAME or header-hash:NAME, got '" + s + "'");
@@ -118,6 +161,47 @@ FingerprintRule ConfigReader::fingerprint(const Entry& e, PolicyOrigin& origin) 
   return rule;
 }
 
+std::vector<Entry> ConfigReader::one_or_more(const Entry& e) const {
+  std::vector<Entry> list = e.value.IsSequence() ? items(e) : std::vector<Entry>{e};
+  if (list.empty()) fail(e, "an empty list");
+  return list;
+}
+
+std::vector<unsigned> ConfigReader::release_on(const Entry& e) const {
+  std::vector<unsigned> statuses;
+  for (const Entry& item : one_or_more(e)) statuses.push_back(static_cast<unsigned>(count(item, 200, 599)));
+  return statuses;
+}
+
+SuccessRule ConfigReader::success_when(const Entry& e) const {
+  std::vector<Entry> es = entries(e.value, where(e), {{"json", "equals", "text"}});
+  const Entry* json = find(es, "json");
+  const Entry* equals = find(es, "equals");
+  const Entry* text = find(es, "text");
+  SuccessRule rule;
+  if (text) {
+    if (json || equals) fail(*text, "text is a rule of its own: give either text, or json with equals");
+    rule.kind = SuccessRule::Kind::text;
+    for (const Entry& item : one_or_more(*text)) rule.values.push_back(scalar(item, "the text of a success"));
+    return rule;
+  }
+  if (!json) fail(e, "expected json (with equals) or text");
+  if (!equals) fail(*json, "json needs equals: the member's values that mean success, such as [0, 200]");
+  rule.kind = SuccessRule::Kind::json;
+  rule.path_text = scalar(*json, "a member such as code or data.status");
+  Result<std::vector<std::string>> path = success_path(rule.path_text);
+  if (!path) fail(*json, path.status().message());
+  rule.json_path = std::move(*path);
+  for (const Entry& item : one_or_more(*equals)) {
+    const std::string written = scalar(item, "a value such as 0, \"0\" or true");
+    // A quoted scalar is a string ("0"); a plain one a number or a literal when it reads as one.
+    Result<std::string> v = success_value(written, item.value.Tag() == "!");
+    if (!v) fail(item, v.status().message() + "; quote it for a string");
+    rule.values.push_back(std::move(*v));
+  }
+  return rule;
+}
+
 void ConfigReader::read_policy(const std::vector<Entry>& es, Policy& p, PolicyOrigin& origin) const {
   for (const Entry& e : es) {
     const std::string& k = e.key.Scalar();
@@ -141,6 +225,10 @@ void ConfigReader::read_policy(const std::vector<Entry>& es, Policy& p, PolicyOr
       p.fingerprint = fingerprint(e, origin);
     else if (k == "cache_5xx")
       p.cache_5xx = boolean(e);
+    else if (k == "release_on")
+      p.release_on = release_on(e);
+    else if (k == "success_when")
+      p.success_when = success_when(e);
     else if (k == "max_body")
       p.max_body = size(e);
     else if (k == "max_result") {
@@ -151,8 +239,56 @@ void ConfigReader::read_policy(const std::vector<Entry>& es, Policy& p, PolicyOr
   }
 }
 
+// A size as a config would write it: "32MiB", "1536KiB", "100B".
+std::string size_text(std::uint64_t bytes) {
+  for (auto [shift, unit] : {std::pair{30, "GiB"}, std::pair{20, "MiB"}, std::pair{10, "KiB"}})
+    if (bytes != 0 && bytes % (std::uint64_t{1} << shift) == 0) return std::to_string(bytes >> shift) + unit;
+  return std::to_string(bytes) + "B";
+}
+
+std::vector<Entry> ConfigReader::read_limits(const Entry& e, ListenerLimits& l) const {
+  std::vector<Entry> es = entries(e.value, where(e), {kLimitKeys});
+  // A per-client cap left out is its default, within the listener's cap.
+  if (const Entry* c = find(es, "connections")) l.connections = count(*c, 1, kMaxConnections);
+  if (const Entry* c = find(es, "connections_per_client"))
+    l.connections_per_client = count(*c, 1, kMaxConnections);
+  else
+    l.connections_per_client = std::min(l.connections_per_client, l.connections);
+  if (const Entry* b = find(es, "buffered_bodies")) l.buffered_bodies = size(*b);
+  if (const Entry* b = find(es, "buffered_bodies_per_client"))
+    l.buffered_bodies_per_client = size(*b);
+  else
+    l.buffered_bodies_per_client = std::min(l.buffered_bodies_per_client, l.buffered_bodies);
+  return es;
+}
+
+void ConfigReader::check_limits(const ListenerLimits& l, const Entry& at, const std::vector<Entry>& given,
+                                std::uint64_t largest_body, const std::string& body_of,
+                                const std::string& remedy) const {
+  // A rule broken by a default is told at the key that set the other side.
+  const auto at_key = [&](const char* name) {
+    const Entry* e = find(given, name);
+    return e ? where(*e) : Where{where(at).line, where(at).path + "." + name};
+  };
+  if (l.connections_per_client > l.connections)
+    fail(at_key("connections_per_client"),
+         "must be at most connections (" + std::to_string(l.connections) + ")");
+  const Entry* per_client = find(given, "buffered_bodies_per_client");
+  if (per_client && l.buffered_bodies_per_client > l.buffered_bodies)
+    fail(*per_client, "must be at most buffered_bodies (" + size_text(l.buffered_bodies) + ")");
+  if (l.buffered_bodies_per_client < largest_body)
+    fail(at_key(per_client ? "buffered_bodies_per_client" : "buffered_bodies"),
+         size_text(l.buffered_bodies_per_client) + " cannot hold " + body_of +
+             ", so no such body could be received: raise it" + remedy);
+}
+
 void ConfigReader::read_admin(const Entry& admin, Config& c) const {
-  std::vector<Entry> es = entries(admin.value, where(admin), {{"listen", "token_env"}});
+  std::vector<Entry> es = entries(admin.value, where(admin), {{"listen", "token_env", "limits"}});
+  if (const Entry* e = find(es, "limits")) {
+    const std::vector<Entry> given = read_limits(*e, c.admin.limits);
+    check_limits(c.admin.limits, *e, given, kAdminBodyLimit,
+                 "the largest admin request body (" + size_text(kAdminBodyLimit) + ")", "");
+  }
   const Entry* listen = find(es, "listen");
   if (listen) {
     Result<ListenAddress> a = parse_listen_address(scalar(*listen, "HOST:PORT or :PORT"));
@@ -172,10 +308,17 @@ void ConfigReader::read_admin(const Entry& admin, Config& c) const {
 }
 
 void ConfigReader::read_tokens(const Entry& tokens, Config& c) const {
-  std::vector<Entry> es = entries(tokens.value, where(tokens), {{"ttl", "subject"}});
+  std::vector<Entry> es =
+      entries(tokens.value, where(tokens), {{"ttl", "subject", "path", "max_live", "per_client"}});
   if (const Entry* e = find(es, "ttl"))
     c.tokens.ttl = duration(*e, std::chrono::seconds(1), "must be at least 1s");
   if (const Entry* e = find(es, "subject")) c.tokens.subject = subject(*e);
+  if (const Entry* e = find(es, "path")) {
+    c.tokens.path = scalar(*e, "a path such as /_idem/tokens");
+    if (auto why = endpoint_path_error(c.tokens.path)) fail(*e, *why);
+  }
+  if (const Entry* e = find(es, "max_live")) c.tokens.max_live = count(*e, 1, kMaxLiveTokens);
+  if (const Entry* e = find(es, "per_client")) c.tokens.per_client = count(*e, 0, kMaxLiveTokens);
 }
 
 void ConfigReader::read_replay_cache(const Entry& cache, Config& c) const {
@@ -183,6 +326,17 @@ void ConfigReader::read_replay_cache(const Entry& cache, Config& c) const {
   if (const Entry* e = find(es, "max_bytes")) c.replay_cache.max_bytes = size(*e);
   if (const Entry* e = find(es, "shared_ttl"))
     c.replay_cache.shared_ttl = duration(*e, Duration::zero(), "must not be negative");
+}
+
+void ConfigReader::read_trusted_proxies(const Entry& list, Config& c) const {
+  if (list.value.IsNull()) return;
+  std::vector<IpRange> ranges;
+  for (const Entry& item : items(list)) {
+    Result<IpRange> r = parse_ip_range(scalar(item, "an address or a CIDR range such as 10.0.0.0/8"));
+    if (!r) fail(item, r.status().message());
+    ranges.push_back(*r);
+  }
+  c.trusted_proxies = TrustedProxies(std::move(ranges));
 }
 
 std::vector<std::string> ConfigReader::methods(const Entry& e) const {
@@ -208,6 +362,7 @@ KeyRule ConfigReader::key_rule(const Entry& e) const {
   }
   if (s.starts_with("header:") && is_token(s.substr(7))) {
     k.header = s.substr(7);
+    if (is_hop_by_hop(k.header)) fail(e, never_forwarded(k.header));
     return k;
   }
   k.kind = KeyRule::Kind::templated;
@@ -231,6 +386,8 @@ void ConfigReader::check_templates(const KeyTemplate& t, const Route& r, const W
   const std::string of_route = from_defaults ? " of route '" + r.name + "'" : "";
   for (const KeyTemplate::Part& part : t.parts()) {
     if (part.literal) continue;
+    if (part.source == KeyTemplate::Source::header && is_hop_by_hop(part.name))
+      fail(w, never_forwarded(part.name));
     if (part.source == KeyTemplate::Source::path && !r.path.has_param(part.name)) {
       fail(w, part.text + " is not a parameter of match.path \"" + r.path.text() + "\"" + of_route);
     }
@@ -272,11 +429,15 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
   }
 
   const Entry& match = require(es, "match", at);
-  std::vector<Entry> ms = entries(match.value, where(match), {{"method", "path"}});
+  std::vector<Entry> ms = entries(match.value, where(match), {{"method", "path", "format_suffix"}});
   r.methods = methods(require(ms, "method", where(match)));
   const Entry& path = require(ms, "path", where(match));
-  Result<PathPattern> pattern = PathPattern::parse(scalar(path, "a path such as /orders"));
-  if (!pattern) fail(path, pattern.status().message());
+  const Entry* format_suffix = find(ms, "format_suffix");
+  Result<PathPattern> pattern =
+      PathPattern::parse(scalar(path, "a path such as /orders"), format_suffix && boolean(*format_suffix));
+  if (!pattern)
+    fail(format_suffix && pattern.status().message().starts_with("format_suffix") ? *format_suffix : path,
+         pattern.status().message());
   r.path = std::move(*pattern);
 
   const Entry* key = find(es, "key");
@@ -299,6 +460,13 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
       fail(*key,
            "a key without {placeholders} is the same for every request (write header:NAME for a key "
            "sent in a header)");
+    }
+    const auto& parts = r.key.key_template.parts();
+    if (r.key.key_template.has_placeholders() &&
+        std::ranges::none_of(parts, [](const KeyTemplate::Part& p) { return !p.literal && !p.optional; })) {
+      fail(*key,
+           "every placeholder is optional, so requests without those fields would all have one key: make "
+           "one of them required (no '?')");
     }
     check_templates(r.key.key_template, r, where(*key), false);
   }
@@ -332,6 +500,7 @@ Config ConfigReader::read(const YAML::Node& root) {
     // A URI missing an unset variable (a password, say) is checked lightly: whole, it may be fine.
     if (Status s = check_store_uri(c.store, unset_variables() == unset); !s) fail(*e, s.message());
   }
+  if (const Entry* e = find(es, "trusted_proxies")) read_trusted_proxies(*e, c);
   const Entry* admin = find(es, "admin");
   if (admin) read_admin(*admin, c);
   if (auto why = config_checks::listeners_collide(c)) {
@@ -364,6 +533,25 @@ Config ConfigReader::read(const YAML::Node& root) {
     c.routes.push_back(default_route(c.defaults));
     check_fingerprint(c.routes.back(), defaults_origin);
   }
+
+  // One client's share of the body budget holds the largest body a route takes: unless
+  // given, 32MiB or that body, whichever is more (within buffered_bodies: a body larger than
+  // that is refused overloaded, as it always was, unless `limits` says otherwise).
+  const Route* largest = &c.routes.front();
+  for (const Route& r : c.routes)
+    if (r.policy.max_body > largest->policy.max_body) largest = &r;
+  const std::uint64_t largest_body = largest->policy.max_body;
+  std::vector<Entry> given;
+  const Entry* limits = find(es, "limits");
+  if (limits) given = read_limits(*limits, c.limits);
+  if (!find(given, "buffered_bodies_per_client"))
+    c.limits.buffered_bodies_per_client =
+        std::min(c.limits.buffered_bodies, std::max(kDefaultBodiesPerClient, largest_body));
+  if (limits)
+    check_limits(
+        c.limits, *limits, given, largest_body,
+        "the largest body route '" + largest->name + "' takes (max_body " + size_text(largest_body) + ")",
+        ", or lower max_body");
   return c;
 }
 

@@ -1,5 +1,7 @@
 #include "gateway/model/config/yaml_reader.h"
 
+#include <charconv>
+
 #include <sstream>
 #include <unordered_map>
 
@@ -215,6 +217,18 @@ std::uint64_t YamlReader::size(const Entry& e) const {
   Result<std::uint64_t> s = parse_size(scalar(e, "a size such as 1MiB"));
   if (!s) fail(e, s.status().message());
   return *s;
+}
+
+std::uint64_t YamlReader::count(const Entry& e, std::uint64_t min, std::uint64_t max) const {
+  const std::string s = scalar(e, "a whole number");
+  const std::string range = "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  std::uint64_t n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9' || n > max) fail(e, "expected " + range + ", got '" + s + "'");
+    n = n * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (n < min || n > max) fail(e, "expected " + range + ", got '" + s + "'");
+  return n;
 }
 
 bool YamlReader::boolean(const Entry& e) const {

@@ -74,7 +74,9 @@ class YamlReader {
   // parse_duration, then at least `min` (else fails with `rule`).
   Duration duration(const Entry& e, Duration min, const char* rule) const;
   std::uint64_t size(const Entry& e) const;  // parse_size
-  bool boolean(const Entry& e) const;        // true/True/TRUE, false/False/FALSE (YAML 1.2 core)
+  // A whole number from `min` to `max` (decimal digits only); fails naming the range.
+  std::uint64_t count(const Entry& e, std::uint64_t min, std::uint64_t max) const;
+  bool boolean(const Entry& e) const;  // true/True/TRUE, false/False/FALSE (YAML 1.2 core)
   // The index of the scalar among `names`; fails naming them otherwise.
   std::size_t choice(const Entry& e, const Names& names) const;
 
