@@ -226,6 +226,26 @@ TEST(Sentinel, AMasterNameNoSentinelWatchesIsNamed) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
 }
 
+// Sentinels that ask for a password (requirepass in their config) get sentinel_password;
+// the master gets the URI's own. Without it the sentinels' refusal is named.
+TEST(Sentinel, SentinelsAndTheMasterEachGetTheirOwnPassword) {
+  RedisServer master({"--requirepass", "m4ster"});
+  if (!master.started()) GTEST_SKIP() << "redis-server is not installed or did not start";
+  RedisServer sentinel({}, 0,
+                       {.config = "sentinel monitor mymaster 127.0.0.1 " + std::to_string(master.port()) +
+                                  " 1\nsentinel auth-pass mymaster m4ster\nrequirepass s3ntinel\n",
+                        .sentinel = true});
+  ASSERT_TRUE(sentinel.started());
+  const std::string base = "redis+sentinel://:m4ster@" + sentinel.address() + "/mymaster";
+  auto store = open(base + "?sentinel_password=s3ntinel");
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  EXPECT_EQ((*store)->begin(begin_args("k")).value().kind, Kind::acquired);
+  auto refused = open(base);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_TRUE(contains(refused.status().message(), "NOAUTH")) << refused.status().message();
+  EXPECT_FALSE(contains(refused.status().message(), "m4ster")) << refused.status().message();
+}
+
 // A sentinel whose master is in truth a replica (here: the sentinels watch a server that
 // is then made a replica of another): ROLE says so, and nothing is written there.
 TEST(Sentinel, AServerThatIsNotTheMasterIsNeverWrittenTo) {
