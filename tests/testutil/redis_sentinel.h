@@ -47,7 +47,10 @@ class SentinelGroup {
       const std::uint16_t tls_port = tls ? RedisServer::pick_port() : 0;
       const auto more = tls_args(tls_port);
       args.insert(args.end(), more.begin(), more.end());
-      auto server = std::make_unique<RedisServer>(args, 0, options);
+      // Its plain port is picked here too: neither listens yet, so one pick could repeat the other.
+      std::uint16_t plain = 0;
+      while (plain == 0 || plain == tls_port) plain = RedisServer::pick_port();
+      auto server = std::make_unique<RedisServer>(args, plain, options);
       announced_.emplace(server.get(), "127.0.0.1:" + std::to_string(tls ? tls_port : server->port()));
       return server;
     };
