@@ -1,7 +1,7 @@
 // Opening a store from a URI (docs/configuration.md, "Stores"):
 //   memory:                      in-process, lost on exit
 //   sqlite:PATH[?sync=normal|full]  embedded, durable (the default: sqlite:./idem.db)
-//   redis://, redis-cluster://, postgres://  distributed (when built with them)
+//   redis://, redis-cluster://, redis+sentinel://, rediss://..., postgres://, mysql://  distributed
 #pragma once
 
 #include <memory>

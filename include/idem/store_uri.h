@@ -37,4 +37,10 @@ std::string redact_secrets(std::string_view text, std::string_view uri);
 // which character was found. OK for every other URI.
 Status check_uri_userinfo(std::string_view uri);
 
+// Checks a Redis store URI (redis://, redis-cluster://, redis+sentinel:// and their rediss
+// forms, docs/configuration.md "Stores") as open_store parses it, without connecting:
+// invalid_argument naming the part that is wrong, with the URI's passwords written ***.
+// OK for every other URI (open_store checks those).
+Status check_redis_uri(std::string_view uri);
+
 }  // namespace idem

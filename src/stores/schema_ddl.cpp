@@ -49,7 +49,10 @@ Result<std::string> store_ddl(std::string_view uri) {
     return mysql_ddl(*t);
   }
   const std::string shown = redact_uri(uri);
-  if (scheme == "redis" || scheme == "redis-cluster") {
+  if (scheme == "redis" || scheme == "redis-cluster" || scheme == "redis+sentinel" || scheme == "rediss" ||
+      scheme == "rediss-cluster" || scheme == "rediss+sentinel") {
+    // A malformed one is named as such (as idem check and opening the store name it).
+    if (Status s = check_redis_uri(uri); !s) return s;
     return failed_precondition("a Redis store (" + shown +
                                ") has no tables: its keys need no DDL (protocol/README.md, "
                                "\"Redis\", names them); idem schema is for postgres:// and mysql://");
@@ -69,7 +72,7 @@ Result<std::string> store_ddl(std::string_view uri) {
   return invalid_argument(
       "store URI '" + shown +
       "' names no store idem knows (expected postgres:// or mysql://, or memory:, sqlite:PATH, "
-      "redis://, redis-cluster://, which need no DDL)");
+      "redis://, redis-cluster://, redis+sentinel://, rediss://..., which need no DDL)");
 }
 
 }  // namespace idem

@@ -90,14 +90,16 @@ TEST(GatewayProcess, SchemaPrintsTheDdlOfSqlStoresOnly) {
   EXPECT_TRUE(has(out, "CREATE TABLE IF NOT EXISTS idem_locks (")) << out;
   EXPECT_TRUE(has(out, "--   ALTER TABLE idem_records MODIFY `key` VARBINARY(320) NOT NULL;")) << out;
   EXPECT_FALSE(has(out, "s3cret")) << out;
-  for (const std::string store :
-       {"redis://127.0.0.1:6379", "redis-cluster://127.0.0.1:7000", "memory:", "sqlite:./idem.db"}) {
+  for (const std::string store : {"redis://127.0.0.1:6379", "redis-cluster://127.0.0.1:7000",
+                                  "redis+sentinel://127.0.0.1:26379/mymaster", "rediss://127.0.0.1:6380",
+                                  "memory:", "sqlite:./idem.db"}) {
     out.clear();
     EXPECT_EQ(run({IDEM_BIN, "schema", "--store", store}, &out), 2) << store;
     EXPECT_TRUE(has(out, "idem schema is for postgres:// and mysql://")) << out;
   }
-  for (const std::string store : {"mysql://u:s3cret@h/db?table_prefix=Bad-",
-                                  "postgres://h/db?create_tables=no", "ftp://s3cret@h/x", "no-scheme"}) {
+  for (const std::string store :
+       {"mysql://u:s3cret@h/db?table_prefix=Bad-", "postgres://h/db?create_tables=no", "ftp://s3cret@h/x",
+        "no-scheme", "redis+sentinel://:s3cret@h:26379"}) {
     out.clear();
     EXPECT_EQ(run({IDEM_BIN, "schema", "--store", store}, &out), 2) << store;
     EXPECT_FALSE(has(out, "s3cret")) << out;

@@ -288,10 +288,11 @@ class PostgresServer {
 // directory, on a free loopback port, started as scripts/services.d/mariadb.sh starts the
 // shared one (as the mysql user when the test is root), with a user idem (password idem)
 // owning the database idem. Its max_allowed_packet is the default 16 MiB: results of up to
-// 8,380,416 bytes (docs/stores.md, "Sizes"). SIGKILLed with the object.
+// 8,380,416 bytes (docs/stores.md, "Sizes"). `extra` lines go to its [mariadbd] section
+// (ssl_cert=..., say). SIGKILLed with the object.
 class MariadbServer {
  public:
-  MariadbServer() {
+  explicit MariadbServer(const std::string& extra = "") {
     if (::access("/usr/sbin/mariadbd", X_OK) != 0 || ::access("/usr/bin/mariadb-install-db", X_OK) != 0) {
       why_ = "mariadb-server is not installed";
       return;
@@ -305,7 +306,7 @@ class MariadbServer {
                                      "/mysqld.pid\nbind-address=127.0.0.1\nport=" + std::to_string(port_) +
                                      "\nskip-name-resolve\ninnodb_buffer_pool_size=64M\n"
                                      "innodb_flush_log_at_trx_commit=2\nlog-error=" +
-                                     dir_ + "/server.log\n");
+                                     dir_ + "/server.log\n" + extra + "\n");
     std::string out;
     std::vector<std::string> install{"/usr/bin/mariadb-install-db", "--defaults-file=" + dir_ + "/my.cnf",
                                      "--auth-root-authentication-method=socket", "--skip-test-db"};
@@ -340,6 +341,11 @@ class MariadbServer {
   const std::string& why_not() const { return why_; }
   unsigned short port() const { return port_; }
   std::string uri() const { return "mysql://idem:idem@127.0.0.1:" + std::to_string(port_) + "/idem"; }
+
+  // Runs `sql` as root (through the socket); false when it failed (said in `out`).
+  bool query(const std::string& sql, std::string* out = nullptr) const {
+    return run({"/usr/bin/mariadb", "--socket=" + socket(), "-u", "root", "-N", "-e", sql}, out) == 0;
+  }
 
   // A clean shutdown (every session ends); returns when the server has exited.
   bool stop() {

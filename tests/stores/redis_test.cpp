@@ -148,8 +148,8 @@ class RecordingEvents final : public redis::ConnectionEvents {
   void on_reply(redis::Connection&, redis::CallPtr, redis::Reply reply) override {
     replies.emplace_back(reply->str, reply->len);
   }
-  void on_down(redis::Connection&, std::vector<redis::CallPtr>, std::vector<redis::CallPtr>,
-               Status why) override {
+  void on_down(redis::Connection&, std::vector<redis::CallPtr>, std::vector<redis::CallPtr>, Status why,
+               bool) override {
     down = why.to_string();
   }
 
@@ -548,7 +548,7 @@ TEST(RedisConnection, CallsSentInOneTurnLeaveInOneWrite) {
   const auto config = redis::parse_uri(IDEM_TEST_REDIS_URL).value();
   asio::io_context io;
   RecordingEvents events;
-  redis::Connection c(io, config.nodes.front(), config, 5s, events);
+  redis::Connection c(io, config.nodes.front(), config, 5s, events, nullptr);
   c.send(echo("first"));  // connects
   ASSERT_TRUE(run_until(io, events, [&] { return events.replies.size() == 1; })) << events.down;
   const std::uint64_t before = c.writes();

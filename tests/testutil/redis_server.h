@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -25,22 +26,42 @@ extern char** environ;
 
 namespace idem::testutil {
 
+struct RedisServerOptions {
+  // The text of a config file read before the arguments (a sentinel's `sentinel monitor`
+  // lines: a sentinel rewrites its config file, so it must have one).
+  std::string config;
+  bool sentinel = false;  // run as a Redis Sentinel (redis-server --sentinel)
+};
+
 class RedisServer {
  public:
+  using Options = RedisServerOptions;
+
   // Starts redis-server with `args` after its own (port, bind, no persistence, a log file
   // in a temporary directory), on `port` (0: a free one). started() is false when
   // redis-server is not installed or did not answer PING within 10 s (a server that asks
   // for a password counts as answering).
-  explicit RedisServer(std::vector<std::string> args = {}, std::uint16_t port = 0) {
+  explicit RedisServer(std::vector<std::string> args = {}, std::uint16_t port = 0,
+                       const Options& options = {}) {
     const char* binary = nullptr;
     for (const char* candidate : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"}) {
       if (::access(candidate, X_OK) == 0) binary = candidate;
     }
     if (!binary) return;
     port_ = port != 0 ? port : pick_port();
-    std::vector<std::string> argv = {
-        binary, "--port", std::to_string(port_), "--bind",    "127.0.0.1", "--save",      "",  "--appendonly",
-        "no",   "--dir",  dir_.path().string(),  "--logfile", "redis.log", "--daemonize", "no"};
+    std::vector<std::string> argv = {binary};
+    if (!options.config.empty() || options.sentinel) {
+      const std::string file = (dir_.path() / "redis.conf").string();
+      std::FILE* f = std::fopen(file.c_str(), "w");
+      if (!f) return;
+      std::fputs(options.config.c_str(), f);
+      std::fclose(f);
+      argv.push_back(file);
+      if (options.sentinel) argv.push_back("--sentinel");
+    }
+    argv.insert(argv.end(),
+                {"--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                 "--dir", dir_.path().string(), "--logfile", "redis.log", "--daemonize", "no"});
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> raw;
     for (auto& a : argv) raw.push_back(a.data());
@@ -70,6 +91,8 @@ class RedisServer {
   bool started() const { return started_; }
   std::uint16_t port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // Its temporary directory (its log is redis.log there).
+  std::string dir() const { return dir_.path().string(); }
 
   // One command on a new connection; the reply as text (an integer in decimal, an error
   // or status as such). Throws when the server cannot be reached.
@@ -96,18 +119,6 @@ class RedisServer {
     return out;
   }
 
-  // SIGKILL, then reap.
-  void kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-    started_ = false;
-  }
-
- private:
   // A random free port away from the shared services (scripts/services) and from the
   // range the gateway tests draw from (20000-24999).
   static std::uint16_t pick_port() {
@@ -121,6 +132,18 @@ class RedisServer {
     }
   }
 
+  // SIGKILL, then reap.
+  void kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    started_ = false;
+  }
+
+ private:
   TempDir dir_;
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;

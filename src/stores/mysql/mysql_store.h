@@ -8,6 +8,7 @@
 //                            VERIFY_CA | VERIFY_IDENTITY (the certificate and host name checked);
 //                            without it, the connector's default (Connector/C 3.3: no TLS)
 //   ssl_ca=FILE              the CA certificates that sign the server's
+//   ssl_cert=FILE, ssl_key=FILE  a client certificate and its key, for a server that asks for one
 //   server_public_key=FILE   the server's RSA public key, for a caching_sha2_password account over
 //                            TCP without TLS (MySQL 8's default authentication)
 // The tables are created if missing. Errors name the host and the server's reason, never the

@@ -57,6 +57,8 @@ MYSQL* Target::handle(Duration timeout, bool nonblocking) const {
     set_flag(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, ssl_mode != "REQUIRED");
   }
   if (!ssl_ca.empty()) mysql_options(m, MYSQL_OPT_SSL_CA, ssl_ca.c_str());
+  if (!ssl_cert.empty()) mysql_options(m, MYSQL_OPT_SSL_CERT, ssl_cert.c_str());
+  if (!ssl_key.empty()) mysql_options(m, MYSQL_OPT_SSL_KEY, ssl_key.c_str());
   if (!server_public_key.empty()) mysql_options(m, MYSQL_SERVER_PUBLIC_KEY, server_public_key.c_str());
   return m;
 }
@@ -187,14 +189,19 @@ Result<Target> parse_target(std::string_view uri) {
       t.ssl_mode = mode;
     } else if (name == "ssl_ca") {
       t.ssl_ca = *value;
+    } else if (name == "ssl_cert") {
+      t.ssl_cert = *value;
+    } else if (name == "ssl_key") {
+      t.ssl_key = *value;
     } else if (name == "server_public_key") {
       t.server_public_key = *value;
     } else if (name == "create_tables") {
       if (*value != "true" && *value != "false") return bad("create_tables is true or false");
       t.create_tables = *value == "true";
     } else {
-      return bad("unknown parameter '" + std::string(name) +
-                 "' (known: table_prefix, ssl_mode, ssl_ca, server_public_key, create_tables)");
+      return bad(
+          "unknown parameter '" + std::string(name) +
+          "' (known: table_prefix, ssl_mode, ssl_ca, ssl_cert, ssl_key, server_public_key, create_tables)");
     }
   }
   if (!valid_prefix(t.prefix)) {

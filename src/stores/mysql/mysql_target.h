@@ -23,6 +23,7 @@ struct Target {
   std::string
       ssl_mode;  // "" (the connector's default), DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY
   std::string ssl_ca;             // a file of CA certificates
+  std::string ssl_cert, ssl_key;  // files: a client certificate and its key, for a server that asks for one
   std::string server_public_key;  // a file: the server's RSA key, for caching_sha2_password without TLS
   std::string uri;                // as given, to find the password in messages
   std::string where;              // "host:port/db", for messages
@@ -51,7 +52,7 @@ bool retryable(unsigned error);
 bool client_error(unsigned error);
 
 // Parses mysql://[user[:password]@]host[:port][/db][?table_prefix=P&ssl_mode=M&ssl_ca=FILE&
-// server_public_key=FILE&create_tables=false].
+// server_public_key=FILE&ssl_cert=FILE&ssl_key=FILE&create_tables=false].
 Result<Target> parse_target(std::string_view uri);
 
 }  // namespace idem::mysql

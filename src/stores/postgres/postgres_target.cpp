@@ -52,9 +52,12 @@ Status Target::connect_error(PGconn* conn) const {
   std::string m = message("cannot connect", reason);
   // The server answered and refused: fix the credentials, the database or pg_hba.conf.
   // Starting up, shutting down and "too many clients" pass; retrying is right for those.
-  const bool refused = contains(reason, "FATAL:") && !contains(reason, "starting up") &&
-                       !contains(reason, "shutting down") && !contains(reason, "too many") &&
-                       !contains(reason, "recovery");
+  // TLS that cannot be had as asked (sslmode, sslrootcert) is the configuration's to fix too.
+  const bool refused =
+      (contains(reason, "FATAL:") && !contains(reason, "starting up") && !contains(reason, "shutting down") &&
+       !contains(reason, "too many") && !contains(reason, "recovery")) ||
+      contains(reason, "certificate verify failed") || contains(reason, "server does not support SSL") ||
+      contains(reason, "does not match host name");
   return refused ? failed_precondition(std::move(m)) : unavailable(std::move(m));
 }
 

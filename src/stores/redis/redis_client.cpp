@@ -52,22 +52,38 @@ bool parse_port(std::string_view text, std::uint16_t& port) {
 
 }  // namespace
 
-Client::Client(asio::io_context& io, Config config, Duration op_timeout)
+Client::Client(asio::io_context& io, Config config, Duration op_timeout,
+               std::shared_ptr<asio::ssl::context> tls)
     : io_(io),
       config_(std::move(config)),
       op_timeout_(op_timeout),
+      tls_(std::move(tls)),
       retry_timer_(io),
       retry_delay_(kMinRetryDelay),
       deadline_timer_(io) {
-  description_ = config_.cluster ? "redis-cluster " : "redis ";
+  const std::string scheme = config_.tls.on ? "rediss" : "redis";
+  description_ = config_.cluster    ? scheme + "-cluster "
+                 : config_.sentinel ? scheme + "+sentinel " + config_.master_name + " via "
+                                    : scheme + " ";
   for (std::size_t i = 0; i < config_.nodes.size(); ++i) {
     description_ += (i ? "," : "") + to_string(config_.nodes[i]);
   }
   if (config_.cluster) {
     slots_.assign(kSlots, nullptr);
+  } else if (config_.sentinel) {
+    master_config_ = config_;
+    master_config_.check_role = true;
+    sentinel_config_ = config_;
+    sentinel_config_.user = config_.sentinel_user;
+    sentinel_config_.password = config_.sentinel_password;
+    sentinel_config_.db = 0;
+    for (const Endpoint& e : config_.nodes) {
+      sentinels_.push_back(std::make_unique<Connection>(io_, e, sentinel_config_, op_timeout_, *this, tls_));
+    }
   } else {
     for (std::size_t i = 0; i < kPoolSize; ++i) {
-      pool_.push_back(std::make_unique<Connection>(io_, config_.nodes.front(), config_, op_timeout_, *this));
+      pool_.push_back(
+          std::make_unique<Connection>(io_, config_.nodes.front(), config_, op_timeout_, *this, tls_));
     }
   }
 }
@@ -94,7 +110,10 @@ void Client::start_pinned(Connection& to, CallPtr call) {
 }
 
 std::vector<Connection*> Client::masters() {
-  if (!config_.cluster) return {pool_.front().get()};
+  if (!config_.cluster) {
+    if (pool_.empty() || (config_.sentinel && master_stale_)) return {};
+    return {pool_.front().get()};
+  }
   std::vector<Connection*> out;
   for (Connection* c : slots_) {
     if (c && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
@@ -111,6 +130,8 @@ void Client::shutdown(std::function<void()> stopped) {
 void Client::stop() {
   stopped_ = true;
   for (auto& c : pool_) c->close();
+  for (auto& c : retired_) c->close();
+  for (auto& c : sentinels_) c->close();
   for (auto& [name, c] : nodes_) c->close();
   retry_timer_.cancel();
   deadline_timer_.cancel();
@@ -136,6 +157,7 @@ void Client::dispatch(CallPtr call) {
 }
 
 Connection* Client::route(const Call& call) {
+  if (config_.sentinel && (master_stale_ || pool_.empty())) return nullptr;  // ask the sentinels first
   if (!config_.cluster) return pool_[next_++ % pool_.size()].get();
   if (call.slot >= 0) return slots_[call.slot];
   return any_master_;
@@ -143,7 +165,7 @@ Connection* Client::route(const Call& call) {
 
 Connection& Client::connection_for(const Endpoint& e) {
   auto& c = nodes_[to_string(e)];
-  if (!c) c = std::make_unique<Connection>(io_, e, config_, op_timeout_, *this);
+  if (!c) c = std::make_unique<Connection>(io_, e, config_, op_timeout_, *this, tls_);
   return *c;
 }
 
@@ -164,6 +186,8 @@ void Client::on_reply(Connection& from, CallPtr call, Reply reply) {
       call->sent = false;
       last_error_ = "redis " + from.name() + ": " + std::string(error);
       slots_stale_ = true;
+      // READONLY: a master demoted by a failover; ask the sentinels where it went.
+      if (is_master_connection(from)) master_stale_ = true;
       return park(std::move(call));
     }
   }
@@ -244,8 +268,8 @@ void Client::redirect(Connection& from, CallPtr call, std::string_view error) {
   to.send(std::move(call));
 }
 
-void Client::on_down(Connection& from, std::vector<CallPtr> unsent, std::vector<CallPtr> written,
-                     Status why) {
+void Client::on_down(Connection& from, std::vector<CallPtr> unsent, std::vector<CallPtr> written, Status why,
+                     bool reached) {
   last_error_ = why.message();
   // Written and not answered: the server may have run it (docs/stores.md).
   for (CallPtr& c : written) {
@@ -254,9 +278,16 @@ void Client::on_down(Connection& from, std::vector<CallPtr> unsent, std::vector<
                              " after sending the command; the outcome is unknown (" + why.message() + ")"));
   }
   slots_stale_ = true;
+  if (is_master_connection(from)) master_stale_ = true;
+  // No connection could be made: the calls waiting for it fail now rather than at their
+  // deadline (a cluster's wait for a new slot map instead, as a failover moves the slot).
+  const bool fail_now = !reached && !config_.cluster;
   for (CallPtr& c : unsent) {
     if (why.code() == StatusCode::failed_precondition || c->pinned) {
       finish(*c, why);
+    } else if (fail_now) {
+      finish(*c, unavailable((config_.sentinel ? description_ + ": master " : std::string()) + why.message() +
+                             " (cannot connect, so nothing was applied)"));
     } else {
       park(std::move(c));
     }
@@ -267,10 +298,15 @@ void Client::on_down(Connection& from, std::vector<CallPtr> unsent, std::vector<
 
 void Client::park(CallPtr call) {
   parked_.push_back(std::move(call));
-  // The first map is fetched at once; after that, refreshes wait for the backoff.
+  // The first map (the first master) is fetched at once; after that, refreshes wait for
+  // the backoff.
   if (config_.cluster && !first_refresh_ && !refreshing_) {
     first_refresh_ = true;
     return refresh_slots();
+  }
+  if (config_.sentinel && !first_refresh_ && !finding_master_) {
+    first_refresh_ = true;
+    return find_master();
   }
   schedule_retry();
 }
@@ -284,6 +320,7 @@ void Client::schedule_retry() {
     retry_armed_ = false;
     if (ec || stopped_) return;
     if (config_.cluster && slots_stale_) return refresh_slots();  // dispatches when it has the map
+    if (config_.sentinel && master_stale_) return find_master();  // dispatches when it has the master
     dispatch_parked();
   });
 }
@@ -361,6 +398,87 @@ void Client::on_slots(const Connection& from, Result<Reply> result) {
   }
   last_error_ = problem;
   if (!parked_.empty()) schedule_retry();
+}
+
+// ---- the master of redis+sentinel:// ----------------------------------------------------------
+
+bool Client::is_master_connection(const Connection& c) const {
+  if (!config_.sentinel) return false;
+  for (const auto& p : pool_) {
+    if (p.get() == &c) return true;
+  }
+  return false;
+}
+
+// Asks the sentinels in turn, starting with the one that answered last, until one gives
+// the master's address.
+void Client::find_master() {
+  if (finding_master_ || stopped_) return;
+  finding_master_ = true;
+  sentinel_errors_.clear();
+  ask_sentinel(0);
+}
+
+void Client::ask_sentinel(std::size_t turn) {
+  if (turn >= sentinels_.size()) {
+    finding_master_ = false;
+    last_error_ = description_ + ": no sentinel gave the address of master '" + config_.master_name + "' (" +
+                  sentinel_errors_ + ")";
+    // Nothing can be sent anywhere: the waiting calls learn it now, not at their deadline.
+    auto parked = std::move(parked_);
+    parked_.clear();
+    for (CallPtr& c : parked) finish(*c, unavailable(last_error_ + "; nothing was applied"));
+    return;
+  }
+  Connection& to = *sentinels_[(next_sentinel_ + turn) % sentinels_.size()];
+  auto call = std::make_shared<Call>();
+  call->wire = format_command({"SENTINEL", "get-master-addr-by-name", config_.master_name});
+  call->deadline = SteadyClock::now() + op_timeout_;
+  call->complete = [this, &to, turn](Result<Reply> r) { on_master(to, turn, std::move(r)); };
+  start_pinned(to, std::move(call));
+}
+
+// SENTINEL get-master-addr-by-name: [host, port], or nil for a name it does not watch.
+void Client::on_master(Connection& sentinel, std::size_t turn, Result<Reply> result) {
+  if (stopped_) return;
+  std::string problem;
+  if (!result) {
+    problem = result.status().message();
+  } else {
+    const redisReply& r = **result;
+    Endpoint e;
+    if (r.type == REDIS_REPLY_ARRAY && r.elements == 2 && r.element[0]->type == REDIS_REPLY_STRING &&
+        r.element[1]->type == REDIS_REPLY_STRING &&
+        parse_port(std::string_view(r.element[1]->str, r.element[1]->len), e.port)) {
+      e.host.assign(r.element[0]->str, r.element[0]->len);
+      finding_master_ = false;
+      next_sentinel_ = (next_sentinel_ + turn) % sentinels_.size();
+      return use_master(e);
+    }
+    problem = "sentinel " + sentinel.name() +
+              (r.type == REDIS_REPLY_NIL || (r.type == REDIS_REPLY_ARRAY && r.elements == 0)
+                   ? " watches no master of that name"
+               : r.type == REDIS_REPLY_ERROR ? ": " + std::string(r.str, r.len)
+                                             : ": an unexpected answer to SENTINEL get-master-addr-by-name");
+  }
+  sentinel_errors_ += (sentinel_errors_.empty() ? "" : "; ") + problem;
+  ask_sentinel(turn + 1);
+}
+
+// Sends the waiting calls to `master`: on the same pool when the address did not change
+// (its connections check ROLE again as they reconnect), else on a new one; the old pool
+// answers what it holds and is kept until the store closes.
+void Client::use_master(const Endpoint& master) {
+  master_stale_ = false;
+  if (!master_ || *master_ != master || pool_.empty()) {
+    for (auto& c : pool_) retired_.push_back(std::move(c));
+    pool_.clear();
+    master_ = master;
+    for (std::size_t i = 0; i < kPoolSize; ++i) {
+      pool_.push_back(std::make_unique<Connection>(io_, master, master_config_, op_timeout_, *this, tls_));
+    }
+  }
+  dispatch_parked();
 }
 
 // ---- deadlines ----------------------------------------------------------------------------

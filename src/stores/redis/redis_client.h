@@ -1,8 +1,17 @@
 // The client behind one Redis store: its connections, the calls in flight, their
 // deadlines, and where each call goes — to the one node of redis:// (a small pool of
-// pipelined connections), or to the master that owns the call's slot on
+// pipelined connections), to the master that owns the call's slot on
 // redis-cluster:// (the map from CLUSTER SLOTS; MOVED and ASK followed; the map refreshed
-// after a redirect, a lost connection or CLUSTERDOWN, so a failover is survived).
+// after a redirect, a lost connection or CLUSTERDOWN, so a failover is survived), or to
+// the master of redis+sentinel:// (a pool as for redis://, to the address the sentinels
+// give: SENTINEL get-master-addr-by-name, asked of each sentinel in turn, and ROLE checked
+// on every new connection; asked again after a lost connection, READONLY or a server that
+// is no longer the master, so a failover is followed).
+//
+// A connection that cannot be made at all (refused, unresolvable) fails the calls waiting
+// for it at once, `unavailable` naming the server and the reason, instead of letting them
+// wait for their deadline (on redis-cluster:// they wait for a new slot map instead: a
+// failover moves the slot).
 //
 // Every call is answered exactly once (docs/stores.md, "When a store call fails"): by its
 // reply; by `unavailable` when it was not applied — it could not be written before its
@@ -21,6 +30,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,14 +40,17 @@ namespace idem::redis {
 
 class Client final : public ConnectionEvents {
  public:
-  Client(asio::io_context& io, Config config, Duration op_timeout);
+  // `tls`: the context for the rediss schemes (make_tls_context), else nullptr.
+  Client(asio::io_context& io, Config config, Duration op_timeout,
+         std::shared_ptr<asio::ssl::context> tls = nullptr);
   ~Client();
 
   // Sends the call (its deadline set) and answers it through call->complete.
   void start(CallPtr call);
   // The same, on this connection only (never rerouted): CLUSTER SLOTS, WAIT, INFO.
   void start_pinned(Connection& to, CallPtr call);
-  // The connection to the one node of redis://, or to each master of the current slot map.
+  // The connection to the one node of redis:// (the master of redis+sentinel://, once
+  // known), or to each master of the current slot map.
   std::vector<Connection*> masters();
   // Refuses new calls; once every call is answered, closes the connections and runs
   // `stopped`.
@@ -48,8 +61,8 @@ class Client final : public ConnectionEvents {
 
  private:
   void on_reply(Connection& from, CallPtr call, Reply reply) override;
-  void on_down(Connection& from, std::vector<CallPtr> unsent, std::vector<CallPtr> written,
-               Status why) override;
+  void on_down(Connection& from, std::vector<CallPtr> unsent, std::vector<CallPtr> written, Status why,
+               bool reached) override;
 
   void dispatch(CallPtr call);
   Connection* route(const Call& call);
@@ -65,6 +78,12 @@ class Client final : public ConnectionEvents {
   void refresh_slots();
   void on_slots(const Connection& from, Result<Reply> result);
 
+  void find_master();
+  void ask_sentinel(std::size_t turn);
+  void on_master(Connection& sentinel, std::size_t turn, Result<Reply> result);
+  void use_master(const Endpoint& master);
+  bool is_master_connection(const Connection& c) const;
+
   void arm_deadline();
   void expire();
   void stop();
@@ -72,6 +91,7 @@ class Client final : public ConnectionEvents {
   asio::io_context& io_;
   const Config config_;
   const Duration op_timeout_;
+  const std::shared_ptr<asio::ssl::context> tls_;
   std::string description_;
 
   std::vector<std::unique_ptr<Connection>> pool_;  // redis://: round robin
@@ -85,6 +105,19 @@ class Client final : public ConnectionEvents {
   bool refreshing_ = false;
   bool first_refresh_ = false;  // the first map was asked for
   std::size_t refresh_turn_ = 0;
+
+  // redis+sentinel://: the sentinels, asked one at a time; the master's address (pool_ goes
+  // there) and whether it must be asked again first; pools of earlier masters, kept until
+  // their calls are answered.
+  Config master_config_;    // config_, checking ROLE
+  Config sentinel_config_;  // config_ with the sentinels' credentials, no database
+  std::vector<std::unique_ptr<Connection>> sentinels_;
+  std::optional<Endpoint> master_;
+  bool master_stale_ = true;
+  bool finding_master_ = false;
+  std::size_t next_sentinel_ = 0;  // the one that answered last
+  std::string sentinel_errors_;    // this round's answers that named no master
+  std::vector<std::unique_ptr<Connection>> retired_;
 
   std::vector<CallPtr> parked_;  // waiting for a connection or a slot map
   asio::steady_timer retry_timer_;

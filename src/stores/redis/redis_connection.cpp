@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "stores/redis/redis_tls.h"
 #include "util/asio_tokens.h"
 
 namespace idem::redis {
@@ -66,13 +67,15 @@ std::string format_command(std::span<const std::string_view> argv) {
 }
 
 Connection::Connection(asio::io_context& io, Endpoint endpoint, const Config& config,
-                       Duration connect_timeout, ConnectionEvents& events)
+                       Duration connect_timeout, ConnectionEvents& events,
+                       std::shared_ptr<asio::ssl::context> tls)
     : io_(io),
       endpoint_(std::move(endpoint)),
       name_(to_string(endpoint_)),
       config_(config),
       connect_timeout_(connect_timeout),
       events_(events),
+      tls_(std::move(tls)),
       socket_(io),
       resolver_(io),
       connect_timer_(io),
@@ -94,7 +97,7 @@ void Connection::close() {
   boost::system::error_code ignored;
   resolver_.cancel();
   connect_timer_.cancel();
-  socket_.close(ignored);
+  socket().close(ignored);
 }
 
 Status Connection::error(const std::string& what) const {
@@ -108,7 +111,9 @@ asio::awaitable<void> Connection::run() {
     ++generation_;
     reader_.reset(redisReaderCreate());
     timed_out_ = false;
+    reached_ = false;
     write_error_.clear();
+    if (tls_) tls_stream_ = std::make_shared<TlsStream>(io_, *tls_);
     Status s = co_await connect();
     if (s) s = co_await handshake();
     connect_timer_.cancel();
@@ -121,7 +126,7 @@ asio::awaitable<void> Connection::run() {
     ++generation_;  // a write still completing belongs to the attempt that ended
     writing_ = false;
     boost::system::error_code ignored;
-    socket_.close(ignored);
+    socket().close(ignored);
     if (closed_) break;
     std::vector<CallPtr> unsent(std::make_move_iterator(unsent_.begin()),
                                 std::make_move_iterator(unsent_.end()));
@@ -131,7 +136,7 @@ asio::awaitable<void> Connection::run() {
     }
     unsent_.clear();
     inflight_.clear();
-    events_.on_down(*this, std::move(unsent), std::move(written), std::move(s));
+    events_.on_down(*this, std::move(unsent), std::move(written), std::move(s), reached_);
   }
   running_ = false;
 }
@@ -143,21 +148,39 @@ asio::awaitable<Status> Connection::connect() {
     timed_out_ = true;
     resolver_.cancel();
     boost::system::error_code ignored;
-    socket_.close(ignored);
+    socket().close(ignored);
   });
   const std::string port = std::to_string(endpoint_.port);
   auto [rec, results] = co_await resolver_.async_resolve(endpoint_.host, port, util::kUseTuple);
   if (timed_out_) co_return error("connect: timed out");
   if (rec) co_return error("resolve: " + rec.message());
-  auto [cec, peer] = co_await asio::async_connect(socket_, results, util::kUseTuple);
+  auto [cec, peer] = co_await asio::async_connect(socket(), results, util::kUseTuple);
   if (timed_out_) co_return error("connect: timed out");
   if (cec) co_return error("connect: " + cec.message());
+  reached_ = true;
   boost::system::error_code ignored;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  socket().set_option(asio::ip::tcp::no_delay(true), ignored);
+  if (!tls_stream_) co_return Status::ok();
+  if (Status s = prepare_tls_stream(*tls_stream_, config_.tls, endpoint_.host); !s) co_return s;
+  auto [hec] = co_await tls_stream_->async_handshake(asio::ssl::stream_base::client, util::kUseTuple);
+  if (timed_out_) co_return error("TLS handshake: timed out");
+  if (hec) {
+    const std::string why = "TLS handshake: " + tls_failure(*tls_stream_, hec);
+    // A certificate refused is the configuration's to fix (tls_ca, tls_server_name).
+    if (tls_verify_failed(*tls_stream_)) co_return failed_precondition("redis " + name_ + ": " + why);
+    co_return error(why);
+  }
   co_return Status::ok();
 }
 
-// AUTH and SELECT from the URI, before any call. Their errors are failed_precondition:
+asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> Connection::read_some() {
+  auto buffer = asio::buffer(read_buffer_);
+  if (tls_stream_) co_return co_await tls_stream_->async_read_some(buffer, util::kUseTuple);
+  co_return co_await socket_.async_read_some(buffer, util::kUseTuple);
+}
+
+// AUTH and SELECT from the URI, ROLE for a sentinel's master, PING over TLS when there is
+// nothing else, before any call. Their errors are failed_precondition:
 // retrying will not help until the configuration changes.
 asio::awaitable<Status> Connection::handshake() {
   std::string out;
@@ -172,17 +195,40 @@ asio::awaitable<Status> Connection::handshake() {
     out += format_command({"SELECT", db});
     what.push_back("SELECT");
   }
+  if (config_.check_role) {
+    out += format_command({"ROLE"});
+    what.push_back("ROLE");
+  }
+  if (tls_stream_ && what.empty()) {
+    // One answer proves the server took the TLS session (it may refuse a client only now).
+    out += format_command({"PING"});
+    what.push_back("PING");
+  }
   if (what.empty()) co_return Status::ok();
   auto buffer = asio::buffer(out);
-  auto [ec, n] = co_await asio::async_write(socket_, buffer, util::kUseTuple);
+  auto [ec, n] = tls_stream_ ? co_await asio::async_write(*tls_stream_, buffer, util::kUseTuple)
+                             : co_await asio::async_write(socket_, buffer, util::kUseTuple);
   if (timed_out_) co_return error("handshake: timed out");
   if (ec) co_return error("write: " + ec.message());
   for (const char* command : what) {
     auto reply = co_await read_reply();
     if (!reply) co_return reply.status();
-    if ((*reply)->type == REDIS_REPLY_ERROR) {
+    const redisReply& r = **reply;
+    if (r.type == REDIS_REPLY_ERROR) {
       co_return failed_precondition("redis " + name_ + ": " + command +
-                                    " failed: " + std::string((*reply)->str, (*reply)->len));
+                                    " failed: " + std::string(r.str, r.len));
+    }
+    if (std::string_view(command) == "ROLE") {
+      // ["master", offset, replicas]; a replica (a master demoted by a failover) answers "slave".
+      const bool master = r.type == REDIS_REPLY_ARRAY && r.elements > 0 &&
+                          r.element[0]->type == REDIS_REPLY_STRING &&
+                          std::string_view(r.element[0]->str, r.element[0]->len) == "master";
+      if (!master) {
+        const std::string role = r.type == REDIS_REPLY_ARRAY && r.elements > 0 && r.element[0]->str
+                                     ? std::string(r.element[0]->str, r.element[0]->len)
+                                     : "no role";
+        co_return error("ROLE is " + role + ", not master (a failover moved the master)");
+      }
     }
   }
   co_return Status::ok();
@@ -195,9 +241,13 @@ asio::awaitable<Result<Reply>> Connection::read_reply() {
       co_return error(std::string("protocol error: ") + reader_->errstr);
     }
     if (raw) co_return Reply(static_cast<redisReply*>(raw));
-    auto buffer = asio::buffer(read_buffer_);
-    auto [ec, n] = co_await socket_.async_read_some(buffer, util::kUseTuple);
+    auto [ec, n] = co_await read_some();
     if (timed_out_) co_return error("handshake: timed out");
+    // A TLS alert here is the server refusing this client (TLS 1.3 sends it after the
+    // client's part of the handshake): no client certificate, or one it does not trust.
+    if (ec && ec.category() == asio::error::get_ssl_category())
+      co_return failed_precondition("redis " + name_ +
+                                    ": the server refused the TLS session: " + ec.message());
     if (ec)
       co_return error(ec == asio::error::eof ? "the server closed the connection" : "read: " + ec.message());
     redisReaderFeed(reader_.get(), read_buffer_.data(), n);
@@ -208,8 +258,7 @@ asio::awaitable<Result<Reply>> Connection::read_reply() {
 asio::awaitable<Status> Connection::serve() {
   for (;;) {
     if (auto s = drain_replies(); !s) co_return s;
-    auto buffer = asio::buffer(read_buffer_);
-    auto [ec, n] = co_await socket_.async_read_some(buffer, util::kUseTuple);
+    auto [ec, n] = co_await read_some();
     if (closed_) co_return error("closed");
     if (!write_error_.empty()) co_return error(write_error_);
     if (ec)
@@ -273,19 +322,24 @@ void Connection::write_some() {
   // batch_ keeps the bytes alive until the write is over: the next write_some() (the
   // earliest that clears it) comes after this completion, even when the connection is
   // lost meanwhile (its next attempt connects first).
-  asio::async_write(socket_, buffers_,
-                    [this, gen = generation_](boost::system::error_code ec, std::size_t written) {
-                      if (gen != generation_) return;
-                      writing_ = false;
-                      if (ec) {
-                        write_error_ = "write: " + ec.message();
-                        take_back_unwritten(written);
-                        boost::system::error_code ignored;
-                        socket_.close(ignored);
-                        return;
-                      }
-                      write_some();
-                    });
+  auto done = [this, gen = generation_, stream = tls_stream_](boost::system::error_code ec,
+                                                              std::size_t written) {
+    if (gen != generation_) return;
+    writing_ = false;
+    if (ec) {
+      write_error_ = "write: " + ec.message();
+      take_back_unwritten(written);
+      boost::system::error_code ignored;
+      socket().close(ignored);
+      return;
+    }
+    write_some();
+  };
+  if (tls_stream_) {
+    asio::async_write(*tls_stream_, buffers_, std::move(done));
+  } else {
+    asio::async_write(socket_, buffers_, std::move(done));
+  }
 }
 
 // After a failed write: the calls of `batch` none of whose bytes went out (past `written`)

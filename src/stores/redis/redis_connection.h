@@ -1,11 +1,12 @@
 // One TCP connection to one Redis node, pipelined: commands queue up, go out in batches
 // (one gather write of everything queued, sent once the caller's turn on the thread is
 // over, so that the calls of one burst share it), and replies are matched to them in
-// order (FIFO), parsed by hiredis's reader from each read in one go. The connection connects on demand,
-// authenticates and selects the database before anything else, and on any failure hands its calls back to its
-// owner (ConnectionEvents): those none of whose bytes were written may go elsewhere; those written, wholly or
-// in part, are in doubt (their outcome is unknown). It retries nothing by itself: the owner (redis_client.h)
-// decides about backoff and redirection.
+// order (FIFO), parsed by hiredis's reader from each read in one go. The connection connects on demand
+// (over TLS for the rediss schemes), authenticates, selects the database and, for redis+sentinel://'s master,
+// checks that the server is the master (ROLE) before anything else, and on any failure hands its calls back
+// to its owner (ConnectionEvents): those none of whose bytes were written may go elsewhere; those written,
+// wholly or in part, are in doubt (their outcome is unknown). It retries nothing by itself: the owner
+// (redis_client.h) decides about backoff and redirection.
 //
 // Thread safety: none. Everything, its owner's callbacks included, runs on one io_context
 // thread.
@@ -16,6 +17,8 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <deque>
@@ -95,8 +98,11 @@ class ConnectionEvents {
   virtual void on_reply(Connection& from, CallPtr call, Reply reply) = 0;
   // The connection failed (or could not be made). `unsent` were never written; `written`
   // were written (wholly or in part) and got no answer: they may or may not have run.
+  // `reached` is false when no connection to the server was made (refused, unresolvable,
+  // unreachable, timed out), true when it was made and failed later (a handshake error
+  // included).
   virtual void on_down(Connection& from, std::vector<CallPtr> unsent, std::vector<CallPtr> written,
-                       Status why) = 0;
+                       Status why, bool reached) = 0;
 
  protected:
   ~ConnectionEvents() = default;
@@ -104,9 +110,10 @@ class ConnectionEvents {
 
 class Connection {
  public:
-  // `connect_timeout` bounds resolving, connecting and the AUTH/SELECT handshake.
+  // `connect_timeout` bounds resolving, connecting and the TLS and AUTH/SELECT/ROLE
+  // handshakes. `tls`: the context of the rediss schemes (config.tls.on), else nullptr.
   Connection(asio::io_context& io, Endpoint endpoint, const Config& config, Duration connect_timeout,
-             ConnectionEvents& events);
+             ConnectionEvents& events, std::shared_ptr<asio::ssl::context> tls);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -133,6 +140,8 @@ class Connection {
   void write_some();
   void take_back_unwritten(std::size_t written);
   Status error(const std::string& what) const;
+  asio::ip::tcp::socket& socket() { return tls_stream_ ? tls_stream_->next_layer() : socket_; }
+  asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> read_some();
 
   struct ReaderDeleter {
     void operator()(redisReader* r) const noexcept { redisReaderFree(r); }
@@ -145,7 +154,12 @@ class Connection {
   const Duration connect_timeout_;
   ConnectionEvents& events_;
 
-  asio::ip::tcp::socket socket_;
+  using TlsStream = asio::ssl::stream<asio::ip::tcp::socket>;
+  const std::shared_ptr<asio::ssl::context> tls_;
+  asio::ip::tcp::socket socket_;  // without TLS
+  // With TLS: one stream per connection attempt, shared with the write in progress, which
+  // may complete after its attempt ended.
+  std::shared_ptr<TlsStream> tls_stream_;
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer connect_timer_;
   std::unique_ptr<redisReader, ReaderDeleter> reader_;
@@ -162,6 +176,7 @@ class Connection {
   bool write_scheduled_ = false;  // a write_some() is posted
   bool closed_ = false;
   bool timed_out_ = false;        // the connect timer fired during this attempt
+  bool reached_ = false;          // this attempt connected to the server
   std::string write_error_;       // why the last write failed
   std::uint64_t generation_ = 0;  // one per connection attempt: stale completions see a change
   std::uint64_t writes_ = 0;

@@ -18,6 +18,7 @@
 #include "core/state_machine.h"
 #include "stores/redis/redis_client.h"
 #include "stores/redis/redis_keys.h"
+#include "stores/redis/redis_tls.h"
 
 namespace idem::redis {
 namespace {
@@ -255,13 +256,13 @@ struct StoreCall final : Call {
 
 class RedisStore final : public Store {
  public:
-  RedisStore(Config config, const StoreOptions& options)
+  RedisStore(Config config, const StoreOptions& options, std::shared_ptr<asio::ssl::context> tls)
       : cluster_(config.cluster),
         prefix_(config.prefix),
         wait_replicas_(config.wait_replicas),
         op_timeout_(options.op_timeout),
         work_(asio::make_work_guard(io_)),
-        client_(io_, std::move(config), options.op_timeout) {
+        client_(io_, std::move(config), options.op_timeout, std::move(tls)) {
     thread_ = std::thread([this] { io_.run(); });
   }
 
@@ -684,7 +685,13 @@ Result<std::unique_ptr<Store>> open(std::string_view uri, const StoreOptions& op
   if (!config) return config.status();
   if (options.op_timeout.count() <= 0) return invalid_argument("redis: op_timeout must be greater than 0");
   const bool allow_eviction = config->allow_eviction;
-  auto store = std::make_unique<RedisStore>(std::move(*config), options);
+  std::shared_ptr<asio::ssl::context> tls;
+  if (config->tls.on) {
+    auto context = make_tls_context(config->tls);
+    if (!context) return context.status();
+    tls = std::move(*context);
+  }
+  auto store = std::make_unique<RedisStore>(std::move(*config), options, std::move(tls));
   if (auto ping = store->ping(); !ping) return ping.status();
   if (!allow_eviction) {
     if (auto s = store->refuse_eviction(); !s) return s;

@@ -364,9 +364,31 @@ TEST(ConfigRules, Store) {
   EXPECT_EQ(error("store: memory:x\n"), "idem.yaml:1: store: memory: takes no parameters");
   for (std::string_view ok :
        {"memory:", "sqlite:/var/lib/idem.db?sync=full", "redis://127.0.0.1:6379/0", "redis-cluster://a:1,b:2",
-        "postgres://u:p@h:5432/db", "mysql://u:p@h:3306/db"}) {
+        "postgres://u:p@h:5432/db", "mysql://u:p@h:3306/db", "redis+sentinel://a:26379,b/mymaster/1?wait=1",
+        "rediss://h:6380?tls_ca=/etc/ca.pem", "rediss-cluster://a:1,b:2", "rediss+sentinel://s/m"}) {
     EXPECT_EQ(error("store: '" + std::string(ok) + "'\n"), "no error") << ok;
   }
+}
+
+// Redis URIs are parsed whole, as opening the store parses them (docs/configuration.md,
+// "Stores"), so a mistake is named when the config is read; the password never is.
+TEST(ConfigRules, RedisStoreUrisAreParsedWhole) {
+  EXPECT_ERROR(
+      "store: redis+sentinel://:s3cret@a:26379\n",
+      "idem.yaml:1: store: redis: no master name: redis+sentinel:// names the master after the sentinels "
+      "(/mymaster) in store URI 'redis+sentinel://:***@a:26379'");
+  EXPECT_ERROR("store: 'redis://h?tls_ca=/ca.pem'\n",
+               "idem.yaml:1: store: redis: tls_* parameters need TLS: write the scheme rediss://");
+  EXPECT_ERROR("store: 'redis://h?wait=x'\n", "idem.yaml:1: store: redis: wait='x' is not a number");
+  EXPECT_ERROR("store: 'redis+sentinel://h/m/x'\n",
+               "idem.yaml:1: store: redis: database 'x' is not a number");
+  // Where an unset variable left the password out, the URI is not held against it (idem
+  // check warns about the variable; idem serve refuses to start without it).
+  ::unsetenv("IDEM_GW_TEST_REDIS_PASSWORD");
+  std::vector<ConfigError> warnings;
+  EXPECT_NO_THROW(load_config_text("store: 'redis+sentinel://:${IDEM_GW_TEST_REDIS_PASSWORD}@s/m'\n",
+                                   "idem.yaml", {.strict = false, .warnings = &warnings}));
+  EXPECT_EQ(warnings.size(), 1u);
 }
 
 TEST(ConfigRules, AdminTokenEnv) {

@@ -141,10 +141,10 @@ Result<UpstreamUrl> parse_upstream_url(std::string_view text) {
   return up;
 }
 
-Status check_store_uri(std::string_view uri) {
+Status check_store_uri(std::string_view uri, bool whole) {
   const char* expected =
-      "expected memory:, sqlite:PATH, redis://HOST:PORT, redis-cluster://HOST:PORT, postgres://... or "
-      "mysql://...";
+      "expected memory:, sqlite:PATH, redis://HOST:PORT, redis-cluster://HOST:PORT, "
+      "redis+sentinel://HOST:PORT/MASTER, rediss://HOST:PORT, postgres://... or mysql://...";
   if (Status s = check_uri_userinfo(uri); !s) return s;
   std::size_t colon = uri.find(':');
   if (colon == std::string_view::npos) {
@@ -161,8 +161,11 @@ Status check_store_uri(std::string_view uri) {
       return invalid_argument("sqlite: needs a file path, such as sqlite:./idem.db");
     return Status::ok();
   }
-  if (scheme == "redis" || scheme == "redis-cluster" || scheme == "postgres" || scheme == "postgresql" ||
-      scheme == "mysql") {
+  // The Redis schemes are parsed whole (idem/open.h), as opening the store would.
+  const bool redis = scheme == "redis" || scheme == "redis-cluster" || scheme == "redis+sentinel" ||
+                     scheme == "rediss" || scheme == "rediss-cluster" || scheme == "rediss+sentinel";
+  if (redis && whole && rest.starts_with("//") && rest.size() > 2) return check_redis_uri(uri);
+  if (redis || scheme == "postgres" || scheme == "postgresql" || scheme == "mysql") {
     if (rest.size() <= 2 || rest.substr(0, 2) != "//") {
       return invalid_argument(std::string(scheme) + ": needs a host, such as " + std::string(scheme) +
                               "://127.0.0.1:" +

@@ -43,9 +43,11 @@ struct UpstreamUrl {
 
 Result<UpstreamUrl> parse_upstream_url(std::string_view text);
 
-// A light check of a store URI (docs/stores.md) so that a typo fails at config load: a known
-// scheme (memory:, sqlite:PATH, redis://, redis-cluster://, postgres://, mysql://) with the parts it
-// needs. Opening the store (idem::open_store) checks the rest.
-Status check_store_uri(std::string_view uri);
+// A check of a store URI (docs/configuration.md, "Stores") so that a typo fails at config load:
+// a known scheme (memory:, sqlite:PATH, redis://, redis-cluster://, redis+sentinel://, rediss...,
+// postgres://, mysql://) with the parts it needs; Redis URIs are parsed whole when `whole`
+// (not when an unset variable left a part out). Opening the store (idem::open_store) checks
+// the rest.
+Status check_store_uri(std::string_view uri, bool whole = true);
 
 }  // namespace idem::gateway
