@@ -73,9 +73,12 @@ std::optional<std::pair<std::size_t, std::size_t>> top_level_member(std::string_
     if (!skip_value(json, i)) return std::nullopt;
     std::size_t value_end = i;
     while (value_end > value_start && is_space(json[value_end - 1])) --value_end;
-    if (member == name) return std::pair(value_start, value_end - value_start);
     skip_space(json, i);
-    if (i >= json.size() || json[i] != ',') return std::nullopt;
+    // A member is whole once a ',' or the object's '}' follows it.
+    if (value_end == value_start || i >= json.size() || (json[i] != ',' && json[i] != '}'))
+      return std::nullopt;
+    if (member == name) return std::pair(value_start, value_end - value_start);
+    if (json[i] == '}') return std::nullopt;
     ++i;
   }
 }
