@@ -428,7 +428,7 @@ TEST(ConfigRules, RouteFields) {
   EXPECT_EQ(error(head + "    match: {method: POST, path: /a/*/b}\n"),
             "idem.yaml:3: routes[0].match.path: '*' is allowed only as a trailing \"/*\" (a prefix match)");
   EXPECT_EQ(error(head + "    match: {method: POST, path: /a}\n    mode: exclusive\n"),
-            "idem.yaml:4: routes[0].mode: expected replay, lock, got 'exclusive'");
+            "idem.yaml:4: routes[0].mode: expected replay, lock, jsonrpc, got 'exclusive'");
   EXPECT_EQ(error(head + "    match: {method: POST, path: /a}\n    required: 1\n"),
             "idem.yaml:4: routes[0].required: expected true or false, got '1'");
   EXPECT_EQ(
