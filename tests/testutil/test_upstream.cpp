@@ -17,15 +17,14 @@
 //   X-Test-Release: V      answer with "Idempotency-Release: V"
 //   X-Test-Split: N,MS     answer kSplitAnswer (chunked, with a trailer) in two writes, the
 //                          first its bytes before offset N of its body, MS ms apart
-// POST /mcp is an MCP tool server (JSON-RPC 2.0): `tools/list` answers one tool;
-// `tools/call` executes under the Idempotency-Key received (else "mcp:" + the tool's name)
-// and answers {"result":{"content":[...],"structuredContent":{"execution":n,"arguments":..}}}
-// with the request's `id` as received; the tool "fail" answers a JSON-RPC error every time,
-// "flaky" an error on its first execution and a result from then on, "stream" its result
-// as one text/event-stream event. A notification (no `id`) is answered 202 without a body.
-// GET /_count?key=K answers the number of executions of key K.
-// GET /_seen?from=N answers, as a JSON array, every other request received from the N-th
-// on (0-based): its method, target, fields ([name, value] in order), body size, and when it
+// POST /mcp (and every path below it: /mcp-x) is an MCP tool server (JSON-RPC 2.0): `tools/list` answers one
+// tool; `tools/call` executes under the Idempotency-Key received (else "mcp:" + the tool's name) and answers
+// {"result":{"content":[...],"structuredContent":{"execution":n,"arguments":..}}} with the request's `id` as
+// received; the tool "fail" answers a JSON-RPC error every time, "flaky" an error on its first execution and
+// a result from then on, "stream" its result as one text/event-stream event; X-Test-Delay-Ms delays the
+// answer after executing. A notification (no `id`) is answered 202 without a body. GET /_count?key=K answers
+// the number of executions of key K. GET /_seen?from=N answers, as a JSON array, every other request received
+// from the N-th on (0-based): its method, target, fields ([name, value] in order), body size, and when it
 // arrived (at_us: microseconds of the system clock, comparable across upstream processes).
 // The JSON echo names the key, the execution number, the Idempotency-Fence received (or
 // "") and the request body.
@@ -64,6 +63,8 @@ long idle_close_ms = 0;
 bool announce_idle = false;
 
 int execute(const std::string& key);
+long header_number(const http::request<http::string_body>& req, const char* name, long fallback);
+void sleep_ms(long ms);
 
 // POST /mcp (see the top of the file).
 http::response<http::string_body> answer_mcp(const http::request<http::string_body>& req) {
@@ -97,6 +98,7 @@ http::response<http::string_body> answer_mcp(const http::request<http::string_bo
     const std::string tool = name && name->is_string() ? std::string(name->get_string()) : "";
     auto key_it = req.find("Idempotency-Key");
     const int n = execute(key_it == req.end() ? "mcp:" + tool : std::string(key_it->value()));
+    sleep_ms(header_number(req, "X-Test-Delay-Ms", 0));
     if (tool == "fail" || (tool == "flaky" && n == 1)) {
       answer["error"] = {{"code", -32603},
                          {"message", "the tool failed (execution " + std::to_string(n) + ")"}};
@@ -192,7 +194,7 @@ void serve(tcp::socket& socket) {
       continue;
     }
     if (!target.starts_with("/_count")) record(req);
-    if (target == "/mcp" && req.method() == http::verb::post) {
+    if (target.starts_with("/mcp") && req.method() == http::verb::post) {
       http::write(socket, answer_mcp(req), ec);
       if (ec || !req.keep_alive()) return;
       continue;
