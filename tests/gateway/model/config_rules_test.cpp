@@ -725,5 +725,23 @@ TEST(RequireUpstream, ServeNeedsOne) {
   EXPECT_NO_THROW(require_upstream(c));
 }
 
+// docs/configuration.md, "JSON-RPC routes".
+TEST(ConfigRules, JsonRpcRoutes) {
+  const std::string head = "routes:\n  - name: mcp\n    match: {method: POST, path: /mcp}\n";
+  EXPECT_EQ(error(head + "    jsonrpc_methods: [tools/call]\n"),
+            "idem.yaml:4: routes[0].jsonrpc_methods: jsonrpc_methods needs mode: jsonrpc");
+  EXPECT_EQ(
+      error(head + "    mode: jsonrpc\n    jsonrpc_methods: []\n"),
+      "idem.yaml:5: routes[0].jsonrpc_methods: an empty list of JSON-RPC methods protects nothing: remove "
+      "mode: jsonrpc");
+  EXPECT_EQ(error(head + "    mode: jsonrpc\n    key: token\n"),
+            "idem.yaml:5: routes[0].key: a JSON-RPC route takes its key from a header or the call");
+  EXPECT_EQ(error(head + "    mode: jsonrpc\n    fingerprint: json\n"),
+            "idem.yaml:5: routes[0].fingerprint: a JSON-RPC route fingerprints the call (method and params, "
+            "without id and params._meta): remove fingerprint");
+  EXPECT_EQ(error(head + "    mode: jsonrpc\n    jsonrpc_methods: tools/call\n"), "no error");
+  EXPECT_EQ(error(head + "    mode: rpc\n").rfind("idem.yaml:4: routes[0].mode:", 0), 0u);
+}
+
 }  // namespace
 }  // namespace idem::gateway

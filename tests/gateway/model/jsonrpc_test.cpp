@@ -1,6 +1,6 @@
 // JSON-RPC routes (docs/configuration.md, "JSON-RPC routes"): which calls are protected, the
 // fingerprint without `id`, the `id` spliced into a stored answer, the errors the gateway
-// answers, and the config's checks.
+// answers (the config's checks: config_rules_test.cpp, JsonRpcRoute).
 #include "gateway/model/jsonrpc.h"
 
 #include <gtest/gtest.h>
@@ -168,33 +168,6 @@ TEST(JsonRpcRoute, ARetryWithAnotherIdAndMetaHasTheSameFingerprint) {
   std::optional<RouteMatch> m = match_route(config().routes, "POST", "/mcp");
   EXPECT_EQ(identify_request(*m, a.view()).identity.fingerprint,
             identify_request(*m, b.view()).identity.fingerprint);
-}
-
-std::string error(std::string_view yaml) {
-  try {
-    (void)load_config_text(yaml, "idem.yaml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-TEST(JsonRpcRoute, ConfigErrorsNameTheLineAndKey) {
-  const std::string head = "routes:\n  - name: mcp\n    match: {method: POST, path: /mcp}\n";
-  EXPECT_EQ(error(head + "    jsonrpc_methods: [tools/call]\n"),
-            "idem.yaml:4: routes[0].jsonrpc_methods: jsonrpc_methods needs mode: jsonrpc");
-  EXPECT_EQ(
-      error(head + "    mode: jsonrpc\n    jsonrpc_methods: []\n"),
-      "idem.yaml:5: routes[0].jsonrpc_methods: an empty list of JSON-RPC methods protects nothing: remove "
-      "mode: jsonrpc");
-  EXPECT_EQ(error(head + "    mode: jsonrpc\n    key: token\n"),
-            "idem.yaml:5: routes[0].key: a JSON-RPC route takes its key from a header or the call");
-  EXPECT_EQ(error(head + "    mode: jsonrpc\n    fingerprint: json\n"),
-            "idem.yaml:5: routes[0].fingerprint: a JSON-RPC route fingerprints the call (method and params, "
-            "without "
-            "id and params._meta): remove fingerprint");
-  EXPECT_EQ(error(head + "    mode: jsonrpc\n    jsonrpc_methods: tools/call\n"), "no error");
-  EXPECT_EQ(error(head + "    mode: rpc\n").rfind("idem.yaml:4: routes[0].mode:", 0), 0u);
 }
 
 }  // namespace
