@@ -142,6 +142,20 @@ TEST_F(JsonRpc, AStreamedAnswerIsNotKept) {
   EXPECT_EQ(executions(key), 2);
 }
 
+// An answer in a Content-Encoding cannot carry another id, so it is not kept.
+TEST_F(JsonRpc, AnEncodedAnswerIsNotKept) {
+  const std::string key = unique("encoded");
+  for (int n = 1; n <= 2; ++n) {
+    Response r = rpc(call(std::to_string(n), "create_ticket", key), {{"X-Test-Encoding", "gzip"}});
+    EXPECT_EQ(header(r, "Content-Encoding"), "gzip");
+    EXPECT_EQ(header(r, "Idempotent-Replayed"), "");
+  }
+  Response plain = rpc(call("3", "create_ticket", key));
+  EXPECT_EQ(body_json(plain).at("result").at("structuredContent").at("execution").as_int64(), 3);
+  EXPECT_EQ(header(rpc(call("4", "create_ticket", key)), "Idempotent-Replayed"), "true");
+  EXPECT_EQ(executions(key), 3);
+}
+
 // A duplicate of a call still running is told so as a JSON-RPC error to its own id, marked
 // retryable, with Retry-After (the route waits 0s for the first call).
 TEST_F(JsonRpc, ACallInProgressIsAJsonRpcError) {

@@ -118,6 +118,8 @@ http::response<http::string_body> answer_mcp(const http::request<http::string_bo
     answer["error"] = {{"code", -32601}, {"message", "no such method"}};
   }
   res.body() = boost::json::serialize(answer);
+  if (auto coding = req.find("X-Test-Encoding"); coding != req.end())
+    res.set(http::field::content_encoding, coding->value());
   res.prepare_payload();
   return res;
 }

@@ -64,6 +64,12 @@ bool is_event_stream(const HttpResponse& res) {
   return type != res.end() && has_media_type(type->value(), "text/event-stream");
 }
 
+// A body in a Content-Encoding (gzip...) is not JSON text its `id` could be replaced in.
+bool is_encoded(const HttpResponse& res) {
+  const auto coding = res.find(http::field::content_encoding);
+  return coding != res.end() && !boost::beast::iequals(coding->value(), "identity");
+}
+
 // A refusal of the gateway's own on a JSON-RPC route as the JSON-RPC error MCP clients read
 // (docs/configuration.md, "JSON-RPC routes"): HTTP 200, the problem+json object as
 // `error.data`, Retry-After kept.
@@ -342,10 +348,12 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
                           take_release_request(up.response)};
     if (end == WorkEnd::succeeded && releases_answer(p.release_on, p.success_when, seen))
       end = WorkEnd::failed;
-    // A JSON-RPC error is the tool's failure, and a stream is no answer to keep
-    // (docs/configuration.md, "JSON-RPC routes"): released, so a retry runs.
+    // A JSON-RPC error is the tool's failure, and neither a stream nor an encoded body can
+    // be replayed with another `id` (docs/configuration.md, "JSON-RPC routes"): released, so
+    // a retry runs.
     if (end == WorkEnd::succeeded && route.jsonrpc &&
-        (is_event_stream(up.response) || (seen.body && is_jsonrpc_error(*seen.body))))
+        (is_event_stream(up.response) || is_encoded(up.response) ||
+         (seen.body && is_jsonrpc_error(*seen.body))))
       end = WorkEnd::failed;
   }
   std::string result;
