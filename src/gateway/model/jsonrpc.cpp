@@ -96,11 +96,13 @@ JsonRpcCall read_jsonrpc_call(const JsonRpcRule& rule, const ExactJson* doc, std
   if (method == nullptr || !method->is_string()) return call;
   if (std::ranges::find(rule.methods, std::string_view(method->get_string())) == rule.methods.end())
     return call;
-  if (!o->contains("id")) return call;  // a notification: no answer to replay
-  const auto id = top_level_member(body, "id");
-  if (!id) return call;  // an `id` spelled with escapes: not read, so not protected
+  const boost::json::value* id_value = o->if_contains("id");
+  if (id_value == nullptr) return call;  // a notification: no answer to replay
   call.kind = JsonRpcCall::Kind::call;
-  call.id = std::string(body.substr(id->first, id->second));
+  // As sent; a member name spelled with escapes ("\u0069d") is found only by the parser,
+  // and its value is then written in canonical form, the same JSON value.
+  const auto id = top_level_member(body, "id");
+  call.id = id ? std::string(body.substr(id->first, id->second)) : canonical_json(*doc, *id_value);
   // The call as the fingerprint sees it: what the service acts on, not which attempt this is.
   boost::json::object what;
   what["method"] = *method;

@@ -29,7 +29,9 @@ struct JsonRpcCall {
     batch,  // a JSON array: refused (docs/configuration.md, "JSON-RPC routes")
   };
   Kind kind = Kind::pass;
-  std::string id;         // call: the `id` member's value exactly as sent (its JSON text)
+  // call: the `id` member's value as sent (its JSON text; canonical when the member's name
+  // is written with escapes)
+  std::string id;
   std::string canonical;  // call: the call without `id`, `jsonrpc` and `params._meta`, canonical
 };
 

@@ -40,6 +40,10 @@ TEST(JsonRpcCall, TheIdIsKeptExactlyAsSent) {
   EXPECT_EQ(read(R"({"method":"tools/call","id":"a\"b"})").id, R"("a\"b")");
   EXPECT_EQ(read(R"({"method":"tools/call","id":1.50})").id, "1.50");
   EXPECT_EQ(read(R"({"method":"tools/call","id":null})").id, "null");
+  // A name with escapes is the same member: protected all the same, its value canonical.
+  const JsonRpcCall escaped = read(R"({"method":"tools/call","\u0069d":1.50})");
+  EXPECT_EQ(escaped.kind, JsonRpcCall::Kind::call);
+  EXPECT_EQ(escaped.id, "1.5");
 }
 
 TEST(JsonRpcCall, TheFingerprintCoversMethodAndParamsButNotIdJsonrpcOrMeta) {
