@@ -186,6 +186,7 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     std::cerr << "idem: " << e.what() << "\n";
     return kUsage;
   }
+  for (const ConfigError& a : config.advice) std::cerr << "idem: warning: " << a.what() << "\n";
   // A store that cannot be reached now does not stop the gateway (docs/admin.md, "When
   // the store is down"): it serves, protected requests follow on_store_error and /readyz
   // with them (docs/admin.md, "Readiness"), while the store is opened again in the background. A store that
@@ -315,7 +316,9 @@ std::optional<std::vector<std::string>> store_drift(const Config& c, Store& stor
 
 // `idem check FILE [--strict] [--store URI]`: the config as `idem serve` would read it,
 // except that without --strict an unset variable is a warning (the machine checking a
-// config often does not hold its secrets). With --store, also the store's live records
+// config often does not hold its secrets), and what it most likely does not mean
+// (Config::advice: shadowed routes, safe methods) is a warning, an error with --strict.
+// With --store, also the store's live records
 // this config would orphan or misread (store_drift): warnings, errors under --strict; and
 // that store must hold every route's responses (require_store_holds_results).
 int check(const std::string& file, bool strict, const std::string& store_uri) {
@@ -335,6 +338,10 @@ int check(const std::string& file, bool strict, const std::string& store_uri) {
       require_store_holds_results(c, store->max_result_bytes(), store->traits().name);
     }
     for (const ConfigError& w : warnings) std::cerr << "idem: warning: " << w.what() << "\n";
+    // What the config most likely does not mean (Config::advice): errors under --strict.
+    for (const ConfigError& a : c.advice)
+      std::cerr << "idem: " << (strict ? "" : "warning: ") << a.what() << "\n";
+    if (strict && !c.advice.empty()) return kUsage;
     std::vector<std::string> drift;
     if (store) {
       auto found = store_drift(c, *store, store_uri);
@@ -343,7 +350,7 @@ int check(const std::string& file, bool strict, const std::string& store_uri) {
       for (const std::string& d : drift) std::cerr << "idem: " << (strict ? "" : "warning: ") << d << "\n";
       if (strict && !drift.empty()) return kUsage;
     }
-    const std::size_t n = warnings.size() + drift.size();
+    const std::size_t n = warnings.size() + c.advice.size() + drift.size();
     std::cout << file << ": ok (" << c.routes.size() << " route" << (c.routes.size() == 1 ? "" : "s");
     if (n != 0) std::cout << ", " << n << " warning" << (n == 1 ? "" : "s");
     std::cout << ")\n";

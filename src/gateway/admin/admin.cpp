@@ -1,5 +1,6 @@
 #include "gateway/admin/admin.h"
 
+#include <chrono>
 #include <cstdio>
 
 #include <boost/asio/use_awaitable.hpp>
@@ -19,6 +20,7 @@
 #include "idem/async.h"
 #include "util/ceil_ms.h"
 #include "util/percent.h"
+#include "util/rfc3339.h"
 
 namespace idem::gateway {
 namespace asio = boost::asio;
@@ -126,19 +128,41 @@ HttpResponse ui_response(const UiAsset& asset, unsigned version, bool keep_alive
   return res;
 }
 
+// The roles that may use an admin endpoint (docs/admin.md, "Tokens and roles"): the page,
+// the listing and deletions are the operator's, the rest of /v1/ the control API's; one
+// record's GET is both's, since a service reads the record of its own key after an outcome
+// it did not learn (docs/control-api.md, "Errors").
+unsigned roles_for(http::verb method, std::string_view path) {
+  const bool records = path.starts_with("/v1/records/") || path == "/v1/records";
+  if (path.starts_with("/v1/") && !records) return kRoleControl;
+  if (path.starts_with("/v1/records/") && method == http::verb::get) return kRoleControl | kRoleOperator;
+  return kRoleOperator;
+}
+
+const char* role_name(unsigned roles) { return roles & kRoleControl ? "control" : "operator"; }
+
+// Who acted, in the audit line and the metric, when the listener takes no token (loopback
+// alone): a name no token can have.
+constexpr std::string_view kNoToken = "(local)";
+
 }  // namespace
 
+std::shared_ptr<const Admin::Settings> Admin::settings_of(std::shared_ptr<const Config> config) {
+  std::vector<AdminTokens::Named> named;
+  if (!config->admin.token.empty())
+    named.push_back({"admin", config->admin.token, kRoleControl | kRoleOperator});
+  for (const AdminTokenConfig& t : config->admin.tokens) named.push_back({t.name, t.value, t.roles});
+  AdminTokens tokens(named);
+  return std::make_shared<const Settings>(Settings{std::move(config), std::move(tokens)});
+}
+
 Admin::Admin(const Config& config, Store& store, Metrics& metrics, ReplayCache* cache)
-    : settings_(std::make_shared<const Settings>(
-          Settings{std::make_shared<const Config>(config), AdminToken(config.admin.token)})),
+    : settings_(settings_of(std::make_shared<const Config>(config))),
       store_(store),
       metrics_(metrics),
       cache_(cache) {}
 
-void Admin::reload(std::shared_ptr<const Config> next) {
-  AdminToken token(next->admin.token);
-  settings_.store(std::make_shared<const Settings>(Settings{std::move(next), std::move(token)}));
-}
+void Admin::reload(std::shared_ptr<const Config> next) { settings_.store(settings_of(std::move(next))); }
 
 HttpResponse Admin::store_failed(const HttpRequest& req, std::string_view op, const Status& s) const {
   std::fprintf(stderr, "idem: admin: %.*s: store failed: %s\n", static_cast<int>(op.size()), op.data(),
@@ -187,29 +211,37 @@ awaitable<std::optional<Answer>> Admin::serve(HttpExchange& exchange) {
   BodyRead body = co_await exchange.read_body(kBodyLimit);
   if (body.client_gone) co_return std::nullopt;
   if (body.refusal) co_return Answer{std::move(*body.refusal)};
-  co_return Answer{co_await handle(*body.request)};
+  co_return Answer{co_await handle(*body.request, exchange.meta().client)};
 }
 
 std::optional<HttpResponse> Admin::refuse(const http::request_header<>& head, bool ka) const {
   const unsigned v = head.version();
   const std::vector<HeaderField> fields = header_fields(head);
   const std::shared_ptr<const Settings> settings = settings_.load();
-  const AdminToken& token = settings->token;
+  const AdminTokens& tokens = settings->tokens;
   const std::string_view path = target_path(head.target());
   const bool probe = is_probe(path);
   // Before anything else, so that a refused request learns nothing, not even readiness.
   // With a token, the page, records and control API still refuse other sites' pages: a
   // browser that holds the operator's Basic credentials sends them on its own.
-  if (auto refused =
-          token.configured() ? (probe ? std::nullopt : check_origin(fields)) : check_loopback_request(fields))
+  if (auto refused = tokens.configured() ? (probe ? std::nullopt : check_origin(fields))
+                                         : check_loopback_request(fields))
     return problem_response(refused->problem, refused->detail, v, ka);
   if (probe && head.method() == http::verb::get) return std::nullopt;
   const bool records_path = path.starts_with("/v1/records/") || path == "/v1/records";
   const bool control_path = path.starts_with("/v1/") && !records_path;
   if (!records_path && !control_path && !find_ui_asset(path))
     return problem_response(Problem::not_found, "no such admin endpoint", v, ka);
-  if (token.configured() && !token.accepts(find_header(fields, "Authorization").value_or("")))
-    return unauthorized(v, ka);
+  if (!tokens.configured()) return std::nullopt;
+  const std::optional<AdminTokens::Caller> caller =
+      tokens.match(find_header(fields, "Authorization").value_or(""));
+  if (!caller) return unauthorized(v, ka);
+  const unsigned needed = roles_for(head.method(), path);
+  if ((caller->roles & needed) == 0)
+    return problem_response(Problem::forbidden,
+                            "the token '" + caller->name + "' does not have the " + role_name(needed) +
+                                " role that this endpoint needs (docs/admin.md, \"Tokens and roles\")",
+                            v, ka);
   return std::nullopt;
 }
 
@@ -242,7 +274,7 @@ awaitable<HttpResponse> Admin::probe(const http::request_header<>& head, bool ka
   co_return res;
 }
 
-awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
+awaitable<HttpResponse> Admin::handle(const HttpRequest& req, std::string_view peer) {
   const unsigned v = req.version();
   const bool ka = req.keep_alive();
   if (std::optional<HttpResponse> refused = refuse(req.base(), ka)) co_return std::move(*refused);
@@ -260,7 +292,7 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
     co_return ui_response(*asset, v, ka);
   }
   if (path == "/v1/records") co_return co_await list_records(req);
-  if (path.starts_with(kRecords)) co_return co_await records(req, path.substr(kRecords.size()));
+  if (path.starts_with(kRecords)) co_return co_await records(req, path.substr(kRecords.size()), peer);
   if (req.method() != http::verb::post)
     co_return problem_response(Problem::method_not_allowed, "the control API takes POST", v, ka);
   if (auto refused = check_json_request(header_fields(req)))
@@ -268,7 +300,7 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req) {
   co_return co_await control(req, path.substr(3), *settings->config);
 }
 
-awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view rest) {
+awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view rest, std::string_view peer) {
   const unsigned v = req.version();
   const bool ka = req.keep_alive();
   const auto slash = rest.find('/');
@@ -295,10 +327,17 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
   }
   if (req.method() == http::verb::delete_) {
     const RecordId removed = id;
+    // The record as it was, for the audit line: its state and fence (docs/admin.md,
+    // "Tokens and roles"). A failed read does not stop the removal.
+    auto read = async_get(store_, RecordId(id), use_awaitable);
+    Result<std::optional<Record>> before = co_await std::move(read);
     auto call = async_remove(store_, std::move(id), use_awaitable);
     Result<bool> r = co_await std::move(call);
     // Also when the store failed: the removal may have been applied.
     if (cache_) cache_->erase(removed.scope, removed.key);
+    const char* decision = !r ? "store_failed" : (*r ? "deleted" : "not_found");
+    const Record* was = before && *before ? &**before : nullptr;
+    audit(req, peer, "delete", removed, was, decision, r && *r);
     if (!r) co_return store_failed(req, "DELETE /v1/records", r.status());
     if (!*r) co_return problem_response(Problem::not_found, "no record with this scope and key", v, ka);
     HttpResponse res{http::status::no_content, v};
@@ -306,6 +345,31 @@ awaitable<HttpResponse> Admin::records(const HttpRequest& req, std::string_view 
     co_return res;
   }
   co_return problem_response(Problem::method_not_allowed, "records take GET or DELETE", v, ka);
+}
+
+void Admin::audit(const HttpRequest& req, std::string_view peer, std::string_view action, const RecordId& id,
+                  const Record* before, std::string_view decision, bool applied) {
+  const std::optional<AdminTokens::Caller> caller =
+      settings_.load()->tokens.match(find_header(header_fields(req), "Authorization").value_or(""));
+  const std::string token = caller ? caller->name : std::string(kNoToken);
+  // "audit" first: the line is told from the request log's, which start with "time".
+  json::object line{{"audit", "record." + std::string(action)},
+                    {"time", util::rfc3339(std::chrono::time_point_cast<std::chrono::microseconds>(
+                                               std::chrono::system_clock::now()),
+                                           util::SubSecond::milliseconds)},
+                    {"token", token},
+                    {"peer", peer},
+                    {"scope", id.scope},
+                    {"key", id.key},
+                    {"decision", decision}};
+  if (before) {
+    line["fence"] = before->fence;
+    line["state"] = to_string(before->state);
+  } else {
+    line["fence"] = nullptr;
+  }
+  std::fprintf(stderr, "%s\n", json::serialize(line).c_str());
+  if (applied) metrics_.count_admin_action(action, token);
 }
 
 // GET /v1/records?...: one answer gathered from as many store pages as it takes

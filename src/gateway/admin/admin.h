@@ -1,11 +1,14 @@
 // The admin listener's endpoints (docs/admin.md): health, readiness, metrics, records,
 // the control API — the engine over HTTP/JSON — and the operator's page (`GET /` and its
 // files under /ui/, ui_assets.h). Who may call them is decided by admin_access.h
-// (docs/admin.md): the page, records and the control API require the token (Bearer, or
-// Basic with the token as the password) when admin.token_env is set; without a token
-// every request for a foreign Host is refused; token or not, requests from another
-// site's page (a foreign Origin) are. Store errors are answered without the store's
-// address or error text; those go to standard error.
+// (docs/admin.md): the page, records and the control API require a token (Bearer, or
+// Basic with the token as the password) when admin.token_env or admin.tokens is set, one
+// with the `operator` role for the page and records, `control` for the control API
+// (docs/admin.md, "Tokens and roles"); without a token every request for a foreign Host
+// is refused; token or not, requests from another site's page (a foreign Origin) are.
+// Every record deleted is told in an audit line on standard error and counted in
+// idem_admin_actions_total. Store errors are answered without the store's address or
+// error text; those go to standard error.
 // Safe for concurrent use.
 #pragma once
 
@@ -35,10 +38,12 @@ class Admin final : public RequestHandler {
   // then reads the body whole, at most 1 MiB, and answers it with handle().
   boost::asio::awaitable<std::optional<Answer>> serve(HttpExchange& exchange) override;
   // Answers one fully read admin request. Never throws.
-  boost::asio::awaitable<HttpResponse> handle(const HttpRequest& req);
+  // `peer`: the client's address, for the audit line.
+  boost::asio::awaitable<HttpResponse> handle(const HttpRequest& req, std::string_view peer = {});
   // The answer a request gets from its head alone, or nullopt when it may be served: 403
   // for a foreign Origin or (without a token) Host, 404 for no such endpoint, 401 without
-  // the token where one is required (docs/admin.md). Never for a GET of /healthz, /readyz
+  // a known token where one is required, 403 for a token without the endpoint's role
+  // (docs/admin.md). Never for a GET of /healthz, /readyz
   // or /metrics that passes the Origin and Host rules. `keep_alive`: whether the client lets
   // the connection be kept.
   std::optional<HttpResponse> refuse(const http::request_header<>& head, bool keep_alive) const;
@@ -55,8 +60,15 @@ class Admin final : public RequestHandler {
  private:
   // GET /healthz, /readyz or /metrics (`head` passed refuse()).
   boost::asio::awaitable<HttpResponse> probe(const http::request_header<>& head, bool keep_alive);
-  boost::asio::awaitable<HttpResponse> records(const HttpRequest& req, std::string_view rest);
+  boost::asio::awaitable<HttpResponse> records(const HttpRequest& req, std::string_view rest,
+                                               std::string_view peer);
   boost::asio::awaitable<HttpResponse> list_records(const HttpRequest& req);
+  // The audit of an action on a record (docs/admin.md, "Tokens and roles"): one JSON line on
+  // standard error naming the token of `req`, `peer`, the record (`before`: as read before
+  // the action, null when none was read), the action ("delete"; a resolution names its
+  // own) and `decision`; counted in idem_admin_actions_total when `applied`.
+  void audit(const HttpRequest& req, std::string_view peer, std::string_view action, const RecordId& id,
+             const Record* before, std::string_view decision, bool applied);
   // POST /v1/<op>: the endpoint of the table in admin.cpp that `op` names.
   boost::asio::awaitable<HttpResponse> control(const HttpRequest& req, std::string_view op,
                                                const Config& config);
@@ -77,11 +89,12 @@ class Admin final : public RequestHandler {
   // 503 store-unavailable, saying nothing of the store; `op` and `s` go to standard error.
   HttpResponse store_failed(const HttpRequest& req, std::string_view op, const Status& s) const;
 
-  // What a reload replaces, together: a request sees one config and its token.
+  // What a reload replaces, together: a request sees one config and its tokens.
   struct Settings {
     std::shared_ptr<const Config> config;
-    AdminToken token;
+    AdminTokens tokens;
   };
+  static std::shared_ptr<const Settings> settings_of(std::shared_ptr<const Config> config);
 
   std::atomic<std::shared_ptr<const Settings>> settings_;
   Store& store_;

@@ -24,10 +24,10 @@ Duration longest_upstream_timeout(const Config& c) {
 }
 
 void require_admin_token_off_loopback(const Config& c) {
-  if (!c.admin.listen.is_loopback() && c.admin.token.empty())
-    throw ConfigError(
-        "", 0, "admin.listen",
-        "refusing a non-loopback admin address (" + c.admin.listen.to_string() + ") without admin.token_env");
+  if (!c.admin.listen.is_loopback() && !c.admin.has_tokens())
+    throw ConfigError("", 0, "admin.listen",
+                      "refusing a non-loopback admin address (" + c.admin.listen.to_string() +
+                          ") without admin.token_env or admin.tokens");
 }
 
 namespace {
@@ -56,18 +56,26 @@ Runtime::Runtime(const Config& config, Store& store, RuntimeOptions options)
     : options_(std::move(options)),
       store_(store),
       pool_(options_.threads ? options_.threads : std::max(1u, std::thread::hardware_concurrency())),
-      upstream_(*config.upstream, config.upstream_idle),
+      // Control-only (no upstream): a client that is never asked, as no listener forwards.
+      upstream_(config.upstream.value_or(UpstreamUrl{}), config.upstream_idle),
       // Latency buckets reach the longest timeout and the store's deadline
       // (docs/observability.md).
       metrics_(MetricsOptions{longest_upstream_timeout(config), StoreOptions{}.op_timeout}),
       gateway_(config, store, upstream_, metrics_, options_.clock, options_.key_hash_secret),
       admin_(config, store, metrics_, &gateway_.replay_cache()),
       server_(pool_, gateway_, admin_, metrics_.gauges(), server_limits(config, options_)) {
-  client_ = server_.listen_client(config.listen);
+  // Control-only: no client listener at all, rather than one that answers 404 to every
+  // request: nothing can be sent to it by mistake, and no port is taken
+  // (docs/control-api.md, "A gateway for the control API alone").
+  if (!config.control_only()) client_ = server_.listen_client(config.listen);
   admin_ep_ = server_.listen_admin(config.admin.listen);
   std::ostringstream s;
-  s << "serving on " << client_ << " (admin " << admin_ep_ << ", upstream " << config.upstream->text
-    << ", store " << redact_uri(config.store) << ")";
+  if (config.control_only())
+    s << "serving the control API alone on admin " << admin_ep_ << " (no upstream, no client listener, store "
+      << redact_uri(config.store) << ")";
+  else
+    s << "serving on " << client_ << " (admin " << admin_ep_ << ", upstream " << config.upstream->text
+      << ", store " << redact_uri(config.store) << ")";
   serving_ = s.str();
 }
 
@@ -144,6 +152,14 @@ bool Runtime::reload() {
     next = load_config_file(file);
     apply_overrides(next, options_.flags);
     require_upstream(next);
+    // The listeners stay as they started: a control-only gateway has no client listener to
+    // serve routes on, and a gateway with one keeps its routes.
+    if (next.control_only() != running->control_only())
+      throw ConfigError(file, 0, "upstream",
+                        running->control_only() ? "a restart is needed to serve routes: this gateway started "
+                                                  "without upstream and routes (the control API alone)"
+                                                : "a restart is needed to serve the control API alone: this "
+                                                  "gateway started with a client listener");
     require_store_holds_results(next, store_.max_result_bytes(), store_.traits().name);
   } catch (const ConfigError& e) {
     std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;

@@ -47,8 +47,9 @@ struct RuntimeOptions {
 class Runtime {
  public:
   // Builds the gateway for `config` on `store` and opens both listeners (port 0 picks a
-  // free one). Throws ListenError when a listener cannot be opened. `store` must outlive
-  // the runtime.
+  // free one); a control-only config (Config::control_only) opens the admin listener alone,
+  // and client_endpoint() is then the default endpoint. Throws ListenError when a listener cannot be opened.
+  // `store` must outlive the runtime.
   Runtime(const Config& config, Store& store, RuntimeOptions options = {});
   // Stops what start() started: shutdown(), then waits for the threads.
   ~Runtime();

@@ -44,7 +44,7 @@ class HttpExchange {
   // The request head: valid until relay() is called (which forwards it).
   virtual const http::request_header<>& head() const = 0;
   // The client's address and the request id (docs/observability.md), on the client
-  // listener; empty on the admin listener.
+  // listener; on the admin listener the peer's address alone.
   virtual const RequestMeta& meta() const = 0;
   // The Content-Length the head declares; nullopt for a chunked body or none.
   virtual std::optional<std::uint64_t> content_length() const = 0;

@@ -219,7 +219,10 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     if (!admin) guard.emplace(active_, gauges_.inflight);
     std::optional<Answer> answer;
     RequestMeta meta;
-    if (!admin) meta = client_.meta(req.head.get(), conn->address);
+    if (!admin)
+      meta = client_.meta(req.head.get(), conn->address);
+    else
+      meta.client = conn->address;  // for the admin listener's audit line
     if (auto refusal = refuse_head(req.head.get(), admin)) {
       answer.emplace(problem_response(refusal->problem, refusal->detail, refusal->version, false));
     } else {

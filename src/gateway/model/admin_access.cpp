@@ -86,16 +86,10 @@ std::optional<std::pair<std::string_view, std::string_view>> split_scheme(std::s
   return std::pair{authorization.substr(0, space), rest};
 }
 
-}  // namespace
-
-AdminToken::AdminToken(std::string_view token) : configured_(!token.empty()) {
-  if (configured_) digest_ = sha256(token);
-}
-
-bool AdminToken::accepts(std::string_view authorization) const noexcept {
-  if (!configured_) return false;
+// The token an Authorization field value presents, or nullopt (AdminToken::accepts).
+std::optional<std::string> presented_token(std::string_view authorization) noexcept {
   const auto parts = split_scheme(authorization);
-  if (!parts) return false;
+  if (!parts) return std::nullopt;
   const auto [scheme, credentials] = *parts;
   std::optional<std::string> decoded;
   std::string_view presented;
@@ -106,16 +100,51 @@ bool AdminToken::accepts(std::string_view authorization) const noexcept {
     try {
       decoded = base64_decode(credentials);
     } catch (...) {
-      return false;
+      return std::nullopt;
     }
     const auto colon = decoded ? decoded->find(':') : std::string::npos;
-    if (colon == std::string::npos) return false;
+    if (colon == std::string::npos) return std::nullopt;
     presented = std::string_view(*decoded).substr(colon + 1);
   } else {
-    return false;
+    return std::nullopt;
   }
-  const Digest d = sha256(presented);
+  try {
+    return std::string(presented);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+AdminToken::AdminToken(std::string_view token) : configured_(!token.empty()) {
+  if (configured_) digest_ = sha256(token);
+}
+
+bool AdminToken::accepts(std::string_view authorization) const noexcept {
+  if (!configured_) return false;
+  const std::optional<std::string> presented = presented_token(authorization);
+  if (!presented) return false;
+  const Digest d = sha256(*presented);
   return CRYPTO_memcmp(d.data(), digest_.data(), d.size()) == 0;
+}
+
+AdminTokens::AdminTokens(const std::vector<Named>& tokens) {
+  for (const Named& t : tokens)
+    if (!t.token.empty()) tokens_.push_back(Entry{{t.name, t.roles}, sha256(t.token)});
+}
+
+std::optional<AdminTokens::Caller> AdminTokens::match(std::string_view authorization) const {
+  const std::optional<std::string> presented = presented_token(authorization);
+  if (!presented) return std::nullopt;
+  const Digest d = sha256(*presented);
+  const Entry* found = nullptr;
+  for (const Entry& t : tokens_) {
+    const bool equal = CRYPTO_memcmp(d.data(), t.digest.data(), d.size()) == 0;
+    if (equal && !found) found = &t;
+  }
+  if (!found) return std::nullopt;
+  return found->caller;
 }
 
 bool is_loopback_host(std::string_view host) noexcept {

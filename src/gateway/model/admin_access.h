@@ -13,7 +13,9 @@
 #include <array>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "gateway/model/problem.h"
 #include "gateway/model/request_view.h"
@@ -40,6 +42,40 @@ class AdminToken {
  private:
   bool configured_ = false;
   std::array<unsigned char, 32> digest_{};
+};
+
+// The admin listener's tokens, each with a name and roles (docs/admin.md, "Tokens and
+// roles"): admin.token_env's, and those of admin.tokens.
+class AdminTokens {
+ public:
+  struct Named {
+    std::string name;
+    std::string token;   // not empty
+    unsigned roles = 0;  // config.h's kRoleControl | kRoleOperator
+  };
+  // Who presented a token: its name and roles.
+  struct Caller {
+    std::string name;
+    unsigned roles = 0;
+  };
+
+  AdminTokens() = default;
+  explicit AdminTokens(const std::vector<Named>& tokens);
+
+  bool configured() const noexcept { return !tokens_.empty(); }
+
+  // The token `authorization` presents (in either form AdminToken::accepts takes), or
+  // nullopt. Every token is compared, in constant time as a SHA-256 digest, whichever
+  // matches, so the time a refusal takes shows neither a token nor how many there are
+  // before it; when two tokens are equal, the first is the caller.
+  std::optional<Caller> match(std::string_view authorization) const;
+
+ private:
+  struct Entry {
+    Caller caller;
+    std::array<unsigned char, 32> digest{};
+  };
+  std::vector<Entry> tokens_;
 };
 
 // True when `host`, a Host field value, names this machine: `localhost` (any case), an

@@ -1,6 +1,8 @@
 #include "gateway/model/key_template.h"
 
+#include <algorithm>
 #include <charconv>
+#include <vector>
 
 #include "gateway/model/canonical_json.h"
 #include "gateway/model/key.h"
@@ -22,6 +24,60 @@ bool all_of(std::string_view s, Pred pred) {
     if (!pred(c)) return false;
   }
   return true;
+}
+
+// The edit distance of `a` and `b` (insertions, deletions, substitutions), for "did you
+// mean" in messages; the names compared are short.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The source a mistyped one likely meant ("jsn" → "json", "headers" → "header", "body" →
+// "json"), or "" when none is close.
+std::string_view likely_source(std::string_view source) {
+  if (source == "body") return "json";
+  if (source == "params" || source == "param") return "query";
+  std::string lower(source);
+  for (char& c : lower) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  std::string_view best;
+  std::size_t best_distance = 3;  // at most 2 edits
+  for (std::string_view known : {"json", "header", "query", "path", "form", "subject"}) {
+    const std::size_t d = edit_distance(lower, known);
+    if (d < best_distance) {
+      best = known;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+// `{json.items[0].sku}` written as the template grammar reads array elements,
+// `{json.items.0.sku}` (JsonPath's `$.` and brackets, and `['name']`, undone).
+std::string dotted_json(std::string_view name, bool optional) {
+  std::string out;
+  if (name.starts_with("$.")) name.remove_prefix(2);
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '[') {
+      if (!out.empty() && out.back() != '.') out += '.';
+    } else if (c == ']') {
+      if (i + 1 < name.size() && name[i + 1] != '.' && name[i + 1] != '[') out += '.';
+    } else if (c != '\'' && c != '"') {
+      out += c;
+    }
+  }
+  return "{json." + out + (optional ? "?}" : "}");
 }
 
 Result<KeyTemplate::Part> parse_placeholder(std::string_view inner) {
@@ -51,14 +107,38 @@ Result<KeyTemplate::Part> parse_placeholder(std::string_view inner) {
   } else if (source == "form") {
     part.source = Source::form;
   } else {
+    // Spaces around the source or the name are no part of either.
+    auto trim = [](std::string_view s) {
+      while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+      while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+      return s;
+    };
+    const std::string_view likely = likely_source(trim(source));
+    const std::string_view trimmed_name = trim(name);
+    std::string hint;
+    if (source.starts_with("json["))
+      hint = ": did you mean " + dotted_json(inner.substr(4), part.optional) + "?";
+    else if (likely == "subject")
+      hint = ": did you mean {subject}?";
+    else if (!likely.empty())
+      hint = ": did you mean {" + std::string(likely) +
+             (trimmed_name.empty() ? ".NAME" : "." + std::string(trimmed_name)) + (part.optional ? "?" : "") +
+             "}?";
     return invalid_argument("unknown placeholder " + part.text +
-                            " (expected json.*, header.*, query.*, path.*, form.* or subject)");
+                            " (expected json.*, header.*, query.*, path.*, form.* or subject)" + hint);
   }
   if (name.empty()) {
     return invalid_argument(part.text + " needs a name: {" + std::string(source) + ".NAME}");
   }
   switch (part.source) {
     case Source::json:
+      // A member name with brackets never renders from an array: the grammar indexes
+      // arrays as fields ({json.items.0.sku}), as JsonPath users do not expect.
+      if (name.find_first_of("[]") != std::string_view::npos || name.starts_with("$."))
+        return invalid_argument(part.text +
+                                " never renders: array elements are fields by index, and the path "
+                                "starts after json.: did you mean " +
+                                dotted_json(name, part.optional) + "?");
       for (std::string_view rest = name;;) {
         std::size_t next = rest.find('.');
         std::string_view segment = rest.substr(0, next);

@@ -123,6 +123,17 @@ std::optional<PathParams> PathPattern::match(std::string_view path) const {
   return params;
 }
 
+bool PathPattern::covers(const PathPattern& other) const noexcept {
+  if (text_.empty() || other.text_.empty() || format_suffix_ != other.format_suffix_) return false;
+  const std::size_t n = segments_.size(), m = other.segments_.size();
+  if (prefix_ ? (other.prefix_ ? m < n : m <= n) : (other.prefix_ || m != n)) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (segments_[i].param) continue;
+    if (other.segments_[i].param || other.segments_[i].text != segments_[i].text) return false;
+  }
+  return true;
+}
+
 bool is_key_space(std::string_view name) noexcept {
   if (name.empty() || name.size() > kMaxKeySpaceLength) return false;
   for (char c : name) {

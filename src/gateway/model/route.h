@@ -54,6 +54,13 @@ class PathPattern {
   // percent-encoded, without the query) matches; nullopt otherwise.
   std::optional<PathParams> match(std::string_view path) const;
 
+  // True when every path `other` matches, this matches too — told only where it is sure:
+  // the same format_suffix; a `{param}` or the same literal in each of the segments they
+  // share; as many segments when this is exact (and `other` exact too), more or as many
+  // when this is a prefix ("/*" covers everything). False otherwise, even where it might
+  // cover. For `idem check` (shadowed routes).
+  bool covers(const PathPattern& other) const noexcept;
+
  private:
   struct Segment {
     bool param = false;

@@ -148,6 +148,12 @@ Metrics::Metrics(MetricsOptions options)
       last_reload_ms_(static_cast<std::int64_t>(start_time_ * 1000)),
       upstream_(latency_buckets(options.upstream_timeout)) {}
 
+void Metrics::count_admin_action(std::string_view action, std::string_view token) {
+  // Rare (an operator's action): the whole lock every time.
+  std::unique_lock lock(mu_);
+  ++admin_actions_[{std::string(action), std::string(token)}];
+}
+
 void Metrics::count_request(std::string_view route, std::string_view outcome) {
   {
     // Every pair but the first of its kind is counted under the shared lock, without
@@ -217,6 +223,11 @@ std::string Metrics::render() const {
       for (const auto& [outcome, v] : outcomes)
         out += "idem_requests_total{route=\"" + label_value(route) + "\",outcome=\"" + label_value(outcome) +
                "\"} " + std::to_string(v.load(std::memory_order_relaxed)) + "\n";
+    head("idem_admin_actions_total", "counter",
+         "Records deleted or resolved on the admin listener, by action and the token's name.");
+    for (const auto& [labels, v] : admin_actions_)
+      out += "idem_admin_actions_total{action=\"" + label_value(labels.first) + "\",token=\"" +
+             label_value(labels.second) + "\"} " + std::to_string(v) + "\n";
     head("idem_store_seconds", "histogram", "Store call latency.");
     for (const auto& [op, h] : store_) h.render(out, "idem_store_seconds", "op=\"" + label_value(op) + "\"");
   }

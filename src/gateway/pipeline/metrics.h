@@ -52,6 +52,9 @@ class Metrics {
   // idem_requests_total{route,outcome}: outcome is forwarded, replayed, waited, unprotected
   // or a problem's metric name.
   void count_request(std::string_view route, std::string_view outcome);
+  // idem_admin_actions_total{action,token}: a record deleted (or resolved) on the admin
+  // listener, by the name of the token that asked (docs/admin.md, "Tokens and roles").
+  void count_admin_action(std::string_view action, std::string_view token);
   void count_token_issued() noexcept { tokens_issued_.fetch_add(1, std::memory_order_relaxed); }
   void count_token_refused() noexcept { tokens_refused_.fetch_add(1, std::memory_order_relaxed); }
   void count_store_error() noexcept { store_errors_.fetch_add(1, std::memory_order_relaxed); }
@@ -76,8 +79,9 @@ class Metrics {
   const double start_time_;       // seconds since the epoch, as process_start_time_seconds
   mutable std::shared_mutex mu_;  // insertions take it whole; counting and rendering share it
   std::map<std::string, std::map<std::string, std::atomic<std::uint64_t>, std::less<>>, std::less<>>
-      requests_;                                         // route → outcome → count
-  std::map<std::string, Histogram, std::less<>> store_;  // by op
+      requests_;                                                                // route → outcome → count
+  std::map<std::string, Histogram, std::less<>> store_;                         // by op
+  std::map<std::pair<std::string, std::string>, std::uint64_t> admin_actions_;  // (action, token), under mu_
   std::atomic<std::uint64_t> tokens_issued_{0};
   std::atomic<std::uint64_t> tokens_refused_{0};
   std::atomic<std::uint64_t> store_errors_{0};

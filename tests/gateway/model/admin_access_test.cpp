@@ -109,6 +109,27 @@ TEST(AdminToken, NoTokenAcceptsNothing) {
   EXPECT_FALSE(none.accepts("Bearer x"));
 }
 
+// Named tokens (docs/admin.md, "Tokens and roles"): the caller is the token presented, in
+// either form, with its roles; the first of two equal tokens; nothing for anything else.
+TEST(AdminTokens, TheCallerIsTheTokenPresentedWithItsRoles) {
+  const AdminTokens none;
+  EXPECT_FALSE(none.configured());
+  EXPECT_FALSE(none.match("Bearer x"));
+  const AdminTokens tokens({{"svc", "svc-secret", 1}, {"ops", "ops-secret", 2}, {"dup", "svc-secret", 3}});
+  EXPECT_TRUE(tokens.configured());
+  const auto svc = tokens.match("Bearer svc-secret");
+  ASSERT_TRUE(svc);
+  EXPECT_EQ(svc->name, "svc");
+  EXPECT_EQ(svc->roles, 1u);
+  const auto ops = tokens.match("Basic b3BlcmF0b3I6b3BzLXNlY3JldA==");  // operator:ops-secret
+  ASSERT_TRUE(ops);
+  EXPECT_EQ(ops->name, "ops");
+  EXPECT_EQ(ops->roles, 2u);
+  for (const char* wrong :
+       {"Bearer ops-secreT", "Bearer ops-secre", "Bearer ", "ops-secret", "", "Basic ops-secret"})
+    EXPECT_FALSE(tokens.match(wrong)) << wrong;
+}
+
 TEST(LoopbackHost, NamesAndAddressesOfThisMachineWithOrWithoutPort) {
   for (const char* host : {"localhost", "LocalHost:9901", "127.0.0.1", "127.0.0.1:9901", "127.255.3.4:80",
                            "[::1]", "[::1]:9901", "[0:0:0:0:0:0:0:1]:1", "localhost:0", "localhost:65535"})

@@ -93,7 +93,7 @@ TEST(ConfigRules, UnknownKeysAnywhere) {
             "store, admin, limits, defaults, "
             "tokens, replay_cache, routes, trusted_proxies)");
   EXPECT_ERROR("admin:\n  token: x\n",
-               "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env, limits)");
+               "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env, tokens, limits)");
   EXPECT_ERROR("limits:\n  connection: 1\n",
                "idem.yaml:2: limits.connection: unknown key (expected one of: connections, "
                "connections_per_client, buffered_bodies, buffered_bodies_per_client)");
@@ -384,13 +384,15 @@ TEST(ConfigRules, AdminTokenEnv) {
   ::unsetenv("IDEM_GW_TEST_TOKEN");
   // Without a token the admin listener stays on loopback.
   EXPECT_EQ(error("admin:\n  listen: 0.0.0.0:9901\n"),
-            "idem.yaml:2: admin.listen: a non-loopback admin address needs admin.token_env (records and the "
+            "idem.yaml:2: admin.listen: a non-loopback admin address needs admin.token_env or admin.tokens "
+            "(records and the "
             "control API would be open to the network)");
   EXPECT_EQ(error("admin:\n  listen: '[::1]:9901'\n"), "no error");
   EXPECT_EQ(error("admin:\n  listen: localhost:9901\n"), "no error");
   EXPECT_EQ(error("admin:\n  listen: 127.1.2.3:9901\n"), "no error");
   EXPECT_EQ(error("admin:\n  listen: ':9901'\n"),  // every interface is not loopback
-            "idem.yaml:2: admin.listen: a non-loopback admin address needs admin.token_env (records and the "
+            "idem.yaml:2: admin.listen: a non-loopback admin address needs admin.token_env or admin.tokens "
+            "(records and the "
             "control API would be open to the network)");
 }
 
@@ -527,7 +529,11 @@ TEST(ConfigRules, KeyTemplates) {
   EXPECT_EQ(error(head + "    key: 'pay:}'\n"), "idem.yaml:4: routes[0].key: '}' at position 5 has no '{'");
   EXPECT_EQ(error(head + "    key: '{body.id}'\n"),
             "idem.yaml:4: routes[0].key: unknown placeholder {body.id} (expected json.*, header.*, query.*, "
-            "path.*, form.* or subject)");
+            "path.*, form.* or subject): did you mean {json.id}?");
+  EXPECT_EQ(
+      error(head + "    key: 'sku:{json.items[0].sku}'\n"),
+      "idem.yaml:4: routes[0].key: {json.items[0].sku} never renders: array elements are fields by index, "
+      "and the path starts after json.: did you mean {json.items.0.sku}?");
   EXPECT_EQ(error(head + "    key: '{json}'\n"),
             "idem.yaml:4: routes[0].key: {json} needs a name: {json.NAME}");
   EXPECT_EQ(error(head + "    key: '{path.id}'\n"),
@@ -693,10 +699,10 @@ TEST(CliOverrides, ErrorsNameTheFlag) {
             "--upstream: https is not supported: the upstream is spoken to in plain http://");
   EXPECT_EQ(flag_error({.listen = "8080"}),
             "--listen: expected HOST:PORT or :PORT, such as 127.0.0.1:8080 or :8080, got '8080'");
-  EXPECT_EQ(
-      flag_error({.admin = ":9901"}),
-      "--admin: a non-loopback admin address needs admin.token_env (records and the control API would be "
-      "open to the network)");
+  EXPECT_EQ(flag_error({.admin = ":9901"}),
+            "--admin: a non-loopback admin address needs admin.token_env or admin.tokens (records and the "
+            "control API would be "
+            "open to the network)");
   // A listener on every interface shares its port with no other.
   EXPECT_EQ(
       flag_error({.listen = ":9901"}),
@@ -704,10 +710,10 @@ TEST(CliOverrides, ErrorsNameTheFlag) {
       "every interface");
   EXPECT_EQ(flag_error({.listen = ":9902"}), "no error");
   EXPECT_EQ(flag_error({.store = "mssql:x"}).rfind("--store: unknown store scheme 'mssql'", 0), 0u);
-  EXPECT_EQ(
-      flag_error({.admin = "0.0.0.0:9901"}),
-      "--admin: a non-loopback admin address needs admin.token_env (records and the control API would be "
-      "open to the network)");
+  EXPECT_EQ(flag_error({.admin = "0.0.0.0:9901"}),
+            "--admin: a non-loopback admin address needs admin.token_env or admin.tokens (records and the "
+            "control API would be "
+            "open to the network)");
   EXPECT_EQ(flag_error({.listen = "127.0.0.1:9901"}),
             "--listen: the admin listener cannot share the address of listen (127.0.0.1:9901)");
 }
@@ -719,10 +725,116 @@ TEST(RequireUpstream, ServeNeedsOne) {
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
-                 "upstream: not set: name the protected service in the config or with --upstream URL");
+                 "upstream: not set: name the protected service with --upstream URL (or, for the control "
+                 "API alone, give a --config without upstream and routes)");
   }
   apply_overrides(c, {.upstream = "http://127.0.0.1:9000"});
   EXPECT_NO_THROW(require_upstream(c));
+}
+
+// A file without upstream and routes serves the control API alone (docs/control-api.md);
+// one with routes and no upstream is still refused, saying why.
+TEST(RequireUpstream, AFileWithoutRoutesIsControlOnlyAndRoutesNeedAnUpstream) {
+  Config control = load_config_text("store: \"memory:\"\n", "idem.yaml");
+  EXPECT_TRUE(control.control_only());
+  EXPECT_NO_THROW(require_upstream(control));
+  Config routed =
+      load_config_text("routes:\n  - name: a\n    match: {method: POST, path: /a}\n", "idem.yaml");
+  EXPECT_FALSE(routed.control_only());
+  try {
+    require_upstream(routed);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "idem.yaml: upstream: not set, and routes need one: name the protected service in the "
+                 "config or with --upstream URL (a config without routes and upstream serves the control "
+                 "API alone)");
+  }
+  apply_overrides(control, {.upstream = "http://127.0.0.1:9000"});
+  EXPECT_FALSE(control.control_only());
+}
+
+// Config::advice: what a valid config most likely does not mean, "file:line: key: reason"
+// (docs/configuration.md, "What idem check warns of").
+std::vector<std::string> advice(std::string_view yaml) {
+  std::vector<std::string> out;
+  for (const ConfigError& a : load_config_text(yaml, "idem.yaml").advice) out.emplace_back(a.what());
+  return out;
+}
+
+TEST(ConfigAdvice, ShadowedRoutesAreToldOnlyWhenSurelyShadowed) {
+  EXPECT_EQ(
+      advice("routes:\n"
+             "  - {name: any, match: {method: [POST, PUT], path: \"/orders/{id}\"}}\n"
+             "  - {name: one, match: {method: POST, path: /orders/42}}\n"
+             "  - {name: same, match: {method: PUT, path: \"/orders/{x}\"}}\n"
+             "  - {name: below, match: {method: POST, path: /orders/42/items}}\n"
+             "  - {name: patch, match: {method: PATCH, path: /orders/42}}\n"
+             "  - {name: both, match: {method: [POST, PATCH], path: /orders/7}}\n"
+             "  - {name: all, match: {method: POST, path: /*}}\n"
+             "  - {name: late, match: {method: POST, path: /payments}}\n"),
+      (std::vector<std::string>{
+          "idem.yaml:3: routes[1].match: route 'one' never matches: routes[0] ('any', path \"/orders/{id}\") "
+          "comes first and takes every request it would (the first match wins); move it before, or remove it",
+          "idem.yaml:4: routes[2].match: route 'same' never matches: routes[0] ('any', path "
+          "\"/orders/{id}\") "
+          "comes first and takes every request it would (the first match wins); move it before, or remove it",
+          "idem.yaml:9: routes[7].match: route 'late' never matches: routes[6] ('all', path \"/*\") comes "
+          "first and takes every request it would (the first match wins); move it before, or remove it"}));
+  // The same path, another method; a literal first and the parameter after: no advice.
+  EXPECT_EQ(advice("routes:\n"
+                   "  - {name: a, match: {method: POST, path: /orders/42}}\n"
+                   "  - {name: b, match: {method: POST, path: \"/orders/{id}\"}}\n"
+                   "  - {name: c, match: {method: PATCH, path: \"/orders/{id}\"}}\n"),
+            std::vector<std::string>{});
+}
+
+TEST(ConfigAdvice, RoutesOnSafeMethodsSayWhy) {
+  EXPECT_EQ(
+      advice("routes:\n  - name: r\n    match:\n      method: [POST, GET, head]\n      path: /r\n"),
+      (std::vector<std::string>{
+          "idem.yaml:4: routes[0].match.method: GET is a safe method, idempotent by HTTP semantics already "
+          "(RFC 9110, 9.2.1): protecting it stores every read and replays it, stale, for the retention; "
+          "protect the methods that change state (POST, PATCH)",
+          "idem.yaml:4: routes[0].match.method: HEAD is a safe method, idempotent by HTTP semantics already "
+          "(RFC 9110, 9.2.1): protecting it stores every read and replays it, stale, for the retention; "
+          "protect the methods that change state (POST, PATCH)"}));
+  EXPECT_EQ(advice("routes:\n  - {name: r, match: {method: [POST, PUT, PATCH, DELETE], path: /r}}\n"),
+            std::vector<std::string>{});
+  EXPECT_EQ(advice(""), std::vector<std::string>{});  // the default route: POST and PATCH
+}
+
+TEST(ConfigRules, AdminTokens) {
+  ::setenv("IDEM_RULES_TOKEN_A", "a-secret", 1);
+  EXPECT_ERROR("admin:\n  tokens: []\n",
+               "idem.yaml:2: admin.tokens: an empty list of tokens; give some, or leave admin.tokens out");
+  EXPECT_ERROR("admin:\n  tokens:\n    - {name: a, env: IDEM_RULES_TOKEN_A, roles: [root]}\n",
+               "idem.yaml:3: admin.tokens[0].roles[0]: expected control, operator, got 'root'");
+  EXPECT_ERROR("admin:\n  tokens:\n    - {name: a, env: IDEM_RULES_TOKEN_A, roles: []}\n",
+               "idem.yaml:3: admin.tokens[0].roles: an empty list of roles allows nothing");
+  EXPECT_ERROR("admin:\n  tokens:\n    - {name: a, env: IDEM_RULES_TOKEN_A}\n",
+               "idem.yaml:3: admin.tokens[0].roles: required");
+  EXPECT_ERROR("admin:\n  tokens:\n    - {name: a b, env: IDEM_RULES_TOKEN_A, roles: control}\n",
+               "idem.yaml:3: admin.tokens[0].name: a token name is");
+  EXPECT_ERROR(
+      "admin:\n  tokens:\n    - {name: a, env: IDEM_RULES_TOKEN_UNSET_X, roles: control}\n",
+      "idem.yaml:3: admin.tokens[0].env: the environment variable IDEM_RULES_TOKEN_UNSET_X is not set");
+  EXPECT_ERROR(
+      "admin:\n  tokens:\n    - {name: a, env: IDEM_RULES_TOKEN_A, roles: control}\n"
+      "    - {name: a, env: IDEM_RULES_TOKEN_A, roles: operator}\n",
+      "idem.yaml:4: admin.tokens[1].name: token name 'a' is already used");
+  // Tokens allow a non-loopback admin address, as token_env does.
+  Config c = load_config_text(
+      "admin:\n  listen: 0.0.0.0:9901\n  tokens:\n    - {name: svc, env: IDEM_RULES_TOKEN_A, roles: "
+      "[control]}\n"
+      "    - {name: ops, env: IDEM_RULES_TOKEN_A, roles: [operator, control]}\n",
+      "idem.yaml");
+  ASSERT_EQ(c.admin.tokens.size(), 2u);
+  EXPECT_EQ(c.admin.tokens[0].name, "svc");
+  EXPECT_EQ(c.admin.tokens[0].value, "a-secret");
+  EXPECT_EQ(c.admin.tokens[0].roles, kRoleControl);
+  EXPECT_EQ(c.admin.tokens[1].roles, kRoleControl | kRoleOperator);
+  ::unsetenv("IDEM_RULES_TOKEN_A");
 }
 
 // docs/configuration.md, "JSON-RPC routes".

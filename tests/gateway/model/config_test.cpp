@@ -548,6 +548,31 @@ TEST(ConfigEnvironment, LenientModeWarnsAndReadsUnsetAsEmpty) {
                "idem.yaml:4: admin.token_env: the environment variable IDEM_ADMIN_TOKEN is not set");
 }
 
+// A value that is nothing but an unset variable is empty under `idem check`: it is warned
+// of and not validated (docs/configuration.md, "Secrets from the environment"); strict
+// loading (serve, check --strict) names the variable.
+TEST(ConfigEnvironment, LenientModeDoesNotValidateAValueWithAnUnsetVariable) {
+  std::vector<ConfigError> warnings;
+  const std::string yaml = "store: \"${IDEM_STORE}\"\nupstream: \"${IDEM_UPSTREAM}\"\n";
+  Config c = load_config_text(yaml, "idem.yaml", env_of({}, false, &warnings));
+  EXPECT_FALSE(c.upstream);
+  ASSERT_EQ(warnings.size(), 2u);
+  // Read in the loader's order: upstream, then store.
+  EXPECT_STREQ(warnings[0].what(),
+               "idem.yaml:2: upstream: the environment variable IDEM_UPSTREAM is not set");
+  EXPECT_STREQ(warnings[1].what(), "idem.yaml:1: store: the environment variable IDEM_STORE is not set");
+  try {
+    (void)load_config_text(yaml, "idem.yaml", env_of({}, true, nullptr));
+    ADD_FAILURE() << "strict loading accepted an unset variable";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "idem.yaml:2: upstream: the environment variable IDEM_UPSTREAM is not set");
+  }
+  // A value that is set is validated as ever.
+  warnings.clear();
+  EXPECT_THROW((void)load_config_text(yaml, "idem.yaml", env_of({{"IDEM_STORE", "nope"}}, false, &warnings)),
+               ConfigError);
+}
+
 TEST(ConfigEnvironment, TheProcessEnvironmentByDefault) {
   ::setenv("IDEM_CONFIG_TEST_STORE", "memory:", 1);
   Config c = load_config_text("store: ${IDEM_CONFIG_TEST_STORE}\n", "idem.yaml");

@@ -63,12 +63,43 @@ TEST(KeyTemplateParse, Errors) {
   EXPECT_EQ(parse_error("{}"),
             "unknown placeholder {} (expected json.*, header.*, query.*, path.*, form.* or subject)");
   EXPECT_EQ(parse_error("{body}"),
-            "unknown placeholder {body} (expected json.*, header.*, query.*, path.*, form.* or subject)");
-  EXPECT_EQ(parse_error("{JSON.a}"),
-            "unknown placeholder {JSON.a} (expected json.*, header.*, query.*, path.*, form.* or subject)");
+            "unknown placeholder {body} (expected json.*, header.*, query.*, path.*, form.* or subject): did "
+            "you mean {json.NAME}?");
+  EXPECT_EQ(
+      parse_error("{JSON.a}"),
+      "unknown placeholder {JSON.a} (expected json.*, header.*, query.*, path.*, form.* or subject): did "
+      "you mean {json.a}?");
   EXPECT_EQ(
       parse_error("{subject.x}"),
-      "unknown placeholder {subject.x} (expected json.*, header.*, query.*, path.*, form.* or subject)");
+      "unknown placeholder {subject.x} (expected json.*, header.*, query.*, path.*, form.* or subject): "
+      "did you mean {subject}?");
+  // Silent no-ops caught with the likely intended spelling (docs/configuration.md, "Key
+  // templates").
+  EXPECT_EQ(
+      parse_error("{jsn.x}"),
+      "unknown placeholder {jsn.x} (expected json.*, header.*, query.*, path.*, form.* or subject): did "
+      "you mean {json.x}?");
+  EXPECT_EQ(parse_error("{headers.X-Id}"),
+            "unknown placeholder {headers.X-Id} (expected json.*, header.*, query.*, path.*, form.* or "
+            "subject): did you mean {header.X-Id}?");
+  EXPECT_EQ(parse_error("{xyzzy.a}"),
+            "unknown placeholder {xyzzy.a} (expected json.*, header.*, query.*, path.*, form.* or subject)");
+  EXPECT_EQ(parse_error("{header.}"), "{header.} needs a name: {header.NAME}");
+  EXPECT_EQ(
+      parse_error("sku:{json.items[0].sku}"),
+      "{json.items[0].sku} never renders: array elements are fields by index, and the path starts after "
+      "json.: did you mean {json.items.0.sku}?");
+  EXPECT_EQ(parse_error("{json.items[0].sku?}").substr(parse_error("{json.items[0].sku?}").find("did you")),
+            "did you mean {json.items.0.sku?}?");  // optional stays optional
+  EXPECT_EQ(parse_error("{jsn.x?}").substr(parse_error("{jsn.x?}").find("did you")),
+            "did you mean {json.x?}?");
+  EXPECT_EQ(parse_error("{json.$.order.id}"),
+            "{json.$.order.id} never renders: array elements are fields by index, and the path starts after "
+            "json.: did you mean {json.order.id}?");
+  EXPECT_EQ(parse_error("{json.a[1][2]}").substr(parse_error("{json.a[1][2]}").find("did you")),
+            "did you mean {json.a.1.2}?");
+  EXPECT_EQ(parse_error("{json['a'].b}").substr(parse_error("{json['a'].b}").find("did you")),
+            "did you mean {json.a.b}?");
   EXPECT_EQ(parse_error("{json}"), "{json} needs a name: {json.NAME}");
   EXPECT_EQ(parse_error("{json.}"), "{json.} needs a name: {json.NAME}");
   EXPECT_EQ(parse_error("{json.a..b}"), "{json.a..b} has an empty field name");
@@ -76,7 +107,8 @@ TEST(KeyTemplateParse, Errors) {
   EXPECT_EQ(parse_error("{header.Bad Name}"), "{header.Bad Name}: not a valid header name");
   EXPECT_EQ(parse_error("{path.a-b}"), "{path.a-b}: path parameter names are letters, digits and '_'");
   EXPECT_EQ(parse_error("{ json.a }"),
-            "unknown placeholder { json.a } (expected json.*, header.*, query.*, path.*, form.* or subject)");
+            "unknown placeholder { json.a } (expected json.*, header.*, query.*, path.*, form.* or subject): "
+            "did you mean {json.a}?");
   EXPECT_EQ(parse_error("{query.a b}"), "no error");  // query and form names are decoded text
 }
 

@@ -21,6 +21,47 @@ std::string parse_error(std::string_view text) {
   return p ? "no error" : p.status().message();
 }
 
+bool covers(std::string_view a, std::string_view b) { return pattern(a).covers(pattern(b)); }
+
+// covers() (for `idem check`'s shadowed routes) claims only what match() bears out: for every
+// pair it says covers, each sample path the second matches, the first matches too.
+TEST(PathPattern, CoversOnlyWhatItSurelyMatches) {
+  EXPECT_TRUE(covers("/orders", "/orders"));
+  EXPECT_TRUE(covers("/orders", "/ORDERS/"));  // folded as requests are
+  EXPECT_TRUE(covers("/orders/{id}", "/orders/42"));
+  EXPECT_TRUE(covers("/{a}/{b}", "/orders/{id}"));
+  EXPECT_TRUE(covers("/*", "/orders"));
+  EXPECT_TRUE(covers("/orders/*", "/orders/42"));
+  EXPECT_TRUE(covers("/orders/*", "/orders/{id}/items/*"));
+  EXPECT_FALSE(covers("/orders/42", "/orders/{id}"));
+  EXPECT_FALSE(covers("/orders/{id}", "/orders/{id}/items"));
+  EXPECT_FALSE(covers("/orders/*", "/orders"));
+  EXPECT_FALSE(covers("/orders", "/orders/*"));
+  EXPECT_FALSE(covers("/orders/{id}", "/payments/{id}"));
+  EXPECT_FALSE(pattern("/orders").covers(*PathPattern::parse("/orders", true)));  // format_suffix differs
+  const char* patterns[] = {"/",
+                            "/*",
+                            "/orders",
+                            "/orders/*",
+                            "/orders/{id}",
+                            "/{a}/{b}",
+                            "/orders/42",
+                            "/orders/{id}/items",
+                            "/{x}",
+                            "/payments/{id}"};
+  const char* paths[] = {"/",         "/orders",     "/orders/",          "/orders/42",
+                         "/orders/7", "/payments/1", "/orders/42/items",  "/a/b",
+                         "/a",        "/ORDERS/42",  "/orders/42/items/3"};
+  for (const char* a : patterns)
+    for (const char* b : patterns) {
+      if (!covers(a, b)) continue;
+      for (const char* path : paths)
+        if (matches(b, path)) {
+          EXPECT_TRUE(matches(a, path)) << a << " covers " << b << " but not " << path;
+        }
+    }
+}
+
 TEST(PathPattern, Exact) {
   EXPECT_TRUE(matches("/orders", "/orders"));
   EXPECT_FALSE(matches("/orders", "/orders/1"));

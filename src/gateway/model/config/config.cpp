@@ -123,10 +123,17 @@ void require_store_holds_results(const Config& config, std::uint64_t store_max_r
 }
 
 void require_upstream(const Config& config) {
-  if (!config.upstream) {
+  if (config.upstream) return;
+  // Without a file, a forgotten --upstream is far likelier than a wish for the control API
+  // alone, which a config file says by leaving out both upstream and routes.
+  if (config.source.empty())
     throw ConfigError("", 0, "upstream",
-                      "not set: name the protected service in the config or with --upstream URL");
-  }
+                      "not set: name the protected service with --upstream URL (or, for the control API "
+                      "alone, give a --config without upstream and routes)");
+  if (config.routes_written)
+    throw ConfigError(config.source, 0, "upstream",
+                      "not set, and routes need one: name the protected service in the config or with "
+                      "--upstream URL (a config without routes and upstream serves the control API alone)");
 }
 
 }  // namespace idem::gateway

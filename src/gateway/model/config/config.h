@@ -84,11 +84,31 @@ inline constexpr ListenerLimits kClientLimits{4096, 256, 256ull << 20, 32ull << 
 inline constexpr ListenerLimits kAdminLimits{1024, 256, 64ull << 20, 16ull << 20};
 inline constexpr std::uint64_t kAdminBodyLimit = 1ull << 20;
 
+// The roles of an admin token (docs/admin.md, "Tokens and roles"), a bit set: `control`
+// for the control API (begin, commit, release, abandon, extend, tokens, locks) and reading
+// one record, `operator` for the records (list, get, delete) and the operator's page.
+// Neither implies the other.
+inline constexpr unsigned kRoleControl = 1;
+inline constexpr unsigned kRoleOperator = 2;
+
+// One of `admin.tokens`: a named token from the environment with its roles.
+struct AdminTokenConfig {
+  std::string name;    // in the audit line and idem_admin_actions_total
+  std::string env;     // the variable that holds it
+  std::string value;   // its value at load time; never empty
+  unsigned roles = 0;  // kRoleControl | kRoleOperator, at least one
+};
+
 struct AdminConfig {
   ListenAddress listen{"127.0.0.1", 9901};
   std::string token_env;  // the variable named by admin.token_env, or "" for none
   std::string token;      // its value at load time; never empty when token_env is set
+  // `admin.tokens`. admin.token_env's token has every role and the name "admin".
+  std::vector<AdminTokenConfig> tokens;
   ListenerLimits limits = kAdminLimits;
+
+  // Whether the listener takes tokens (either key): then any address may be bound.
+  bool has_tokens() const { return !token.empty() || !tokens.empty(); }
 };
 
 // `tokens` (docs/http.md, "One-time tokens"): the tokens endpoint, served only when a
@@ -138,6 +158,16 @@ struct Config {
   // Whether some route takes one-time tokens (`key: token`): only then is the tokens
   // endpoint served.
   bool issues_tokens() const;
+  // Whether `routes` was written (and not empty); without it the default route is used.
+  bool routes_written = false;
+  // What a valid config most likely does not mean (docs/configuration.md, "What idem check
+  // warns of"): a route that can never match, because an earlier one matches every
+  // request it would; a route on a safe method. `idem check` prints them as warnings
+  // (errors with --strict); `idem serve` prints them and runs.
+  std::vector<ConfigError> advice;
+  // No upstream and no routes: `idem serve` opens the admin listener alone, for the control
+  // API, records and tokens (docs/control-api.md, "A gateway for the control API alone").
+  bool control_only() const { return !upstream && !routes_written; }
 };
 
 // What `idem serve` runs without a config file: listen 127.0.0.1:8080, admin
@@ -186,8 +216,10 @@ inline constexpr std::uint64_t kStoredHeadersMargin = 64 * 1024;
 void require_store_holds_results(const Config& config, std::uint64_t store_max_result,
                                  std::string_view store_name);
 
-// ConfigError unless the config can be served: an upstream is required (from the file or
-// --upstream). `idem check` does not require one, since --upstream may supply it.
+// ConfigError unless the config can be served: routes need an upstream (from the file or
+// --upstream), and so does a config without a file (`source` empty); a file without both
+// is control-only (Config::control_only). `idem check` does not require one, since
+// --upstream may supply it.
 void require_upstream(const Config& config);
 
 }  // namespace idem::gateway

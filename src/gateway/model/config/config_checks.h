@@ -12,8 +12,8 @@ namespace idem::gateway::config_checks {
 // Without a token, records and the control API would be open to anyone who can reach the
 // admin listener: refuse a non-loopback address (every interface is not loopback).
 inline std::optional<std::string> admin_exposed(const Config& c) {
-  if (!c.admin.token.empty() || c.admin.listen.is_loopback()) return std::nullopt;
-  return "a non-loopback admin address needs admin.token_env (records and the control API "
+  if (c.admin.has_tokens() || c.admin.listen.is_loopback()) return std::nullopt;
+  return "a non-loopback admin address needs admin.token_env or admin.tokens (records and the control API "
          "would be open to the network)";
 }
 

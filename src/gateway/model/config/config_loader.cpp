@@ -103,12 +103,16 @@ class ConfigReader : public YamlReader {
   // the body budget holds `largest_body` (`body_of` names it, `remedy` ends the error).
   void check_limits(const ListenerLimits& l, const Entry& at, const std::vector<Entry>& given,
                     std::uint64_t largest_body, const std::string& body_of, const std::string& remedy) const;
+  void read_admin_tokens(const Entry& list, Config& c) const;
   void read_tokens(const Entry& tokens, Config& c) const;
   void read_replay_cache(const Entry& cache, Config& c) const;
   void read_trusted_proxies(const Entry& list, Config& c) const;
   std::vector<std::string> methods(const Entry& e) const;
   KeyRule key_rule(const Entry& e) const;
-  Route read_route(const Entry& item, const Config& c, const PolicyOrigin& defaults, Where& name_at) const;
+  Route read_route(const Entry& item, const Config& c, const PolicyOrigin& defaults, Where& name_at,
+                   Where& match_at) const;
+  // Config::advice of the routes (`match_at`: where each route's match was written).
+  void advise_on_routes(Config& c, const std::vector<Where>& match_at) const;
   void check_templates(const KeyTemplate& t, const Route& r, const Where& w, bool from_defaults) const;
   void check_fingerprint(const Route& r, const PolicyOrigin& origin) const;
 };
@@ -283,7 +287,7 @@ void ConfigReader::check_limits(const ListenerLimits& l, const Entry& at, const 
 }
 
 void ConfigReader::read_admin(const Entry& admin, Config& c) const {
-  std::vector<Entry> es = entries(admin.value, where(admin), {{"listen", "token_env", "limits"}});
+  std::vector<Entry> es = entries(admin.value, where(admin), {{"listen", "token_env", "tokens", "limits"}});
   if (const Entry* e = find(es, "limits")) {
     const std::vector<Entry> given = read_limits(*e, c.admin.limits);
     check_limits(c.admin.limits, *e, given, kAdminBodyLimit,
@@ -304,7 +308,39 @@ void ConfigReader::read_admin(const Entry& admin, Config& c) const {
     // Unset, under a lenient environment (idem check): a token is configured all the same.
     c.admin.token = value.value_or("(unset)");
   }
+  if (const Entry* e = find(es, "tokens")) read_admin_tokens(*e, c);
   if (auto why = config_checks::admin_exposed(c)) fail(listen ? where(*listen) : where(admin), *why);
+}
+
+void ConfigReader::read_admin_tokens(const Entry& list, Config& c) const {
+  if (list.value.IsNull() || (list.value.IsSequence() && list.value.size() == 0))
+    fail(list, "an empty list of tokens; give some, or leave admin.tokens out");
+  for (const Entry& item : items(list)) {
+    if (!item.value.IsMap()) fail(item, "expected a token: a mapping with name, env and roles");
+    std::vector<Entry> es = entries(item.value, where(item), {{"name", "env", "roles"}});
+    AdminTokenConfig t;
+    const Entry& name = require(es, "name", where(item));
+    t.name = scalar(name, "a token name");
+    if (!is_route_name(t.name) || t.name.size() > 64)
+      fail(name, "a token name is 1-64 letters, digits, '-', '_' and '.'");
+    if (t.name == "admin" && !c.admin.token_env.empty())
+      fail(name, "'admin' names admin.token_env's token; choose another name");
+    for (const AdminTokenConfig& other : c.admin.tokens)
+      if (other.name == t.name) fail(name, "token name '" + t.name + "' is already used");
+    const Entry& env = require(es, "env", where(item));
+    t.env = scalar(env, "the name of an environment variable");
+    if (t.env.find('=') != std::string::npos) fail(env, "'" + t.env + "' is not a variable name");
+    std::optional<std::string> value = variable(env, t.env);
+    if (value && value->empty()) fail(env, "the environment variable " + t.env + " is empty");
+    // Unset, under a lenient environment (idem check): a token is configured all the same.
+    t.value = value.value_or("(unset)");
+    const Entry& roles = require(es, "roles", where(item));
+    std::vector<Entry> named = roles.value.IsSequence() ? items(roles) : std::vector<Entry>{roles};
+    if (named.empty()) fail(roles, "an empty list of roles allows nothing; give control, operator or both");
+    for (const Entry& r : named)
+      t.roles |= choice(r, {"control", "operator"}) == 0 ? kRoleControl : kRoleOperator;
+    c.admin.tokens.push_back(std::move(t));
+  }
 }
 
 void ConfigReader::read_tokens(const Entry& tokens, Config& c) const {
@@ -407,7 +443,7 @@ void ConfigReader::check_fingerprint(const Route& r, const PolicyOrigin& origin)
 }
 
 Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyOrigin& defaults,
-                               Where& name_at) const {
+                               Where& name_at, Where& match_at) const {
   const Where at = where(item);
   if (!item.value.IsMap()) fail(at, "expected a route: a mapping with name and match");
   std::vector<Entry> es = entries(item.value, at, {kRouteKeys, kPolicyKeys});
@@ -429,6 +465,7 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
   }
 
   const Entry& match = require(es, "match", at);
+  match_at = where(match);
   std::vector<Entry> ms = entries(match.value, where(match), {{"method", "path", "format_suffix"}});
   r.methods = methods(require(ms, "method", where(match)));
   const Entry& path = require(ms, "path", where(match));
@@ -498,6 +535,38 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
   return r;
 }
 
+void ConfigReader::advise_on_routes(Config& c, const std::vector<Where>& match_at) const {
+  auto advise = [&](const Where& w, std::string reason) {
+    c.advice.emplace_back(source(), w.line, w.path, std::move(reason));
+  };
+  for (std::size_t j = 0; j < c.routes.size() && j < match_at.size(); ++j) {
+    const Route& later = c.routes[j];
+    // Shadowed: the first earlier route that takes each of its methods and every path it
+    // matches wins every request it would get (the first match wins).
+    for (std::size_t i = 0; i < j; ++i) {
+      const Route& earlier = c.routes[i];
+      const bool methods = std::all_of(later.methods.begin(), later.methods.end(), [&](const std::string& m) {
+        return std::find(earlier.methods.begin(), earlier.methods.end(), m) != earlier.methods.end();
+      });
+      if (!methods || !earlier.path.covers(later.path)) continue;
+      advise(match_at[j], "route '" + later.name + "' never matches: routes[" + std::to_string(i) + "] ('" +
+                              earlier.name + "', path \"" + earlier.path.text() +
+                              "\") comes first and takes every request it would (the first match wins); move "
+                              "it before, or remove it");
+      break;
+    }
+    // Safe methods: idempotent by HTTP's own rules, and a read is what a record would keep.
+    for (const std::string& m : later.methods) {
+      if (m != "GET" && m != "HEAD" && m != "OPTIONS" && m != "TRACE") continue;
+      advise(
+          {match_at[j].line, match_at[j].path + ".method"},
+          m + " is a safe method, idempotent by HTTP semantics already (RFC 9110, 9.2.1): protecting it "
+              "stores every read and replays it, stale, for the retention; protect the methods that change "
+              "state (POST, PATCH)");
+    }
+  }
+}
+
 Config ConfigReader::read(const YAML::Node& root) {
   Config c;
   if (!root.IsNull() && !root.IsMap()) {
@@ -511,16 +580,21 @@ Config ConfigReader::read(const YAML::Node& root) {
     if (!a) fail(*listen, a.status().message());
     c.listen = *a;
   }
+  // A value with an unset variable (idem check) is not validated: warned of instead.
   if (const Entry* e = find(es, "upstream")) {
-    Result<UpstreamUrl> u = parse_upstream_url(scalar(*e, "a URL such as http://127.0.0.1:9000"));
-    if (!u) fail(*e, u.status().message());
-    c.upstream = *u;
+    if (auto text = scalar_if_set(*e, "a URL such as http://127.0.0.1:9000")) {
+      Result<UpstreamUrl> u = parse_upstream_url(*text);
+      if (!u) fail(*e, u.status().message());
+      c.upstream = *u;
+    }
   }
   if (const Entry* e = find(es, "upstream_idle_timeout"))
     c.upstream_idle = duration(*e, Duration::zero(), "must not be negative");
   if (const Entry* e = find(es, "store")) {
-    c.store = scalar(*e, "a store URI such as sqlite:./idem.db");
-    if (Status s = check_store_uri(c.store); !s) fail(*e, s.message());
+    // As read, even with a variable unset, but then not validated.
+    const std::optional<std::string> uri = scalar_if_set(*e, "a store URI such as sqlite:./idem.db");
+    c.store = uri ? *uri : expanded_leniently(*e);
+    if (Status s = check_store_uri(c.store); uri && !s) fail(*e, s.message());
   }
   if (const Entry* e = find(es, "trusted_proxies")) read_trusted_proxies(*e, c);
   const Entry* admin = find(es, "admin");
@@ -539,10 +613,11 @@ Config ConfigReader::read(const YAML::Node& root) {
   if (const Entry* e = find(es, "replay_cache")) read_replay_cache(*e, c);
 
   const Entry* routes = find(es, "routes");
+  std::vector<Where> match_at;
   if (routes && !routes->value.IsNull()) {
     for (const Entry& item : items(*routes)) {
       Where name_at;
-      Route r = read_route(item, c, defaults_origin, name_at);
+      Route r = read_route(item, c, defaults_origin, name_at, match_at.emplace_back());
       for (std::size_t i = 0; i < c.routes.size(); ++i) {
         if (c.routes[i].name == r.name) {
           fail(name_at, "route name '" + r.name + "' is already used by routes[" + std::to_string(i) + "]");
@@ -551,6 +626,8 @@ Config ConfigReader::read(const YAML::Node& root) {
       c.routes.push_back(std::move(r));
     }
   }
+  c.routes_written = !c.routes.empty();
+  advise_on_routes(c, match_at);
   if (c.routes.empty()) {  // no routes (or an empty list): the default route
     c.routes.push_back(default_route(c.defaults));
     check_fingerprint(c.routes.back(), defaults_origin);

@@ -169,6 +169,21 @@ std::string YamlReader::scalar(const Entry& e, const char* expected) const {
   return expand(e, e.value.Scalar());
 }
 
+std::optional<std::string> YamlReader::scalar_if_set(const Entry& e, const char* expected) const {
+  if (e.value.IsNull() || !e.value.IsScalar()) return scalar(e, expected);  // fails
+  bool unset = false;
+  std::string value = expand(e, e.value.Scalar(), &unset);
+  if (unset) return std::nullopt;
+  return value;
+}
+
+std::string YamlReader::expanded_leniently(const Entry& e) const {
+  ConfigEnvironment quiet = env_;
+  quiet.strict = false;
+  quiet.warnings = nullptr;
+  return YamlReader(source_, quiet).expand(e, e.value.Scalar());
+}
+
 std::optional<std::string> YamlReader::variable(const Entry& e, const std::string& name) const {
   if (std::optional<std::string> value = env_.get(name)) return value;
   const std::string reason = "the environment variable " + name + " is not set";
@@ -177,7 +192,7 @@ std::optional<std::string> YamlReader::variable(const Entry& e, const std::strin
   return std::nullopt;
 }
 
-std::string YamlReader::expand(const Entry& e, const std::string& text) const {
+std::string YamlReader::expand(const Entry& e, const std::string& text, bool* unset) const {
   if (text.find('$') == std::string::npos) return text;
   std::string out;
   for (std::size_t i = 0; i < text.size();) {
@@ -196,7 +211,9 @@ std::string YamlReader::expand(const Entry& e, const std::string& text) const {
         fail(e, "'${" + name +
                     "}' does not name an environment variable (letters, digits and _; write $${ "
                     "for a literal ${)");
-      out += variable(e, name).value_or("");
+      std::optional<std::string> value = variable(e, name);
+      if (!value && unset) *unset = true;
+      out += value.value_or("");
       i = end + 1;
     } else {
       out += text[i++];

@@ -48,6 +48,8 @@ class YamlReader {
   // every input (yaml-cpp 0.7's LoadAll does not: jbeder/yaml-cpp#1040).
   YAML::Node parse_document(std::string_view text) const;
 
+  const std::string& source() const noexcept { return source_; }  // the file name in messages
+
   [[noreturn]] void fail(const Where& w, const std::string& reason) const;
   [[noreturn]] void fail(const Entry& e, const std::string& reason) const { fail(where(e), reason); }
 
@@ -65,6 +67,14 @@ class YamlReader {
   // The scalar text with `${NAME}` replaced (load_config_text); fails for an empty value, a
   // list or a mapping. `expected` describes what belongs there ("a duration such as 30s").
   std::string scalar(const Entry& e, const char* expected) const;
+  // scalar(), or nullopt when a `${NAME}` in it is unset under a lenient environment (the
+  // warning is then given): the value is not what the running gateway would read, so it is
+  // not validated (`idem check` without --strict; docs/configuration.md, "Secrets from the
+  // environment").
+  std::optional<std::string> scalar_if_set(const Entry& e, const char* expected) const;
+  // The scalar of `e` with unset variables read as empty and no second warning (after
+  // scalar_if_set gave nullopt).
+  std::string expanded_leniently(const Entry& e) const;
   // The variable `name`, for the setting at `e`: unset is an error, or under a lenient
   // environment a warning and nullopt.
   std::optional<std::string> variable(const Entry& e, const std::string& name) const;
@@ -78,7 +88,8 @@ class YamlReader {
   std::size_t choice(const Entry& e, const Names& names) const;
 
  private:
-  std::string expand(const Entry& e, const std::string& text) const;
+  // `unset`, when given, is set to true when a variable was unset (lenient environment).
+  std::string expand(const Entry& e, const std::string& text, bool* unset = nullptr) const;
 
   std::string source_;
   const ConfigEnvironment& env_;

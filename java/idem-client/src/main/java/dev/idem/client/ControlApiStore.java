@@ -264,8 +264,13 @@ public final class ControlApiStore implements IdemStore {
         ? dev.idem.core.LockExtendOutcome.EXTENDED : dev.idem.core.LockExtendOutcome.NOT_OWNER;
   }
 
+  /**
+   * Reads one record (absent or not): the listener, the token and the store all answer. One
+   * record's read, not a listing, so that a token of the {@code control} role alone will do
+   * (docs/admin.md, "Tokens and roles").
+   */
   @Override
   public void ping() {
-    call(() -> idem.listRecords(RecordQuery.all().withLimit(1)));
+    call(() -> idem.getRecord("", "idem-ping"));
   }
 }

@@ -21,6 +21,9 @@ import java.util.stream.Stream;
 public final class GatewayProcess implements AutoCloseable {
   public static final String TOKEN = "java-test-token-1b0c";
   private static final String TOKEN_ENV = "IDEM_JAVA_TEST_TOKEN";
+  /** On a control-only gateway: a token of the {@code control} role alone, as a service holds. */
+  public static final String CONTROL_TOKEN = "java-test-control-7e2a";
+  private static final String CONTROL_TOKEN_ENV = "IDEM_JAVA_TEST_CONTROL_TOKEN";
 
   private final Path dir;
   private final Process process;
@@ -34,9 +37,13 @@ public final class GatewayProcess implements AutoCloseable {
     this.adminPort = adminPort;
   }
 
-  /** A gateway for the control API alone (its upstream is never reached). */
+  /**
+   * A gateway for the control API alone: no upstream and no routes (docs/control-api.md, "A
+   * gateway for the control API alone"); {@link #TOKEN} has every role (the store contract lists
+   * and deletes records), {@link #CONTROL_TOKEN} only {@code control}.
+   */
   public static GatewayProcess start() throws Exception {
-    return start("http://127.0.0.1:9", "");
+    return start(null, "");
   }
 
   /** A gateway in front of {@code upstream}; {@code extraYaml} is appended to the config (routes:). */
@@ -46,7 +53,7 @@ public final class GatewayProcess implements AutoCloseable {
 
   /** A control-API gateway on the store {@code storeUri} (a Redis, MySQL... shared with the Java engine). */
   public static GatewayProcess onStore(String storeUri) throws Exception {
-    return start("http://127.0.0.1:9", "", storeUri);
+    return start(null, "", storeUri);
   }
 
   private static GatewayProcess start(String upstream, String extraYaml, String storeUri) throws Exception {
@@ -59,9 +66,12 @@ public final class GatewayProcess implements AutoCloseable {
     for (int tries = 0; tries < 5; tries++) {  // a free port can be taken between probe and bind
       int port = freePort(), admin = freePort();
       String config = "listen: 127.0.0.1:" + port + "\n"
-          + "upstream: " + upstream + "\n"
+          + (upstream != null ? "upstream: " + upstream + "\n" : "")
           + "store: \"" + (storeUri != null ? storeUri : "sqlite:" + dir.resolve("idem.db")) + "\"\n"
-          + "admin:\n  listen: 127.0.0.1:" + admin + "\n  token_env: " + TOKEN_ENV + "\n"
+          + "admin:\n  listen: 127.0.0.1:" + admin + "\n"
+          + (upstream != null ? "  token_env: " + TOKEN_ENV + "\n"
+              : "  tokens:\n    - {name: java-tests, env: " + TOKEN_ENV + ", roles: [control, operator]}\n"
+                  + "    - {name: java-service, env: " + CONTROL_TOKEN_ENV + ", roles: [control]}\n")
           + "defaults:\n  lease: 10s\n  wait: 5s\n"
           + extraYaml;
       Path file = dir.resolve("idem.yaml");
@@ -70,6 +80,7 @@ public final class GatewayProcess implements AutoCloseable {
           .redirectErrorStream(true)
           .redirectOutput(dir.resolve("idem.log").toFile());
       pb.environment().put(TOKEN_ENV, TOKEN);
+      pb.environment().put(CONTROL_TOKEN_ENV, CONTROL_TOKEN);
       Process p = pb.start();
       GatewayProcess g = new GatewayProcess(dir, p, port, admin);
       try {
