@@ -9,7 +9,7 @@ from the first run. Keep the order of reads in step with request_key_fuzz.cpp.
 """
 import os
 
-ROUTES = 15  # the routes of the target's config, plus the fuzzed-template route
+ROUTES = 17  # the routes of the target's config, plus the fuzzed-template route
 HEADERS = ["Idempotency-Key", "idempotency-key", "Idempotency-Token", "X-Request-Id", "X-Tenant",
            "X-User-Id", "Authorization", "Cookie", "Content-Type", "X-Order", "X-Part", "X-K", "Accept"]
 CONTENT_TYPES = ["application/json", "application/x-www-form-urlencoded",
@@ -85,7 +85,7 @@ SEEDS = {
     "subject_header": seed(12, segments=["t1", "x/y"], query="k=v", headers=[("X-Tenant", "acme")]),
     "everything": seed(13, segments=["p1"], query="k=q",
                        headers=[("Cookie", "sid=1"), ("X-K", "h"), JSON], body='{"k":"j"}'),
-    "fuzzed_template": seed(14, segments=["a", "b", "c"], query="q=1", headers=[("X-K", "h"), JSON],
+    "fuzzed_template": seed(16, segments=["a", "b", "c"], query="q=1", headers=[("X-K", "h"), JSON],
                             body='{"a":{"b":[true]}}', template="k:{json.a.b.0}{header.X-K}{query.q}{path.p}"),
     # One request, one reading (docs/gateway.md): a member in another case, a scheme spelled
     # otherwise, a list of keys, a ';' in a templated pair.
@@ -93,7 +93,16 @@ SEEDS = {
     "subject_hash_scheme_spelling": seed(11, headers=[("Authorization", "bearer  token"), JSON], body='{"id":"42"}'),
     "header_key_list": seed(0, headers=[("Idempotency-Key", "a, b;p=1")]),
     "form_template_semicolon": seed(10, headers=[FORM], body="id=1;x&amount=3"),
-    "fuzzed_template_lock": seed(14, segments=["a", "b", "c"], headers=[("Authorization", "x"), FORM],
+    # JSON-RPC routes (docs/configuration.md, "JSON-RPC routes"): a call, a batch, a listed
+    # method with a header key, an id whose member name is escaped.
+    "jsonrpc_call": seed(14, headers=[JSON], body='{"jsonrpc":"2.0","id":9007199254740993123,"method":"tools/call",'
+                         '"params":{"name":"t","_meta":{"k":"a-1","progressToken":1}}}'),
+    "jsonrpc_batch": seed(14, headers=[JSON], body='[{"jsonrpc":"2.0","id":1,"method":"tools/call"}]'),
+    "jsonrpc_header": seed(15, segments=["x"], headers=[("X-Tenant", "t"), ("Idempotency-Key", "h-1"), JSON],
+                           body='{"id" : "a" ,"method":"a","params":[1]}'),
+    "jsonrpc_escaped_id": seed(15, segments=["x"], headers=[("X-Tenant", "t"), ("Idempotency-Key", "h-1")],
+                               body='{"\\u0069d":1.0,"method":"tools/call"}'),
+    "fuzzed_template_lock": seed(16, segments=["a", "b", "c"], headers=[("Authorization", "x"), FORM],
                                  body="f=1", template="{subject}/{form.f}", fuzzed=(1, 1, 2, 0)),
 }
 

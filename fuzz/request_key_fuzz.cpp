@@ -12,6 +12,8 @@
 //   - the same request, copied, gets the same decision, detail included
 //   - a JSON body re-sent in its canonical form keeps the key and, under json and
 //     template fingerprints, the fingerprint
+//   - on a JSON-RPC route: pass-through is unprotected whatever `required` says; a call's
+//     id is JSON and splices into the body and back (with_jsonrpc_id, top_level_member)
 //   - no exception escapes (hash_subject's bad_alloc is left to the fuzzer's OOM report)
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +26,7 @@
 #include "fuzz/fuzz_check.h"
 #include "gateway/model/canonical_json.h"
 #include "gateway/model/config/config.h"
+#include "gateway/model/jsonrpc.h"
 #include "gateway/model/key.h"
 #include "gateway/model/request_fingerprint.h"
 #include "gateway/model/request_identity.h"
@@ -104,6 +107,16 @@ routes:
     subject: header-hash:Cookie
     key: "{json.k}:{header.X-K}:{query.k}:{path.p}:{subject}"
     fingerprint: ["{json.k}", "{header.X-K}", "{query.k}", "{path.p}", "{form.k}", "{subject}"]
+  - name: jsonrpc-meta
+    match: {method: POST, path: /mcp}
+    mode: jsonrpc
+    key: "{json.params._meta.k}"
+  - name: jsonrpc-header
+    match: {method: POST, path: "/rpc/*"}
+    mode: jsonrpc
+    jsonrpc_methods: [tools/call, a]
+    subject: header:X-Tenant
+    required: false
 )",
                                            "request_key_fuzz.yaml");
   return c;
@@ -224,7 +237,8 @@ bool same(const Decision& a, const Decision& b, bool with_detail) {
 void check_decision(const Decision& d, const Route& route, const RequestView& request) {
   switch (d.verdict) {
     case Verdict::unprotected:
-      check(!route.required, "unprotected on a required route", route.name);
+      // A JSON-RPC route forwards what is not a call of its methods.
+      check(!route.required || route.jsonrpc.has_value(), "unprotected on a required route", route.name);
       return;
     case Verdict::reject:
       switch (d.rejection.problem) {
@@ -273,6 +287,21 @@ void check_decision(const Decision& d, const Route& route, const RequestView& re
       check(id.scope.size() == 64 && is_lower_hex(id.scope), "a header-hash scope that is not SHA-256 hex",
             id.scope);
       break;
+  }
+  // A JSON-RPC call's id is a JSON value, and the one a replay carries
+  // (docs/configuration.md, "JSON-RPC routes").
+  if (route.jsonrpc) {
+    check(idem::parse_exact_json(id.jsonrpc_id).is_ok(), "a JSON-RPC id that is not JSON", id.jsonrpc_id);
+    const std::string replayed = with_jsonrpc_id(request.body, id.jsonrpc_id);
+    if (const auto at = top_level_member(request.body, "id")) {
+      check(replayed == request.body, "a call's own id does not splice back in place", id.jsonrpc_id);
+      const std::string other = with_jsonrpc_id(request.body, "\"other\"");
+      const auto again = top_level_member(other, "id");
+      check(again && other.substr(again->first, again->second) == "\"other\"",
+            "a spliced id is not read back", other);
+    }
+  } else {
+    check(id.jsonrpc_id.empty(), "a JSON-RPC id on another route", id.jsonrpc_id);
   }
   // Every replay route fingerprints, `none` included (a fingerprint that names the rule, so
   // that a record of another rule is refused); a lock has nothing to protect.

@@ -17,9 +17,14 @@
 //   X-Test-Release: V      answer with "Idempotency-Release: V"
 //   X-Test-Split: N,MS     answer kSplitAnswer (chunked, with a trailer) in two writes, the
 //                          first its bytes before offset N of its body, MS ms apart
-// GET /_count?key=K answers the number of executions of key K.
-// GET /_seen?from=N answers, as a JSON array, every other request received from the N-th
-// on (0-based): its method, target, fields ([name, value] in order), body size, and when it
+// POST /mcp (and every path below it: /mcp-x) is an MCP tool server (JSON-RPC 2.0): `tools/list` answers one
+// tool; `tools/call` executes under the Idempotency-Key received (else "mcp:" + the tool's name) and answers
+// {"result":{"content":[...],"structuredContent":{"execution":n,"arguments":..}}} with the request's `id` as
+// received; the tool "fail" answers a JSON-RPC error every time, "flaky" an error on its first execution and
+// a result from then on, "stream" its result as one text/event-stream event; X-Test-Delay-Ms delays the
+// answer after executing. A notification (no `id`) is answered 202 without a body. GET /_count?key=K answers
+// the number of executions of key K. GET /_seen?from=N answers, as a JSON array, every other request received
+// from the N-th on (0-based): its method, target, fields ([name, value] in order), body size, and when it
 // arrived (at_us: microseconds of the system clock, comparable across upstream processes).
 // The JSON echo names the key, the execution number, the Idempotency-Fence received (or
 // "") and the request body.
@@ -56,6 +61,68 @@ std::map<std::string, int> executions;  // guarded by mu
 boost::json::array seen;                // guarded by mu
 long idle_close_ms = 0;
 bool announce_idle = false;
+
+int execute(const std::string& key);
+long header_number(const http::request<http::string_body>& req, const char* name, long fallback);
+void sleep_ms(long ms);
+
+// POST /mcp (see the top of the file).
+http::response<http::string_body> answer_mcp(const http::request<http::string_body>& req) {
+  http::response<http::string_body> res{http::status::ok, 11};
+  res.keep_alive(req.keep_alive());
+  res.set(http::field::content_type, "application/json");
+  boost::system::error_code ec;
+  boost::json::value body = boost::json::parse(req.body(), ec);
+  boost::json::object* call = body.if_object();
+  if (ec || call == nullptr) {
+    res.body() = R"({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"not one JSON-RPC call"}})";
+    res.prepare_payload();
+    return res;
+  }
+  if (!call->contains("id")) {
+    res.result(http::status::accepted);
+    res.erase(http::field::content_type);
+    res.prepare_payload();
+    return res;
+  }
+  boost::json::object answer{{"jsonrpc", "2.0"}, {"id", call->at("id")}};
+  const boost::json::string method = call->contains("method") && call->at("method").is_string()
+                                         ? call->at("method").get_string()
+                                         : boost::json::string();
+  if (method == "tools/list") {
+    answer["result"] =
+        boost::json::parse(R"({"tools":[{"name":"create_ticket","inputSchema":{"type":"object"}}]})");
+  } else if (method == "tools/call") {
+    const boost::json::object* params = call->contains("params") ? call->at("params").if_object() : nullptr;
+    const boost::json::value* name = params ? params->if_contains("name") : nullptr;
+    const std::string tool = name && name->is_string() ? std::string(name->get_string()) : "";
+    auto key_it = req.find("Idempotency-Key");
+    const int n = execute(key_it == req.end() ? "mcp:" + tool : std::string(key_it->value()));
+    sleep_ms(header_number(req, "X-Test-Delay-Ms", 0));
+    if (tool == "fail" || (tool == "flaky" && n == 1)) {
+      answer["error"] = {{"code", -32603},
+                         {"message", "the tool failed (execution " + std::to_string(n) + ")"}};
+    } else {
+      const boost::json::value* args = params ? params->if_contains("arguments") : nullptr;
+      answer["result"] = {
+          {"content", {{{"type", "text"}, {"text", tool + " ran (execution " + std::to_string(n) + ")"}}}},
+          {"structuredContent", {{"execution", n}, {"arguments", args ? *args : boost::json::value()}}}};
+    }
+    if (tool == "stream") {
+      res.set(http::field::content_type, "text/event-stream");
+      res.body() = "event: message\ndata: " + boost::json::serialize(answer) + "\n\n";
+      res.prepare_payload();
+      return res;
+    }
+  } else {
+    answer["error"] = {{"code", -32601}, {"message", "no such method"}};
+  }
+  res.body() = boost::json::serialize(answer);
+  if (auto coding = req.find("X-Test-Encoding"); coding != req.end())
+    res.set(http::field::content_encoding, coding->value());
+  res.prepare_payload();
+  return res;
+}
 
 void record(const http::request<http::string_body>& req) {
   boost::json::array fields;
@@ -129,6 +196,11 @@ void serve(tcp::socket& socket) {
       continue;
     }
     if (!target.starts_with("/_count")) record(req);
+    if (target.starts_with("/mcp") && req.method() == http::verb::post) {
+      http::write(socket, answer_mcp(req), ec);
+      if (ec || !req.keep_alive()) return;
+      continue;
+    }
     http::response<http::string_body> res;
     res.version(11);
     res.keep_alive(req.keep_alive());

@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "gateway/model/jsonrpc.h"
 #include "gateway/model/key.h"
 #include "gateway/model/key_template.h"
 #include "gateway/model/request_fingerprint.h"
@@ -42,10 +43,12 @@ ProblemOr<std::string> subject_of(const Subject& subject, std::span<const Header
 Decision check_head(const Route& route, const RequestView& head) {
   if (auto refusal = connection_names_a_read_field(route, head.headers))
     return Decision::reject(std::move(*refusal));
-  ProblemOr<std::string> scope = subject_of(route.policy.subject, head.headers);
+  ProblemOr<std::string> scope =
+      route.jsonrpc ? ProblemOr<std::string>(std::string()) : subject_of(route.policy.subject, head.headers);
   if (!scope) return Decision::reject(std::move(scope).rejection());
 
   Decision d;
+  if (route.jsonrpc) return d;  // identify reads the call first
   d.identity.scope = std::move(*scope);
   if (route.key.kind == KeyRule::Kind::templated) return d;  // rendered after the body is read
 
@@ -68,8 +71,56 @@ std::optional<Rejection> check_body_size(const Route& route, std::uint64_t size)
                    "the request body is larger than " + std::to_string(route.policy.max_body) + " bytes"};
 }
 
+namespace {
+
+// identify() on a JSON-RPC route: the call first, then check_head's subject and header key
+// for it, then the template key, then the call's fingerprint.
+Decision identify_call(const Route& route, const PathParams& params, const RequestView& request) {
+  // The subject is read first but matters only to a protected call; one context, so the
+  // body is parsed once.
+  ProblemOr<std::string> scope = subject_of(route.policy.subject, request.headers);
+  RequestContext context(request, params, scope ? *scope : std::string());
+  JsonRpcCall call = read_jsonrpc_call(*route.jsonrpc, context.json_body(), request.body);
+  const auto refuse = [&](Rejection r) {
+    Decision d = Decision::reject(std::move(r));
+    d.identity.jsonrpc_id = call.kind == JsonRpcCall::Kind::call ? call.id : "null";
+    return d;
+  };
+  if (call.kind == JsonRpcCall::Kind::batch)
+    return refuse(
+        {Problem::body_invalid, "a JSON-RPC batch is not accepted on this route: send its calls one by one"});
+  if (call.kind == JsonRpcCall::Kind::pass) return Decision::unprotected();
+
+  if (!scope) return refuse(std::move(scope).rejection());
+  Decision d;
+  d.identity.jsonrpc_id = call.id;
+  d.identity.scope = std::move(*scope);
+  if (route.key.kind == KeyRule::Kind::header) {
+    auto key = key_from_header(request, route.key.header, Problem::key_invalid);
+    if (!key) return refuse(std::move(key).rejection());
+    if (!key->has_value()) {
+      if (!route.required) return Decision::unprotected();
+      return refuse({Problem::key_missing, "the " + route.key.header + " header is missing"});
+    }
+    d.identity.key = std::move(**key);
+  } else {
+    ProblemOr<std::string> key = render_key(route.key.key_template, context);
+    if (!key) {
+      if (key.problem() == Problem::key_missing && !route.required) return Decision::unprotected();
+      return refuse(std::move(key).rejection());
+    }
+    d.identity.key = std::move(*key);
+  }
+  d.identity.record_key = stored_key(route.key_space, d.identity.key);
+  d.identity.fingerprint = Fingerprinter().add("jsonrpc").add(call.canonical).finish();
+  return d;
+}
+
+}  // namespace
+
 Decision identify(const Route& route, const PathParams& params, const RequestView& request, Decision head) {
   if (head.verdict != Verdict::protect) return head;
+  if (route.jsonrpc) return identify_call(route, params, request);
   // One context for the key and the fingerprint, so the body is parsed at most once.
   RequestContext context(request, params, head.identity.scope);
 

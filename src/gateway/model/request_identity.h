@@ -39,12 +39,16 @@ struct Identity {
   // key a client chooses reaches the records of another key space.
   std::string record_key;
   std::string fingerprint;  // 16 bytes (none_fingerprint() under `none`); "" in lock mode
+  // On a JSON-RPC route, the call's `id` exactly as sent ("null" for a refused batch), set
+  // on protect and on a rejection once the body is read: a replay carries it, and a
+  // rejection is answered as a JSON-RPC error to it. "" otherwise.
+  std::string jsonrpc_id;
 };
 
 struct Decision {
   Verdict verdict = Verdict::protect;
   Rejection rejection{};  // only when verdict == reject
-  Identity identity;      // only when verdict == protect
+  Identity identity;      // only when verdict == protect (and jsonrpc_id on a reject)
 
   static Decision reject(Rejection r) { return {Verdict::reject, std::move(r), {}}; }
   static Decision unprotected() { return {Verdict::unprotected, {}, {}}; }
@@ -60,7 +64,8 @@ struct Decision {
 //      key_invalid. Token key (Idempotency-Token): absent → token_missing, or unprotected
 //      under `required: false`; malformed or sent twice → token_invalid (whether the token
 //      was issued is for the store to say). Template keys: left to identify().
-// On protect, identity holds the scope and, for header and token keys, the key.
+// On protect, identity holds the scope and, for header and token keys, the key. A JSON-RPC
+// route checks only step 0 here: which call the body is decides whether the rest applies.
 Decision check_head(const Route& route, const RequestView& head);
 
 // body_too_large when a body of `size` bytes exceeds the route's max_body; the pipeline
@@ -73,6 +78,10 @@ std::optional<Rejection> check_body_size(const Route& route, std::uint64_t size)
 //      key_missing, key_invalid, body_invalid, request_ambiguous otherwise → reject
 //   4. fingerprint (replay mode only): request_fingerprint; body_invalid,
 //      request_ambiguous → reject
+// On a JSON-RPC route (docs/configuration.md, "JSON-RPC routes"), first: a batch →
+// body_invalid; a body that is no call of a listed method (another method, a notification,
+// not JSON) → unprotected; then steps 1-3 for the call, and its fingerprint ("jsonrpc", the
+// call's canonical form without `id`, `jsonrpc` and `params._meta`).
 // On protect, identity is complete, record_key included.
 // The body is parsed as JSON at most once for both. `params` are the route's captures.
 Decision identify(const Route& route, const PathParams& params, const RequestView& request, Decision head);

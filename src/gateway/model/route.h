@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/model/jsonrpc.h"
 #include "gateway/model/key.h"
 #include "gateway/model/key_template.h"
 #include "gateway/model/policy.h"
@@ -95,6 +96,10 @@ struct Route {
   KeyRule key;
   bool required = true;  // false: a request without a key is forwarded unprotected
   Mode mode = Mode::replay;
+  // `mode: jsonrpc` (docs/configuration.md, "JSON-RPC routes"): a replay route whose body is a
+  // JSON-RPC 2.0 call; only the listed methods are protected, the fingerprint is the call's,
+  // a replay carries the repeat's `id`. The key and subject are read once the body is.
+  std::optional<JsonRpcRule> jsonrpc;
   // defaults overridden by the route's own keys. On a token route, policy.subject is
   // tokens.subject, so the identity code reads the subject in one place.
   Policy policy;

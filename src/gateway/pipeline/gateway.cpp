@@ -11,6 +11,7 @@
 #include <boost/beast/core/string.hpp>
 
 #include "gateway/model/answer_rule.h"
+#include "gateway/model/jsonrpc.h"
 #include "gateway/model/reply_plan.h"
 #include "gateway/model/request_meta.h"
 #include "gateway/model/request_view.h"
@@ -58,6 +59,30 @@ bool take_release_request(HttpResponse& res) {
   return asked;
 }
 
+bool is_event_stream(const HttpResponse& res) {
+  const auto type = res.find(http::field::content_type);
+  return type != res.end() && has_media_type(type->value(), "text/event-stream");
+}
+
+// A body in a Content-Encoding (gzip...) is not JSON text its `id` could be replaced in.
+bool is_encoded(const HttpResponse& res) {
+  const auto coding = res.find(http::field::content_encoding);
+  return coding != res.end() && !boost::beast::iequals(coding->value(), "identity");
+}
+
+// A refusal of the gateway's own on a JSON-RPC route as the JSON-RPC error MCP clients read
+// (docs/configuration.md, "JSON-RPC routes"): HTTP 200, the problem+json object as
+// `error.data`, Retry-After kept.
+HttpResponse as_jsonrpc_error(HttpResponse problem, Problem p, std::string_view id) {
+  const int code = p == Problem::body_invalid ? kJsonRpcInvalidRequest : kJsonRpcGatewayError;
+  std::string body = jsonrpc_error(id, code, problem_title(p), problem.body());
+  problem.result(http::status::ok);
+  problem.set(http::field::content_type, "application/json");
+  problem.body() = std::move(body);
+  problem.prepare_payload();
+  return problem;
+}
+
 ClaimPolicy claim_policy(const Policy& p) {
   return ClaimPolicy{p.lease, p.retention, true, p.on_uncertain, uncertain_marker()};
 }
@@ -100,7 +125,10 @@ void Gateway::observed(const char* op, Duration latency, const Status& status) {
 
 Gateway::Reply Gateway::problem(const HttpRequest& req, Problem p, std::string_view detail,
                                 std::optional<Duration> retry_after) const {
-  return {problem_response(p, detail, req.version(), req.keep_alive(), retry_after), problem_metric_name(p)};
+  return {problem_response(p, detail, req.version(), req.keep_alive(), retry_after),
+          problem_metric_name(p),
+          {},
+          p};
 }
 
 HttpResponse Gateway::reject_early(const Route& route, const http::request_header<>& req,
@@ -138,6 +166,8 @@ awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& r
       reply = co_await run_claimed(route, d.identity, req, meta, *c.claim, policy, c.lead);
     }
   }
+  if (reply.problem && !d.identity.jsonrpc_id.empty())
+    reply.response = as_jsonrpc_error(std::move(reply.response), *reply.problem, d.identity.jsonrpc_id);
   metrics_.count_request(route.name, reply.outcome);
   log(route, d.verdict == Verdict::protect ? &d.identity : nullptr, req.method_string(), req.target(), meta,
       reply.outcome, reply.response.result_int(), since(t0));
@@ -155,7 +185,7 @@ awaitable<Gateway::Claimed> Gateway::replay_mode(const Route& route, const Ident
   const Policy& p = route.policy;
   const auto wait_until = Steady::now() + p.wait;
   if (auto hit = cache_.get(id.scope, id.record_key, id.fingerprint))
-    co_return Claimed{answer_replay(route, req, *hit, false)};
+    co_return Claimed{answer_replay(route, id, req, *hit, false)};
   // A duplicate of a request in flight here waits for its outcome without asking the store
   // (docs/gateway.md, "Duplicates in flight"). With wait 0 a duplicate is answered at once,
   // by the store.
@@ -168,14 +198,14 @@ awaitable<Gateway::Claimed> Gateway::replay_mode(const Route& route, const Ident
       // A leader that finished between this request's cache lookup and its join left its
       // result in the cache.
       if (auto hit = cache_.get(id.scope, id.record_key, id.fingerprint))
-        co_return Claimed{answer_replay(route, req, *hit, waited)};
+        co_return Claimed{answer_replay(route, id, req, *hit, waited)};
       break;
     }
     if (!j.follow) break;  // in flight with another fingerprint: the store answers
     std::optional<Coalescer::Outcome> o = co_await coalescer_.wait(std::move(j.follow), wait_until);
     waited = true;
     if (!o) break;  // the deadline passed: the store says how long the holder may still take
-    if (*o) co_return Claimed{answer_replay(route, req, **o, true)};
+    if (*o) co_return Claimed{answer_replay(route, id, req, **o, true)};
     // The leader gave its claim back (a 5xx, a failure): lead or follow anew.
   }
   co_return co_await claim_from_store(route, id, req, meta, wait_until, waited, std::move(lead));
@@ -216,7 +246,7 @@ awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, const 
         if (a.step == BeginStep::replay)
           cache_.put(ticket, id.scope, id.record_key, id.fingerprint, stored, a.begun->expires_in);
         lead.publish(stored);
-        co_return Claimed{answer_replay(route, req, *stored, waited)};
+        co_return Claimed{answer_replay(route, id, req, *stored, waited)};
       }
       case BeginStep::hold_uncertain: {
         // The previous holder died mid-request: its outcome is unknown, so nothing runs again.
@@ -253,8 +283,8 @@ awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, const 
   }
 }
 
-Gateway::Reply Gateway::answer_replay(const Route& route, const HttpRequest& req, std::string_view stored,
-                                      bool waited) const {
+Gateway::Reply Gateway::answer_replay(const Route& route, const Identity& id, const HttpRequest& req,
+                                      std::string_view stored, bool waited) const {
   Result<StoredResult> r = decode_stored_result(stored);
   const ReplyPlan plan = reply_for(r, route.policy.on_duplicate);
   if (plan.problem) return problem(req, *plan.problem, plan.detail);
@@ -262,6 +292,8 @@ Gateway::Reply Gateway::answer_replay(const Route& route, const HttpRequest& req
   for (const auto& [name, value] : r->response.headers) res.insert(name, value);
   res.set(kReplayedHeader, "true");
   res.body() = std::move(r->response.body);
+  // The answer to this call, not the first one (docs/configuration.md, "JSON-RPC routes").
+  if (route.jsonrpc) res.body() = with_jsonrpc_id(res.body(), id.jsonrpc_id);
   res.keep_alive(req.keep_alive());
   res.prepare_payload();
   return {std::move(res), waited ? "waited" : "replayed"};
@@ -315,6 +347,13 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
                           up.tail ? std::nullopt : std::optional<std::string_view>(up.response.body()),
                           take_release_request(up.response)};
     if (end == WorkEnd::succeeded && releases_answer(p.release_on, p.success_when, seen))
+      end = WorkEnd::failed;
+    // A JSON-RPC error is the tool's failure, and neither a stream nor an encoded body can
+    // be replayed with another `id` (docs/configuration.md, "JSON-RPC routes"): released, so
+    // a retry runs.
+    if (end == WorkEnd::succeeded && route.jsonrpc &&
+        (is_event_stream(up.response) || is_encoded(up.response) ||
+         (seen.body && is_jsonrpc_error(*seen.body))))
       end = WorkEnd::failed;
   }
   std::string result;

@@ -119,6 +119,7 @@ class Gateway final : public RequestHandler {
     HttpResponse response;
     std::string_view outcome;                 // the idem_requests_total label
     std::unique_ptr<ResponseTail> tail = {};  // the rest of a response too large to hold
+    std::optional<Problem> problem = {};      // set by problem(): the gateway's own refusal
   };
   Reply problem(const HttpRequest& req, Problem p, std::string_view detail,
                 std::optional<Duration> retry_after = std::nullopt) const;
@@ -153,7 +154,9 @@ class Gateway final : public RequestHandler {
                                              const RequestMeta& meta, const Status& s);
   // The upstream's response as this client's answer, its tail (if any) still to stream.
   Reply forwarded(const HttpRequest& req, UpstreamResult up, std::string_view outcome) const;
-  Reply answer_replay(const Route& route, const HttpRequest& req, std::string_view stored, bool waited) const;
+  // On a JSON-RPC route the stored answer carries `id.jsonrpc_id` instead of the first call's.
+  Reply answer_replay(const Route& route, const Identity& id, const HttpRequest& req, std::string_view stored,
+                      bool waited) const;
 
   // The forwarded request of a claimed key: the client's, with the key and the claim's fence.
   ForwardRequest forward_with_claim(const HttpRequest& req, const RequestMeta& meta, std::string_view key,

@@ -452,7 +452,7 @@ TEST(ConfigRules, RouteFields) {
   EXPECT_EQ(error(head + "    match: {method: POST, path: /a/*/b}\n"),
             "idem.yaml:3: routes[0].match.path: '*' is allowed only as a trailing \"/*\" (a prefix match)");
   EXPECT_EQ(error(head + "    match: {method: POST, path: /a}\n    mode: exclusive\n"),
-            "idem.yaml:4: routes[0].mode: expected replay, lock, got 'exclusive'");
+            "idem.yaml:4: routes[0].mode: expected replay, lock, jsonrpc, got 'exclusive'");
   EXPECT_EQ(error(head + "    match: {method: POST, path: /a}\n    required: 1\n"),
             "idem.yaml:4: routes[0].required: expected true or false, got '1'");
   EXPECT_EQ(
@@ -857,6 +857,24 @@ TEST(ConfigRules, AdminTokens) {
   EXPECT_EQ(c.admin.tokens[0].roles, kRoleControl);
   EXPECT_EQ(c.admin.tokens[1].roles, kRoleControl | kRoleOperator);
   ::unsetenv("IDEM_RULES_TOKEN_A");
+}
+
+// docs/configuration.md, "JSON-RPC routes".
+TEST(ConfigRules, JsonRpcRoutes) {
+  const std::string head = "routes:\n  - name: mcp\n    match: {method: POST, path: /mcp}\n";
+  EXPECT_EQ(error(head + "    jsonrpc_methods: [tools/call]\n"),
+            "idem.yaml:4: routes[0].jsonrpc_methods: jsonrpc_methods needs mode: jsonrpc");
+  EXPECT_EQ(
+      error(head + "    mode: jsonrpc\n    jsonrpc_methods: []\n"),
+      "idem.yaml:5: routes[0].jsonrpc_methods: an empty list of JSON-RPC methods protects nothing: remove "
+      "mode: jsonrpc");
+  EXPECT_EQ(error(head + "    mode: jsonrpc\n    key: token\n"),
+            "idem.yaml:5: routes[0].key: a JSON-RPC route takes its key from a header or the call");
+  EXPECT_EQ(error(head + "    mode: jsonrpc\n    fingerprint: json\n"),
+            "idem.yaml:5: routes[0].fingerprint: a JSON-RPC route fingerprints the call (method and params, "
+            "without id and params._meta): remove fingerprint");
+  EXPECT_EQ(error(head + "    mode: jsonrpc\n    jsonrpc_methods: tools/call\n"), "no error");
+  EXPECT_EQ(error(head + "    mode: rpc\n").rfind("idem.yaml:4: routes[0].mode:", 0), 0u);
 }
 
 }  // namespace

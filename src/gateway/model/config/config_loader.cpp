@@ -25,7 +25,7 @@ constexpr std::uint64_t kDefaultBodiesPerClient = kClientLimits.buffered_bodies_
 const Names kPolicyKeys = {"retention",      "lease",        "wait",         "upstream_timeout", "subject",
                            "on_store_error", "on_duplicate", "on_uncertain", "fingerprint",      "cache_5xx",
                            "max_body",       "max_result",   "release_on",   "success_when"};
-const Names kRouteKeys = {"name", "match", "key", "key_space", "required", "mode"};
+const Names kRouteKeys = {"name", "match", "key", "key_space", "required", "mode", "jsonrpc_methods"};
 
 constexpr Duration kPositive(1);
 // The most `tokens.max_live` and `tokens.per_client` may be: far past what any store holds
@@ -481,7 +481,31 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
   if (key) r.key = key_rule(*key);
   if (const Entry* e = find(es, "required")) r.required = boolean(*e);
   const Entry* mode = find(es, "mode");
-  if (mode) r.mode = static_cast<Mode>(choice(*mode, {"replay", "lock"}));
+  if (mode && choice(*mode, {"replay", "lock", "jsonrpc"}) == 2) {
+    // A replay route that reads JSON-RPC calls (docs/configuration.md, "JSON-RPC routes").
+    r.jsonrpc = JsonRpcRule{};
+  } else if (mode) {
+    r.mode = static_cast<Mode>(choice(*mode, {"replay", "lock"}));
+  }
+  if (const Entry* e = find(es, "jsonrpc_methods")) {
+    if (!r.jsonrpc) fail(*e, "jsonrpc_methods needs mode: jsonrpc");
+    std::vector<Entry> list = e->value.IsSequence() ? items(*e) : std::vector<Entry>{*e};
+    if (list.empty()) fail(*e, "an empty list of JSON-RPC methods protects nothing: remove mode: jsonrpc");
+    r.jsonrpc->methods.clear();
+    for (const Entry& m_at : list) {
+      std::string m = scalar(m_at, "a JSON-RPC method such as tools/call, or a list of them");
+      if (m.empty()) fail(m_at, "a JSON-RPC method name is not empty");
+      r.jsonrpc->methods.push_back(std::move(m));
+    }
+  }
+  if (r.jsonrpc) {
+    if (r.key.kind == KeyRule::Kind::token)
+      fail(*key, "a JSON-RPC route takes its key from a header or the call");
+    if (const Entry* f = find(es, "fingerprint"))
+      fail(*f,
+           "a JSON-RPC route fingerprints the call (method and params, without id and params._meta): remove "
+           "fingerprint");
+  }
   PolicyOrigin origin = defaults;
   read_policy(es, r.policy, origin);
 
