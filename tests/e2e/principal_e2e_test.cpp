@@ -1,5 +1,5 @@
 // Whose answer a replay is (docs/http.md, "Whose answer a replay is"; docs/configuration.md,
-// `principal`), against the idem binary on a SQLite file and the test upstream, which
+// `principal`), against the idem binary on each store and the test upstream, which
 // counts how often it ran each key: a repeat of another principal, or of none, is refused
 // and never runs; a request without credentials binds no one; a token refresh is refused
 // unless the route names a stable subject.
@@ -33,21 +33,45 @@ routes:
     principal: header:X-Api-Client
 )";
 
-class Principals : public GatewayE2E {
+// The store's URI for a parameter: a SQLite file of the test's own, or the shared server the
+// environment names ("" when it names none: the case is skipped).
+std::string store_uri(const std::string& store, const std::string& dir) {
+  if (store == "sqlite") return "sqlite:" + dir + "/idem.db";
+  const char* url = std::getenv(store == "redis"      ? "IDEM_TEST_REDIS_URL"
+                                : store == "postgres" ? "IDEM_TEST_POSTGRES_URL"
+                                                      : "IDEM_TEST_MYSQL_URL");
+  return url != nullptr ? url : "";
+}
+
+// The binding travels in the fingerprint, which every store keeps as bytes: the same cases
+// on each backend. One gateway at a time, started for the store of the case at hand.
+class Principals : public GatewayE2E, public ::testing::WithParamInterface<std::string> {
  protected:
-  static void SetUpTestSuite() {
-    ::setenv("IDEM_PRINCIPAL_SECRET", "e2e principal secret", 1);
+  static void SetUpTestSuite() { ::setenv("IDEM_PRINCIPAL_SECRET", "e2e principal secret", 1); }
+  static void TearDownTestSuite() {
+    if (dir_ != nullptr) GatewayE2E::TearDownTestSuite();
+    dir_ = nullptr;
+    running_.clear();
+  }
+  void SetUp() override {
+    if (GetParam() != "sqlite" && store_uri(GetParam(), "").empty())
+      GTEST_SKIP() << "no " << GetParam() << " server (scripts/services env)";
+    if (running_ == GetParam()) return;
+    TearDownTestSuite();
+    running_ = GetParam();
     start(routes_on);
   }
   static std::string routes_on(unsigned short l, unsigned short u, unsigned short a) {
-    return config_head(l, u, a, "sqlite:" + *dir_ + "/idem.db") + kRoutes;
+    return config_head(l, u, a, store_uri(running_, *dir_)) + kRoutes;
   }
   static Headers bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
+
+  static inline std::string running_;
 };
 
 // The first principal runs; another (other credentials, or none) with the same key and
 // body is refused with principal-mismatch, and the service ran once.
-TEST_F(Principals, AnotherPrincipalIsRefusedAndNothingRunsAgain) {
+TEST_P(Principals, AnotherPrincipalIsRefusedAndNothingRunsAgain) {
   const std::string key = unique("order");
   Response first = post("/orders", key, R"({"sku":"A-1"})", bearer("token-a"));
   ASSERT_EQ(first.result_int(), 201u) << first.body();
@@ -75,7 +99,7 @@ TEST_F(Principals, AnotherPrincipalIsRefusedAndNothingRunsAgain) {
 // Another principal learns nothing about the first request's body: with another body it
 // gets principal-mismatch too, not key-reused. The first principal with another body gets
 // key-reused, as before.
-TEST_F(Principals, AnotherPrincipalCannotTellWhetherItsBodyMatches) {
+TEST_P(Principals, AnotherPrincipalCannotTellWhetherItsBodyMatches) {
   const std::string key = unique("order");
   ASSERT_EQ(post("/orders", key, R"({"amount":100})", bearer("token-a")).result_int(), 201u);
   EXPECT_EQ(problem_type(post("/orders", key, R"({"amount":999})", bearer("token-b"))),
@@ -88,7 +112,7 @@ TEST_F(Principals, AnotherPrincipalCannotTellWhetherItsBodyMatches) {
 
 // A payment platform's callback carries no credentials: its record binds no one, and
 // every repeat is replayed as before, with credentials or without.
-TEST_F(Principals, ACallbackWithoutCredentialsBindsNoOne) {
+TEST_P(Principals, ACallbackWithoutCredentialsBindsNoOne) {
   const std::string trade = unique("T");
   const std::string body = R"({"out_trade_no":")" + trade + R"(","amount":1})";
   Response first = post("/pay/callback", "", body);
@@ -106,7 +130,7 @@ TEST_F(Principals, ACallbackWithoutCredentialsBindsNoOne) {
 // never run twice (the documented way out: a stable subject, or a new key once the first
 // attempt's outcome is known). A route whose subject names the user replays across the
 // refresh.
-TEST_F(Principals, ATokenRefreshIsRefusedUnlessTheRouteNamesAStableSubject) {
+TEST_P(Principals, ATokenRefreshIsRefusedUnlessTheRouteNamesAStableSubject) {
   const std::string key = unique("refresh");
   ASSERT_EQ(post("/orders", key, "{}", bearer("old-token")).result_int(), 201u);
   Response refreshed = post("/orders", key, "{}", bearer("new-token"));
@@ -126,7 +150,7 @@ TEST_F(Principals, ATokenRefreshIsRefusedUnlessTheRouteNamesAStableSubject) {
 
 // A duplicate of another principal while the first is in flight is refused at once: it
 // neither waits for the first's answer (`wait` is 5s here) nor runs.
-TEST_F(Principals, AnInFlightDuplicateOfAnotherPrincipalIsRefusedAtOnce) {
+TEST_P(Principals, AnInFlightDuplicateOfAnotherPrincipalIsRefusedAtOnce) {
   const std::string key = unique("flight");
   Headers slow = bearer("token-a");
   slow.emplace_back("X-Test-Delay-Ms", "2500");
@@ -144,7 +168,7 @@ TEST_F(Principals, AnInFlightDuplicateOfAnotherPrincipalIsRefusedAtOnce) {
 
 // `principal: none` keeps the old behaviour: whoever has the key and body gets the answer.
 // `principal: header:NAME` binds the header's value instead of Authorization.
-TEST_F(Principals, TheRouteChoosesWhatIsBound) {
+TEST_P(Principals, TheRouteChoosesWhatIsBound) {
   const std::string open = unique("open");
   ASSERT_EQ(post("/open", open, "{}", bearer("token-a")).result_int(), 201u);
   EXPECT_EQ(header(post("/open", open, "{}", bearer("token-b")), "Idempotent-Replayed"), "true");
@@ -162,6 +186,9 @@ TEST_F(Principals, TheRouteChoosesWhatIsBound) {
             "urn:idem:problem:principal-mismatch");
   EXPECT_EQ(executions(client), 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(Stores, Principals, ::testing::Values("sqlite", "redis", "postgres", "mysql"),
+                         [](const auto& p) { return p.param; });
 
 }  // namespace
 }  // namespace idem::e2e
