@@ -187,6 +187,34 @@ TEST_P(Principals, TheRouteChoosesWhatIsBound) {
   EXPECT_EQ(executions(client), 1);
 }
 
+// Gateways that share a store agree when they share IDEM_PRINCIPAL_SECRET; one with another
+// secret refuses the others' records (docs/configuration.md, "Secrets from the
+// environment"), never replays them to a principal it cannot recognise.
+TEST_P(Principals, GatewaysOfOneStoreAgreeWhenTheyShareTheSecret) {
+  const std::string key = unique("shared");
+  Response first = post("/orders", key, "{}", bearer("token-a"));
+  ASSERT_EQ(first.result_int(), 201u) << first.body();
+  for (const char* secret : {"e2e principal secret", "another secret"}) {
+    ::setenv("IDEM_PRINCIPAL_SECRET", secret, 1);
+    const unsigned short port = free_port(), admin = free_port();
+    write_file(*dir_ + "/second.yaml",
+               config_head(port, upstream_->port(), admin, store_uri(running_, *dir_)) + kRoutes);
+    Process second({IDEM_BIN, "serve", "--config", *dir_ + "/second.yaml"}, *dir_ + "/second.log");
+    ::setenv("IDEM_PRINCIPAL_SECRET", "e2e principal secret", 1);
+    ASSERT_TRUE(wait_healthy(admin, 5000)) << "see " << *dir_ << "/second.log";
+    Response again =
+        request(port, verb::post, "/orders",
+                {{"Idempotency-Key", key}, {"Content-Type", "application/json"}, bearer("token-a")[0]}, "{}");
+    if (std::string_view(secret) == "e2e principal secret") {
+      EXPECT_EQ(header(again, "Idempotent-Replayed"), "true") << again.body();
+      EXPECT_EQ(again.body(), first.body());
+    } else {
+      EXPECT_EQ(problem_type(again), "urn:idem:problem:principal-mismatch");
+    }
+  }
+  EXPECT_EQ(executions(key), 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, Principals, ::testing::Values("sqlite", "redis", "postgres", "mysql"),
                          [](const auto& p) { return p.param; });
 
