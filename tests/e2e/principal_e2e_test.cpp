@@ -4,8 +4,11 @@
 // and never runs; a request without credentials binds no one; a token refresh is refused
 // unless the route names a stable subject.
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <future>
+#include <memory>
+#include <thread>
 
 #include "e2e/e2e_fixture.h"
 
@@ -31,6 +34,10 @@ routes:
   - name: api-client
     match: { method: POST, path: /client-orders }
     principal: header:X-Api-Client
+  - name: retry-orders
+    match: { method: POST, path: /retry-orders }
+    lease: 1s
+    on_uncertain: retry
 )";
 
 // The store's URI for a parameter: a SQLite file of the test's own, or the shared server the
@@ -218,6 +225,41 @@ TEST_P(Principals, GatewaysOfOneStoreAgreeWhenTheyShareTheSecret) {
     }
   }
   EXPECT_EQ(executions(key), 1);
+}
+
+// A claim whose gateway died mid-request is taken over by a repeat once its lease passes
+// (`on_uncertain: retry`): by the first principal's, never by another's, which the store
+// answers `mismatch` whatever the record's state.
+TEST_P(Principals, AClaimLeftByADeadGatewayIsNotTakenOverByAnotherPrincipal) {
+  const std::string key = unique("takeover");
+  const unsigned short port = free_port(), admin = free_port();
+  write_file(*dir_ + "/dying.yaml",
+             config_head(port, upstream_->port(), admin, store_uri(running_, *dir_)) + kRoutes);
+  auto dying = std::make_unique<Process>(
+      std::vector<std::string>{IDEM_BIN, "serve", "--config", *dir_ + "/dying.yaml"}, *dir_ + "/dying.log");
+  ASSERT_TRUE(wait_healthy(admin, 5000)) << "see " << *dir_ << "/dying.log";
+  Headers slow = bearer("token-a");
+  slow.emplace_back("X-Test-Delay-Ms", "3000");
+  slow.emplace_back("Idempotency-Key", key);
+  slow.emplace_back("Content-Type", "application/json");  // as post() sends it: the same request
+  auto first = std::async(std::launch::async, [&] {
+    try {
+      request(port, verb::post, "/retry-orders", slow, "{}");
+    } catch (const std::exception&) {  // the gateway is killed under it
+    }
+  });
+  ASSERT_TRUE(reached_upstream(key));
+  dying->signal(SIGKILL);
+  dying->wait(5000);
+  first.get();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the lease (1s) passes
+
+  Response other = post("/retry-orders", key, "{}", bearer("token-b"));
+  EXPECT_EQ(problem_type(other), "urn:idem:problem:principal-mismatch") << other.body();
+  EXPECT_EQ(executions(key), 1);
+  Response same = post("/retry-orders", key, "{}", bearer("token-a"));
+  EXPECT_EQ(same.result_int(), 201u) << same.body();
+  EXPECT_EQ(executions(key), 2) << "on_uncertain: retry runs the first principal's repeat again";
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, Principals, ::testing::Values("sqlite", "redis", "postgres", "mysql"),
