@@ -6,9 +6,9 @@
 // The hash travels in the fingerprint, so no store changes: the request's fingerprint is
 // its 16 bytes (request_fingerprint.h) followed by the 16-byte tag of its principal, or
 // the 16 bytes alone when it binds no one. The store compares fingerprints first, in every
-// state (docs/design.md), so another principal's begin is answered `mismatch` whether the
-// record is pending, done or expired-pending: it can never wait for, be replayed, or take
-// over the first principal's claim. read_mismatch then tells the gateway which refusal a
+// state (docs/design.md, "Whose a record is"), so another principal's begin is answered
+// `mismatch` whether the record is pending, done or expired-pending: it can never wait
+// for, be replayed, or take over the first principal's claim. read_mismatch then tells the gateway which refusal a
 // mismatch is. Records written before this (16 bytes, or "" under `none`) bind no one.
 // Pure; safe for concurrent use.
 #pragma once
