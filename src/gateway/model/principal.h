@@ -8,9 +8,9 @@
 // the 16 bytes alone when it binds no one. The store compares fingerprints first, in every
 // state (docs/design.md, "Whose a record is"), so another principal's begin is answered
 // `mismatch` whether the record is pending, done or expired-pending: it can never wait
-// for, be replayed, or take over the first principal's claim. read_mismatch then tells the gateway which refusal a
-// mismatch is. Records written before this (16 bytes, or "" under `none`) bind no one.
-// Pure; safe for concurrent use.
+// for, be replayed, or take over the first principal's claim. read_mismatch then tells
+// the gateway which refusal a mismatch is. Records written before this (16 bytes, or ""
+// under `none`) bind no one. Pure; safe for concurrent use.
 #pragma once
 
 #include <cstddef>
