@@ -227,6 +227,9 @@ awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, Identi
   std::unique_ptr<Waiters::Registration> reg;
   const std::string owner = runner_.next_owner();  // one per request, also across waits
   int rereads = 0;                                 // mismatches read back whose record was gone by then
+  // The request's own (bound) fingerprint while it answers as one without credentials, to
+  // an unbound record's (as_unbound below); empty otherwise.
+  std::string bound;
   for (;;) {
     // Taken before the begin is sent, for a replay the store answers: see below.
     const ReplayCache::Ticket ticket = cache_.ticket();
@@ -263,6 +266,7 @@ awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, Identi
                 problem(req, Problem::key_reused, "this key was used with a different request")};
           case MismatchReading::as_unbound:
             // A record bound to no one: this request is treated as one without credentials.
+            if (bound.empty()) bound = id.fingerprint;
             id.fingerprint = std::move((*record)->fingerprint);
             continue;
         }
@@ -291,6 +295,22 @@ awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, Identi
                                   "the first request with this key did not finish; its outcome is unknown")};
       }
       case BeginStep::run:
+        if (!bound.empty()) {
+          // The unbound record went away between the read and this begin, so the claim was
+          // made without this request's principal: a record another principal could be
+          // replayed. Nothing ran under it; it is given back, and the request begins again
+          // as itself.
+          Status given_back = co_await runner_.settle(*a.claim, policy, Settlement::release);
+          if (!given_back.is_ok()) {
+            Reply failed = co_await store_failed(route, req, meta, given_back);
+            co_return Claimed{std::move(failed)};
+          }
+          if (++rereads >= 3)
+            co_return Claimed{
+                problem(req, Problem::key_reused, "this key was used with a different request")};
+          id.fingerprint = std::exchange(bound, std::string());
+          continue;
+        }
         reg.reset();
         co_return Claimed{std::nullopt, std::move(a.claim), std::move(lead)};
       case BeginStep::busy:
