@@ -88,6 +88,8 @@ class Server {
   // Stops accepting clients and closes idle client connections; requests in flight run to
   // the end. The admin listener and its connections are left alone.
   void shutdown();
+  // The caps and timeouts the listeners were given.
+  const ServerLimits& limits() const noexcept { return limits_; }
   // True once shutdown() was called and no client request is in flight.
   bool drained() const noexcept { return stopping_.load() && active_.load() == 0; }
   // After the drain: closes the admin listener too and cancels what every connection

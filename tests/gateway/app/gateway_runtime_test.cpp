@@ -394,5 +394,24 @@ TEST_F(GatewayRuntimeSmallBodyBudget, RequestsPastTheBodyBudgetAreRefusedOverloa
   EXPECT_EQ(request(port_, verb::post, "/unmatched", {}, std::string(100000, 'b')).result_int(), 201u);
 }
 
+// Within what the open-files limit leaves (max_client_connections: descriptors for client
+// connections, each with its upstream connection), the admin listener takes at most half
+// and the client listener what the admin connections leave; per-client caps follow.
+TEST_F(GatewayRuntime, TheListenersCapsStayWithinTheDescriptorsLeft) {
+  RuntimeOptions options;
+  options.threads = 1;
+  options.limits = limits();
+  options.max_client_connections = 100;
+  Config config = config_;
+  config.limits = kClientLimits;
+  config.admin.limits = kAdminLimits;
+  Runtime bounded(config, store_, std::move(options));
+  const ServerLimits& l = bounded.server().limits();
+  EXPECT_EQ(l.admin.connections, 50u);
+  EXPECT_EQ(l.admin.connections_per_client, 50u);
+  EXPECT_EQ(l.client.connections, 75u);
+  EXPECT_EQ(l.client.connections_per_client, 75u);
+  EXPECT_LE(2 * l.client.connections + l.admin.connections, 2 * 100u);
+}
 }  // namespace
 }  // namespace idem::gateway
