@@ -128,9 +128,9 @@ awaitable<void> Server::accept_loop(Listener& listener) {
     // expiry only bounds the wait should a wake-up race past it).
     // (The admin listener serves while the client listener drains.)
     while (!closing_.load() && (listener.admin || !stopping_.load())) {
-      const auto open = static_cast<std::int64_t>(listener.open.load());
-      const auto cap = static_cast<std::int64_t>(listener.limits.connections);
-      if (open - static_cast<std::int64_t>(listener.closing.load()) < cap && open < 2 * cap) break;
+      const std::size_t open = listener.open.load();
+      const std::size_t cap = listener.limits.connections;
+      if (listener.staying.load() < cap && open < 2 * cap) break;
       bool evicted = false;
       if (open < 2 * cap) {
         auto [wec] = co_await acceptor.async_wait(tcp::acceptor::wait_read, util::kUseTuple);
@@ -167,6 +167,7 @@ awaitable<void> Server::accept_loop(Listener& listener) {
       if (++accepted_ % 256 == 0) conns_.remove_if([](const std::weak_ptr<Conn>& w) { return w.expired(); });
       conns_.push_back(conn);
     }
+    listener.staying.fetch_add(1);
     listener.open.fetch_add(1);
     auto ex = conn->stream.get_executor();
     // The completion handler keeps the connection until it is unregistered.
@@ -243,14 +244,19 @@ bool Server::evict_idle(Listener& listener, Peer* peer) {
 
 void Server::connection_closed(Conn& conn) {
   Listener& listener = conn.listener;
-  conn.spare();
+  // Gone from its client's list before it leaves the counts: a connection still listed that
+  // waits for nothing must not count as staying, or the next arrival would close another
+  // idle connection in its place.
   if (conn.peer) {
     std::lock_guard lock(listener.mu);
     conn.peer->conns.erase(conn.peer->conns.iterator_to(conn));
     if (conn.peer->conns.empty()) listener.peers.erase(conn.peer->key);
   }
+  // One count each: chosen to be closed, it no longer counted as staying.
+  if (!conn.evicted.exchange(false)) listener.staying.fetch_sub(1);
+  const std::size_t was_open = listener.open.fetch_sub(1);
   // Near the cap the accept loop may wait for this.
-  if (listener.open.fetch_sub(1) < listener.limits.connections) return;
+  if (was_open < listener.limits.connections) return;
   asio::post(listener.gate.get_executor(), [l = &listener] { l->gate.cancel(); });
 }
 
@@ -288,6 +294,21 @@ void Server::close() {
     });
   for (auto& w : conns_)
     if (auto c = w.lock()) asio::post(c->stream.get_executor(), [c] { c->stream.cancel(); });
+}
+
+Server::Connections Server::connections(bool admin) const {
+  Connections n;
+  std::lock_guard lock(mu_);
+  for (const auto& l : listeners_) {
+    if (l->admin != admin) continue;
+    std::lock_guard peers_lock(l->mu);
+    for (const auto& [key, peer] : l->peers)
+      for (const Conn& c : peer->conns) {
+        ++n.open;
+        if (c.idle_since.load() != 0) ++n.waiting;
+      }
+  }
+  return n;
 }
 
 bool Server::closed() const noexcept {

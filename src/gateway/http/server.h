@@ -88,6 +88,15 @@ class Server {
   // Stops accepting clients and closes idle client connections; requests in flight run to
   // the end. The admin listener and its connections are left alone.
   void shutdown();
+  // The caps and timeouts the listeners were given.
+  const ServerLimits& limits() const noexcept { return limits_; }
+  // A listener's connections now: open, and of those waiting for a request (between
+  // requests, or before the first); the rest are reading or serving one.
+  struct Connections {
+    std::size_t open = 0;
+    std::size_t waiting = 0;
+  };
+  Connections connections(bool admin) const;
   // True once shutdown() was called and no client request is in flight.
   bool drained() const noexcept { return stopping_.load() && active_.load() == 0; }
   // After the drain: closes the admin listener too and cancels what every connection
@@ -105,7 +114,7 @@ class Server {
     const bool admin;
     const ListenerLimits limits;
     std::atomic<std::size_t> open{0};
-    std::atomic<std::size_t> closing{0};  // of the open: chosen to be closed (Conn::doom)
+    std::atomic<std::size_t> staying{0};  // of the open: not chosen to be closed (Conn::doom)
     BodyBudget budget;
     std::mutex mu;
     std::unordered_map<std::string, std::shared_ptr<Peer>> peers;  // guarded by mu
@@ -128,10 +137,10 @@ class Server {
     // Chosen to be closed (with the listener's mu held), or no longer: the listener counts
     // those being closed apart.
     void doom() {
-      if (!evicted.exchange(true)) listener.closing.fetch_add(1);
+      if (!evicted.exchange(true)) listener.staying.fetch_sub(1);
     }
     void spare() {
-      if (evicted.exchange(false)) listener.closing.fetch_sub(1);
+      if (evicted.exchange(false)) listener.staying.fetch_add(1);
     }
     std::unique_ptr<boost::asio::steady_timer> grace;  // its close once chosen; the connection's thread only
     std::string address;                               // the client's address (RequestMeta::client)

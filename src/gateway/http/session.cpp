@@ -175,6 +175,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
   // Bounded: a head, chunk-extension line or trailer section that does not fit is refused.
   beast::flat_buffer buffer(limits_.header_limit + kBufferSlack);
   bool unread_body = false;  // answered before the body was read: the client may still send
+  bool served = false;       // a request was read on this connection
   for (;;) {
     if ((stopping_.load() && !admin) || closing_.load()) break;
     Request req;
@@ -183,7 +184,10 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     conn->idle = true;
     // Waiting for a request: at a connection cap, the longest waiting is closed first.
     if (conn->idle_since.load(std::memory_order_relaxed) == 0) conn->idle_since.store(steady_ns());
-    conn->spare();
+    // Chosen to be closed as its last request came in: it served that one and is no longer
+    // chosen. Not before the first request: chosen before this session began, its close is
+    // queued behind this start and ends the read below.
+    if (served) conn->spare();
     // An idle keep-alive connection gives back what its last request used beyond the 4 KiB
     // it waits with (read_head reads 4 KiB at a time), and keeps those: freeing and taking
     // them again cost a malloc and a free on every request.
@@ -192,6 +196,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     auto [ec, n] = co_await read_head(stream, buffer, req.head, limits_.header_limit);
     conn->idle = false;
     conn->idle_since.store(0);
+    served = true;
     req.head_bytes = n;
     req.body_done = req.head.is_done();
     if (ec) {

@@ -270,14 +270,27 @@ bool answered_within(boost::asio::ip::tcp::socket& c, int ms) {
   return ::poll(&pfd, 1, ms) == 1;
 }
 
+// Until the listener's connections are `open`, `waiting` of them for a request (the server's
+// own account: the moment a session has taken a request in); false after 10 s.
+bool settles(const Server& server, bool admin, std::size_t open, std::size_t waiting) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    const Server::Connections now = server.connections(admin);
+    if (now.open == open && now.waiting == waiting) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 // Two connections busy with a request each, then a third asked to serve `request`: it
 // waits in the kernel's backlog until one of the two closes.
-void expect_third_connection_waits(unsigned short port, const std::string& busy, const std::string& request) {
+void expect_third_connection_waits(const Server& server, bool admin, unsigned short port,
+                                   const std::string& busy, const std::string& request) {
   namespace asio = boost::asio;
   asio::io_context io;
   Held a(io, port, busy), b(io, port, busy);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // both heads read: busy, not waiting
-  Held c(io, port, request);                                    // completes in the kernel's backlog
+  ASSERT_TRUE(settles(server, admin, 2, 0)) << "both requests taken in: busy, not waiting";
+  Held c(io, port, request);  // completes in the kernel's backlog
   EXPECT_FALSE(answered_within(c.socket, 300)) << "a third connection was served while two were busy";
   a.socket.close();
   ASSERT_TRUE(answered_within(c.socket, 5000)) << "the waiting connection was not served after one closed";
@@ -289,13 +302,14 @@ void expect_third_connection_waits(unsigned short port, const std::string& busy,
 
 // Two idle connections (accepted, no request yet), then a third: the one that has waited
 // longest for a request is closed to make room, and the third is served at once.
-void expect_the_longest_waiting_makes_room(unsigned short port, const std::string& request) {
+void expect_the_longest_waiting_makes_room(const Server& server, bool admin, unsigned short port,
+                                           const std::string& request) {
   namespace asio = boost::asio;
   asio::io_context io;
   Held a(io, port, "");
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(settles(server, admin, 1, 1));
   Held b(io, port, "");
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(settles(server, admin, 2, 2));
   Held c(io, port, request);
   ASSERT_TRUE(answered_within(c.socket, 5000)) << "the third connection was not served";
   std::string answer(64, '\0');
@@ -313,12 +327,12 @@ constexpr const char* kBusy =
     "POST /reject HTTP/1.1\r\nHost: x\r\nIdempotency-Key: busy\r\nContent-Length: 10\r\n\r\n12345";
 
 TEST_F(GatewayRuntimeTwoConnections, AtTheLimitANewConnectionWaitsWhileTheOthersAreBusy) {
-  expect_third_connection_waits(port_, kBusy,
+  expect_third_connection_waits(*server_, false, port_, kBusy,
                                 "GET /limited HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
 }
 
 TEST_F(GatewayRuntimeTwoConnections, AtTheLimitTheConnectionWaitingLongestMakesRoom) {
-  expect_the_longest_waiting_makes_room(port_,
+  expect_the_longest_waiting_makes_room(*server_, false, port_,
                                         "GET /limited HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
 }
 
@@ -326,8 +340,8 @@ TEST_F(GatewayRuntimeTwoConnections, AtTheLimitTheConnectionWaitingLongestMakesR
 // cannot keep a probe out.
 TEST_F(GatewayRuntimeTwoConnections, AtTheAdminLimitTheConnectionWaitingLongestMakesRoomForAProbe) {
   expect_the_longest_waiting_makes_room(
-      admin_port_, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-  expect_third_connection_waits(admin_port_,
+      *server_, true, admin_port_, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  expect_third_connection_waits(*server_, true, admin_port_,
                                 "POST /v1/begin HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                                 "application/json\r\nContent-Length: 10\r\n\r\n{",
                                 "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
@@ -413,5 +427,24 @@ TEST_F(GatewayRuntime, AClaimMadeAfterAnUnboundRecordWentAwayIsBoundToItsPrincip
       << other.body();
 }
 
+// Within what the open-files limit leaves (max_client_connections: descriptors for client
+// connections, each with its upstream connection), the admin listener takes at most half
+// and the client listener what the admin connections leave; per-client caps follow.
+TEST_F(GatewayRuntime, TheListenersCapsStayWithinTheDescriptorsLeft) {
+  RuntimeOptions options;
+  options.threads = 1;
+  options.limits = limits();
+  options.max_client_connections = 100;
+  Config config = config_;
+  config.limits = kClientLimits;
+  config.admin.limits = kAdminLimits;
+  Runtime bounded(config, store_, std::move(options));
+  const ServerLimits& l = bounded.server().limits();
+  EXPECT_EQ(l.admin.connections, 50u);
+  EXPECT_EQ(l.admin.connections_per_client, 50u);
+  EXPECT_EQ(l.client.connections, 75u);
+  EXPECT_EQ(l.client.connections_per_client, 75u);
+  EXPECT_LE(2 * l.client.connections + l.admin.connections, 2 * 100u);
+}
 }  // namespace
 }  // namespace idem::gateway
