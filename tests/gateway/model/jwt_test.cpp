@@ -273,5 +273,40 @@ routes:
   EXPECT_EQ(identify("/tenants", "Bearer " + good), "scope= principal=t-9");
 }
 
+// The block's mistakes name the file, line and key, as `idem check` prints them.
+TEST(Jwt, ConfigErrorsNameTheFileLineAndKey) {
+  auto error = [](const std::string& yaml) {
+    try {
+      load_config_text(yaml, "jwt.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("ok");
+  };
+  const std::string ec = keys().dir.file("ec.pem");
+  EXPECT_EQ(error("defaults:\n  principal: jwt\n"),
+            "jwt.yaml:2: defaults.principal: jwt needs the top-level jwt block (its keys and checks)");
+  EXPECT_EQ(error("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    subject: jwt:tenant\n"),
+            "jwt.yaml:4: routes[0].subject: jwt:tenant needs the top-level jwt block (its keys and checks)");
+  EXPECT_EQ(error("jwt:\n  algorithms: [ES256, none]\n  key_file: " + ec + "\n"),
+            "jwt.yaml:2: jwt.algorithms[1]: alg none (an unsigned token) is never accepted");
+  EXPECT_EQ(
+      error("jwt:\n  algorithms: ES256\n  key_file: " + ec + "\n  jwks_file: " + ec + "\n"),
+      "jwt.yaml:3: jwt.key_file: give either key_file (a PEM public key or an HS256 secret) or jwks_file");
+  EXPECT_EQ(error("jwt:\n  key_file: " + ec + "\n"), "jwt.yaml:2: jwt.algorithms: required");
+  EXPECT_EQ(error("jwt:\n  algorithms: ES256\n  key_file: " + ec + "\n  leeway: 1h\n"),
+            "jwt.yaml:4: jwt.leeway: must be at most 10m");
+  EXPECT_EQ(error("jwt:\n  algorithms: RS256\n\n  key_file: " + ec + "\n"),
+            "jwt.yaml:4: jwt.key_file: RS256 is allowed but key_file '" + ec +
+                "' holds no key for it (an HS256 secret, an RSA key for RS256, a P-256 key for ES256)");
+  EXPECT_EQ(error("jwt:\n  algorithms: ES256\n  key_file: " + keys().dir.file("nothing") + "\n"),
+            "jwt.yaml:3: jwt.key_file: cannot read key_file '" + keys().dir.file("nothing") + "'");
+  EXPECT_EQ(error("jwt:\n  algorithms: ES256\n  key_file: " + ec + "\n  clam: sub\n"),
+            "jwt.yaml:4: jwt.clam: unknown key (expected one of: algorithms, key_file, jwks_file, issuer, "
+            "audience, "
+            "claim, leeway, header)");
+  EXPECT_EQ(error("jwt:\n  algorithms: ES256\n  key_file: " + ec + "\ndefaults:\n  subject: jwt\n"), "ok");
+}
+
 }  // namespace
 }  // namespace idem::gateway
