@@ -1,5 +1,6 @@
 #include "gateway/model/jwt.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -36,6 +37,7 @@ struct JwtVerifier::Key {
 namespace {
 
 constexpr std::size_t kMaxToken = 8192;
+constexpr std::size_t kMaxClaim = 1024;
 constexpr std::size_t kMinSecret = 32;  // RFC 7518 §3.2: at least the hash's 256 bits
 constexpr int kMinRsaBits = 2048;
 
@@ -405,7 +407,14 @@ ProblemOr<std::string> JwtVerifier::verify(std::string_view token, std::string_v
   const boost::json::value* value = payload->if_contains(claim);
   if (value == nullptr || !value->is_string() || value->as_string().empty())
     return invalid("has no " + std::string(claim) + " claim (a non-empty string)");
-  return std::string(value->as_string());
+  // The claim becomes a scope or a principal, as a header's value would: no control
+  // characters, and no longer than a header's value could reasonably be.
+  const boost::json::string& text = value->as_string();
+  if (text.size() > kMaxClaim || std::any_of(text.begin(), text.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
+      }))
+    return invalid("claim " + std::string(claim) + " holds control characters or is over 1024 bytes");
+  return std::string(text);
 }
 
 ProblemOr<std::string> jwt_claim_of(const JwtVerifier& verifier, std::string_view claim,

@@ -200,6 +200,13 @@ TEST(Jwt, IssuerAndAudienceAreCheckedWhenNamed) {
                           R"({"exp":1900000000,"iss":"https://sso.example.com/realms/shop","aud":"account"})",
                           nullptr, kSecret)),
             "the JWT has no sub claim (a non-empty string)");
+  EXPECT_EQ(
+      check(
+          *v,
+          jwt(R"({"alg":"HS256"})",
+              R"({"sub":"a\nb","exp":1900000000,"iss":"https://sso.example.com/realms/shop","aud":"account"})",
+              nullptr, kSecret)),
+      "the JWT claim sub holds control characters or is over 1024 bytes");
 }
 
 TEST(Jwt, KeyFilesAreCheckedWhenRead) {
