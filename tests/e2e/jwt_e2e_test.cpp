@@ -125,6 +125,7 @@ TEST_F(JwtPrincipals, ATokenThatDoesNotVerifyIsRefusedBeforeTheStoreAndTheUpstre
       EXPECT_EQ(r.result_int(), 401u) << what << " " << route << ": " << r.body();
       EXPECT_EQ(problem_type(r), "urn:idem:problem:credentials-invalid") << what;
       EXPECT_EQ(body_json(r).at("retryable"), json::value(false));
+      EXPECT_EQ(header(r, "WWW-Authenticate"), R"(Bearer error="invalid_token")") << what;
       EXPECT_EQ(executions(key), 0) << what;
       EXPECT_FALSE(has_record(route + 1, key)) << what;
     }
