@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -91,9 +92,14 @@ std::optional<double> number_member(const boost::json::object& o, std::string_vi
   return std::nullopt;
 }
 
+// A key file: a regular file of at most 1 MiB (never a device or a pipe that would not end).
 std::string read_file(const std::string& path, const char* what) {
+  std::error_code ec;
+  const bool regular = std::filesystem::is_regular_file(path, ec);
+  if (regular && std::filesystem::file_size(path, ec) > (1u << 20))
+    throw std::runtime_error(std::string(what) + " '" + path + "' is larger than 1 MiB");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + std::string(what) + " '" + path + "'");
+  if (!regular || !in) throw std::runtime_error("cannot read " + std::string(what) + " '" + path + "'");
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();

@@ -226,6 +226,7 @@ TEST(Jwt, KeyFilesAreCheckedWhenRead) {
   EXPECT_EQ(error({JwtAlgorithm::es256}, "private.pem"),
             " holds a private key: give the public key (openssl pkey -pubout)");
   EXPECT_EQ(error({JwtAlgorithm::es256}, "missing"), "");
+  EXPECT_EQ(error({JwtAlgorithm::hs256}, "../../../../../../../dev/zero"), "");  // cannot read: not a file
   EXPECT_EQ(error({JwtAlgorithm::es256}, "rsa.pem"),
             " holds no key for it (an HS256 secret, an RSA key for RS256, a P-256 key for ES256)");
   testutil::write_file(keys().dir.file("bad.json"), R"({"keys":{}})");
