@@ -56,7 +56,7 @@ asio::awaitable<Gateway::Resolution> Gateway::ask_status(const Route& route, con
     }
   }
   metrics_.count_resolution(route.name, to_string(r.reading));
-  // The audit line of an automatic resolution (docs/observability.md, "Audit lines"): who
+  // The audit line of an automatic resolution (docs/observability.md, "Metrics"): who
   // (the gateway, for the request of `peer`), which record and fence, what was decided.
   json::object line{{"audit", "record.resolve"},
                     {"time", util::rfc3339(std::chrono::time_point_cast<std::chrono::microseconds>(
