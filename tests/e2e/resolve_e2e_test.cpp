@@ -11,6 +11,7 @@
 #include <fstream>
 #include <future>
 #include <iterator>
+#include <memory>
 
 #include "e2e/e2e_fixture.h"
 
@@ -171,6 +172,119 @@ TEST_P(Resolve, ATakeoverAfterTheGatewayDiedAsksTheService) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, Resolve, ::testing::Values("sqlite", "redis"));
+
+}  // namespace
+}  // namespace idem::e2e
+
+namespace idem::e2e {
+namespace {
+
+int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Bulk resolve (docs/admin.md, "Resolving uncertain records in bulk"): the operator's role
+// alone, a dry run that changes nothing, an age filter, release (the retry runs) and
+// complete (the given answer is replayed), one audit line and one count per record; the
+// command line does the same from the store.
+TEST(BulkResolve, OperatorsReleaseOrCompleteUncertainRecordsWithAnAuditLineEach) {
+  const std::string dir = temp_dir();
+  std::unique_ptr<std::string, void (*)(std::string*)> cleanup(new std::string(dir), [](std::string* d) {
+    remove_dir(*d);
+    delete d;
+  });
+  Process upstream({IDEM_TEST_UPSTREAM}, dir + "/upstream.log", true);
+  const unsigned short port = free_port(), admin = free_port();
+  const std::string store = "sqlite:" + dir + "/idem.db";
+  write_file(dir + "/idem.yaml", config_head(port, upstream.port(), admin, store) +
+                                     "  tokens:\n"
+                                     "    - {name: svc, env: IDEM_E2E_RESOLVE_SVC, roles: [control]}\n"
+                                     "    - {name: ops, env: IDEM_E2E_RESOLVE_OPS, roles: [operator]}\n"
+                                     "routes:\n"
+                                     "  - name: orders\n    match: { method: POST, path: /orders }\n"
+                                     "  - name: refunds\n    match: { method: POST, path: /refunds }\n");
+  ::setenv("IDEM_E2E_RESOLVE_SVC", "svc-secret", 1);
+  ::setenv("IDEM_E2E_RESOLVE_OPS", "ops-secret", 1);
+  Process idem({IDEM_BIN, "serve", "--config", dir + "/idem.yaml"}, dir + "/idem.log");
+  ASSERT_TRUE(wait_healthy(admin, 5000));
+  auto send = [&](const std::string& path, const std::string& key, Headers h = {}) {
+    h.emplace_back("Idempotency-Key", key);
+    h.emplace_back("Content-Type", "application/json");
+    return request(port, verb::post, path, h, "{}");
+  };
+  for (const char* key : {"o-1", "o-2"})
+    ASSERT_EQ(send("/orders", key, {{"X-Test-Drop", "after"}}).result_int(), 502u);
+  ASSERT_EQ(send("/refunds", "r-1", {{"X-Test-Drop", "after"}}).result_int(), 502u);
+  ASSERT_EQ(problem_type(send("/orders", "o-1")), "urn:idem:problem:outcome-uncertain");
+
+  auto resolve = [&](const std::string& token, const std::string& body) {
+    return request(admin, verb::post, "/v1/records/resolve",
+                   {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}}, body);
+  };
+  Response control = resolve("svc-secret", R"({"key_space":"orders","decision":"release"})");
+  EXPECT_EQ(control.result_int(), 403u) << control.body();
+  EXPECT_EQ(problem_type(control), "urn:idem:problem:forbidden");
+
+  Response dry = resolve("ops-secret", R"({"key_space":"orders","decision":"release","dry_run":true})");
+  ASSERT_EQ(dry.result_int(), 200u) << dry.body();
+  EXPECT_EQ(body_json(dry).at("matched"), json::value(2));
+  EXPECT_EQ(body_json(dry).at("applied"), json::value(0));
+  EXPECT_EQ(problem_type(send("/orders", "o-1")), "urn:idem:problem:outcome-uncertain");
+  Response young = resolve("ops-secret", R"({"key_space":"orders","decision":"release","older_than":"1h"})");
+  EXPECT_EQ(body_json(young).at("matched"), json::value(0)) << young.body();
+
+  Response released = resolve("ops-secret", R"({"key_space":"orders","decision":"release"})");
+  ASSERT_EQ(released.result_int(), 200u) << released.body();
+  EXPECT_EQ(body_json(released).at("applied"), json::value(2)) << released.body();
+  Response rerun = send("/orders", "o-1");
+  EXPECT_EQ(rerun.result_int(), 201u) << rerun.body();
+  EXPECT_EQ(body_json(rerun).at("execution"), json::value(2));  // the test upstream had run it
+
+  Response completed = resolve(
+      "ops-secret",
+      R"({"key_space":"refunds","decision":"complete","answer":{"status":200,"body":"{\"refund\":\"done\"}","content_type":"application/json"}})");
+  EXPECT_EQ(body_json(completed).at("applied"), json::value(1)) << completed.body();
+  Response replayed = send("/refunds", "r-1");
+  EXPECT_EQ(replayed.result_int(), 200u);
+  EXPECT_EQ(replayed.body(), R"({"refund":"done"})");
+  EXPECT_EQ(header(replayed, "Idempotent-Replayed"), "true");
+
+  std::string log;
+  ASSERT_TRUE(testutil::eventually([&] {
+    log = read_text(dir + "/idem.log");
+    return count_of(log, R"("audit":"record.resolve")") >= 3;
+  }));
+  EXPECT_EQ(count_of(log, R"("audit":"record.resolve")"), 3) << log;
+  EXPECT_NE(log.find(R"("token":"ops","peer":"127.0.0.1","scope":"","key":"orders:o-1")"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find(R"("decision":"completed")"), std::string::npos) << log;
+  EXPECT_NE(request(admin, verb::get, "/metrics")
+                .body()
+                .find(R"(idem_admin_actions_total{action="resolve",token="ops"} 3)"),
+            std::string::npos);
+
+  // The command line, on the store itself: a dry run, then the release, each audited.
+  ASSERT_EQ(send("/orders", "o-3", {{"X-Test-Drop", "after"}}).result_int(), 502u);
+  std::string out;
+  ASSERT_EQ(run({IDEM_BIN, "record", "resolve", "--store", store, "--key-space", "orders", "--decision",
+                 "release", "--dry-run"},
+                &out),
+            0)
+      << out;
+  EXPECT_NE(out.find(R"("matched":1,"applied":0)"), std::string::npos) << out;
+  ASSERT_EQ(
+      run({IDEM_BIN, "record", "resolve", "--store", store, "--key-space", "orders", "--decision", "release"},
+          &out),
+      0)
+      << out;
+  EXPECT_NE(out.find(R"("audit":"record.resolve")"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("key":"orders:o-3","fence":)"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("decision":"released")"), std::string::npos) << out;
+  EXPECT_EQ(send("/orders", "o-3").result_int(), 201u);
+  EXPECT_EQ(run({IDEM_BIN, "record", "resolve", "--store", store, "--decision", "complete"}, &out), 2) << out;
+}
 
 }  // namespace
 }  // namespace idem::e2e
