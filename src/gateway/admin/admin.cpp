@@ -135,7 +135,7 @@ HttpResponse ui_response(const UiAsset& asset, unsigned version, bool keep_alive
 // it did not learn (docs/control-api.md, "Errors").
 unsigned roles_for(http::verb method, std::string_view path) {
   // Bulk resolve changes records, whatever the method: the operator's alone.
-  if (path == "/v1/records/resolve") return kRoleOperator;
+  if (path == "/v1/records/resolve" || path == "/v1/records/audit") return kRoleOperator;
   const bool records = path.starts_with("/v1/records/") || path == "/v1/records";
   if (path.starts_with("/v1/") && !records) return kRoleControl;
   if (path.starts_with("/v1/records/") && method == http::verb::get) return kRoleControl | kRoleOperator;
@@ -296,6 +296,15 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req, std::string_view p
   }
   if (path == "/v1/records") co_return co_await list_records(req);
   if (path == "/v1/records/resolve") co_return co_await resolve_records(req, peer);
+  if (path == "/v1/records/audit") {
+    if (req.method() != http::verb::get)
+      co_return problem_response(Problem::method_not_allowed, "the audit trail takes GET", v, ka);
+    // The lines are JSON objects already: joined into {"audit":[...]}, oldest first.
+    std::string body = "{\"audit\":[";
+    for (const std::string& line : metrics_.audit_trail()) body += line + ",";
+    if (body.back() == ',') body.pop_back();
+    co_return json_response(http::status::ok, body + "]}", v, ka);
+  }
   if (path.starts_with(kRecords)) co_return co_await records(req, path.substr(kRecords.size()), peer);
   if (req.method() != http::verb::post)
     co_return problem_response(Problem::method_not_allowed, "the control API takes POST", v, ka);
@@ -356,8 +365,9 @@ void Admin::audit(const HttpRequest& req, std::string_view peer, std::string_vie
   const std::optional<AdminTokens::Caller> caller =
       settings_.load()->tokens.match(find_header(header_fields(req), "Authorization").value_or(""));
   const std::string token = caller ? caller->name : std::string(kNoToken);
-  const std::string line = audit_line(action, token, peer, id.scope, id.key, before, decision);
+  std::string line = audit_line(action, token, peer, id.scope, id.key, before, decision);
   std::fprintf(stderr, "%s\n", line.c_str());
+  metrics_.note_audit(std::move(line));
   if (applied) metrics_.count_admin_action(action, token);
 }
 

@@ -154,6 +154,17 @@ void Metrics::count_admin_action(std::string_view action, std::string_view token
   ++admin_actions_[{std::string(action), std::string(token)}];
 }
 
+void Metrics::note_audit(std::string line) {
+  std::unique_lock lock(mu_);
+  audit_trail_.push_back(std::move(line));
+  if (audit_trail_.size() > kAuditTrail) audit_trail_.pop_front();
+}
+
+std::vector<std::string> Metrics::audit_trail() const {
+  std::shared_lock lock(mu_);
+  return {audit_trail_.begin(), audit_trail_.end()};
+}
+
 void Metrics::count_resolution(std::string_view route, std::string_view decision) {
   // Rare (an unknown outcome): the whole lock every time.
   std::unique_lock lock(mu_);

@@ -70,7 +70,9 @@ asio::awaitable<Gateway::Resolution> Gateway::ask_status(const Route& route, con
                     {"fence", fence},
                     {"decision", to_string(r.reading)}};
   if (up.kind != UpstreamResult::Kind::response) line["error"] = up.error;
-  std::fprintf(stderr, "%s\n", json::serialize(line).c_str());
+  std::string text = json::serialize(line);
+  std::fprintf(stderr, "%s\n", text.c_str());
+  metrics_.note_audit(std::move(text));
   co_return r;
 }
 

@@ -1,6 +1,7 @@
 // The operator's page (docs/admin.md, "The operator's page"): outcome counts, requests in
 // flight, store health and the uncertain records, refreshed every few seconds, each
-// uncertain record with a button that removes it (DELETE /v1/records/{scope}/{key}).
+// uncertain record with a button that removes it (DELETE /v1/records/{scope}/{key}), a
+// bulk release (POST /v1/records/resolve) and the audit trail (GET /v1/records/audit).
 // Every value shown is set as text (textContent), never parsed as HTML: keys and scopes
 // come from clients. Requests go to this page's own origin; the browser adds the
 // credentials it was asked for when it loaded the page.
@@ -198,11 +199,52 @@ async function refreshUncertain() {
   $('page-number').textContent = view.cursor === '' && view.next === '' ? '' : `page ${view.number}`;
 }
 
+// The audit trail (GET /v1/records/audit), newest first.
+async function refreshAudit() {
+  const res = await fetch(api('/v1/records/audit'), { cache: 'no-store' });
+  if (!res.ok) throw new Error(`/v1/records/audit: ${await failure(res)}`);
+  const lines = (await res.json()).audit ?? [];
+  $('audit').tBodies[0].replaceChildren(...lines.slice().reverse().map(a => {
+    const tr = document.createElement('tr');
+    tr.className = 'audit';
+    const record = a.scope ? `${a.scope} / ${a.key}` : a.key;
+    tr.append(cell(a.time ?? ''), cell(a.token ?? ''), cell(a.peer ?? ''), cell(record ?? '', 'key'),
+              cell(a.fence == null ? '' : String(a.fence), 'num'), cell(a.audit ?? ''), cell(a.decision ?? ''));
+    return tr;
+  }));
+  $('audit-empty').hidden = lines.length > 0;
+}
+
+// Bulk resolve: a dry run counts, a release (after a confirmation) acts.
+async function bulkResolve(dryRun) {
+  const plan = { decision: 'release', dry_run: dryRun };
+  const keySpace = $('bulk-key-space').value.trim();
+  const olderThan = $('bulk-older-than').value.trim();
+  if (keySpace) plan.key_space = keySpace;
+  if (olderThan) plan.older_than = olderThan;
+  const what = `the uncertain records${keySpace ? ` of ${keySpace}` : ''}${olderThan ? ` older than ${olderThan}` : ''}`;
+  if (!dryRun && !window.confirm(`Release ${what}?\n\nEach key's next request runs again upstream.`)) return;
+  try {
+    const res = await fetch(api('/v1/records/resolve'), {
+      method: 'POST', cache: 'no-store', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(plan),
+    });
+    if (!res.ok) throw new Error(await failure(res));
+    const out = await res.json();
+    $('bulk-result').textContent = dryRun ? `${out.matched} record(s) would be released.`
+                                          : `Released ${out.applied} of ${out.matched} record(s).`;
+  } catch (e) {
+    $('bulk-result').textContent = `Could not resolve: ${e.message}`;
+  }
+  await refresh();
+}
+$('bulk-count').addEventListener('click', () => bulkResolve(true));
+$('bulk-release').addEventListener('click', () => bulkResolve(false));
+
 // Everything, once; then again in REFRESH_MS (one refresh at a time).
 async function refresh() {
   clearTimeout(timer);
   try {
-    await Promise.all([refreshMetrics(), refreshReadiness(), refreshUncertain()]);
+    await Promise.all([refreshMetrics(), refreshReadiness(), refreshUncertain(), refreshAudit()]);
     $('updated').textContent = new Date().toLocaleTimeString();
     // The status line keeps what Resolve said; a failed refresh is cleared by the next one.
     if (refreshFailed || $('status').textContent === 'Loading…') setStatus('Live');
