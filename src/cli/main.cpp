@@ -5,8 +5,10 @@
 // standard output.
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +23,7 @@
 #include <boost/asio/signal_set.hpp>
 
 #include "cli/service_notify.h"
+#include "gateway/admin/bulk_resolve.h"
 #include "gateway/admin/record_json.h"
 #include "gateway/admin/record_list.h"
 #include "gateway/app/runtime.h"
@@ -158,6 +161,55 @@ int list_records(const std::string& uri, std::string_view key_space, std::string
     list.add(std::move(*page));
   }
   std::cout << list.json() << "\n";
+  return kOk;
+}
+
+// The audit line of the command line (docs/admin.md, "Tokens and roles"): who is the
+// user running it, where the host.
+void cli_audit(std::string_view action, const RecordId& id, const Record* before, std::string_view decision) {
+  const char* user = std::getenv("USER");
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  const std::string who = std::string("(command line") + (user && *user ? std::string(" ") + user : "") + ")";
+  std::cerr << audit_line(action, who, host, id.scope, id.key, before, decision) << "\n";
+}
+
+// `record resolve`: the same selection and answer as POST /v1/records/resolve.
+int resolve_records(const std::string& uri, ResolvePlan plan) {
+  auto store = open_or_die(uri);
+  if (!store) return kRuntime;
+  BulkResolve bulk(std::move(plan), std::chrono::system_clock::now());
+  while (std::optional<ListArgs> args = bulk.next()) {
+    Result<ListPage> page = store->list(std::move(*args));
+    if (!page) {
+      report(page.status(), uri);
+      return kRuntime;
+    }
+    bulk.add(std::move(*page));
+  }
+  for (const Record& r : bulk.selected()) {
+    if (bulk.plan().dry_run) {
+      bulk.done(r, "matched");
+      continue;
+    }
+    const RecordId id{r.scope, r.key};
+    Result<std::optional<Record>> now = store->get(RecordId(id));
+    std::string_view decision;
+    if (!now) {
+      decision = "store_failed";
+    } else if (!BulkResolve::unchanged(r, *now)) {
+      decision = "changed";
+    } else if (bulk.plan().decision == ResolvePlan::Decision::release) {
+      Result<bool> removed = store->remove(RecordId(id));
+      decision = !removed ? "store_failed" : (*removed ? "released" : "changed");
+    } else {
+      Result<CommitOutcome> c = store->commit(bulk.completion(r, std::chrono::system_clock::now()));
+      decision = !c ? "store_failed" : (*c == CommitOutcome::committed ? "completed" : "changed");
+    }
+    cli_audit("resolve", id, &r, decision);
+    bulk.done(r, decision);
+  }
+  std::cout << bulk.json() << "\n";
   return kOk;
 }
 
@@ -439,6 +491,30 @@ int main(int argc, char** argv) {
   list_cmd->add_option("--limit", list_limit, "Records at most (1-1000, default 100)");
   list_cmd->add_option("--cursor", list_cursor, "Go on where a listing ended (its next_cursor)");
 
+  std::string resolve_store, resolve_key_space, resolve_older_than, resolve_decision, resolve_body,
+      resolve_content_type;
+  std::optional<std::string> resolve_scope;
+  std::optional<unsigned> resolve_status;
+  std::optional<std::size_t> resolve_limit;
+  bool resolve_dry_run = false;
+  auto* resolve_cmd = record_cmd->add_subcommand("resolve",
+                                                 "release or complete the records held as uncertain "
+                                                 "(docs/admin.md, \"Resolving uncertain records in bulk\")");
+  resolve_cmd->add_option("--store", resolve_store, store_help);
+  resolve_cmd->add_option("--config", store_config, config_help)->check(CLI::ExistingFile);
+  resolve_cmd->add_option("--key-space", resolve_key_space, "Only the records of this key space");
+  resolve_cmd->add_option("--scope", resolve_scope, "Only the records of this scope");
+  resolve_cmd->add_option("--older-than", resolve_older_than,
+                          "Only records marked uncertain this long ago (10m, 2h)");
+  resolve_cmd
+      ->add_option("--decision", resolve_decision, "release (a retry runs) or complete (--status, --body)")
+      ->required();
+  resolve_cmd->add_option("--status", resolve_status, "complete: the status replayed");
+  resolve_cmd->add_option("--body", resolve_body, "complete: the body replayed");
+  resolve_cmd->add_option("--content-type", resolve_content_type, "complete: the body's Content-Type");
+  resolve_cmd->add_option("--limit", resolve_limit, "Records at most (1-10000, default 1000)");
+  resolve_cmd->add_flag("--dry-run", resolve_dry_run, "Count and list the records, change nothing");
+
   std::string sweep_store;
   auto* sweep_cmd = app.add_subcommand("sweep", "Remove expired records");
   sweep_cmd->add_option("--store", sweep_store, store_help);
@@ -474,6 +550,18 @@ int main(int argc, char** argv) {
     if (!uri) return kUsage;
     return list_records(*uri, list_key_space, list_state, list_uncertain, list_limit, std::move(list_cursor));
   }
+  if (*resolve_cmd) {
+    Result<ResolvePlan> plan =
+        make_resolve_plan(resolve_key_space, resolve_scope, resolve_older_than, resolve_decision,
+                          resolve_status, resolve_body, resolve_content_type, resolve_dry_run, resolve_limit);
+    if (!plan) {
+      std::cerr << "idem: " << plan.status().message() << "\n";
+      return kUsage;
+    }
+    const auto uri = store_uri_of(resolve_store, store_config);
+    if (!uri) return kUsage;
+    return resolve_records(*uri, std::move(*plan));
+  }
   if (*record_cmd) {
     if (!record_key_space.empty() && !is_key_space(record_key_space)) {
       std::cerr << "idem: --key-space is 1-64 letters, digits, '-', '_' and '.'\n";
@@ -493,7 +581,10 @@ int main(int argc, char** argv) {
       std::cout << record_json(**r) << "\n";
       return kOk;
     }
-    auto r = store->remove(std::move(id));
+    auto before = store->get(RecordId(id));
+    auto r = store->remove(RecordId(id));
+    const Record* was = before && *before ? &**before : nullptr;
+    cli_audit("delete", id, was, !r ? "store_failed" : (*r ? "deleted" : "not_found"));
     if (!found(r, record_store, missing)) return kRuntime;
     std::cout << "removed\n";
     return kOk;

@@ -180,6 +180,16 @@ try {
   expect((await call('deleteRecord', { params: { scope: '_', key: 'o-1' }, query: '?key_space=orders' })).status === 204, 'deleteRecord 204');
   expect((await call('deleteRecord', { params: { scope: '_', key: 'o-1' }, query: '?key_space=orders' })).status === 404, 'deleteRecord 404');
   expect((await call('getRecord', { params: { scope: '_', key: 'x' }, query: '?key_space=no%20spaces' })).status === 400, 'getRecord bad key_space');
+  // bulk resolve (nothing uncertain here: a dry run and a release select none), then the
+  // audit trail holding the deletion above
+  const dry = await call('resolveRecords', { body: { key_space: 'orders', decision: 'release', dry_run: true } });
+  expect(dry.status === 200 && dry.body.matched === 0, 'resolveRecords dry run');
+  expect((await call('resolveRecords', { body: { decision: 'complete' } })).status === 400, 'resolveRecords 400');
+  expect((await call('resolveRecords', { body: { decision: 'release' }, auth: false })).status === 401, 'resolveRecords 401');
+  const trail = await call('auditTrail', {});
+  expect(trail.status === 200 && trail.body.audit.some(a => a.audit === 'record.delete' && a.decision === 'deleted'),
+         'auditTrail holds the deletion');
+  expect((await call('auditTrail', { auth: false })).status === 401, 'auditTrail 401');
 
   // tokens: issue, consume, consume again, restore, restore of a stranger
   const t = await call('issueToken', { body: { scope, ttl_ms: 60000 } });

@@ -26,6 +26,12 @@
 // the number of executions of key K. GET /_seen?from=N answers, as a JSON array, every other request received
 // from the N-th on (0-based): its method, target, fields ([name, value] in order), body size, and when it
 // arrived (at_us: microseconds of the system clock, comparable across upstream processes).
+// GET /_status/KEY is a status endpoint (docs/http.md, "When the service can say what
+// happened"): KEY executed → 200 `Idempotency-Outcome: done`, `Idempotency-Original-Status:
+// 201` and {"key":KEY,"execution":n,"resolved":true}; never executed → 404
+// `Idempotency-Outcome: none`. With ?mode=error it answers 500, with ?mode=bare a 404
+// without the field (a service without the endpoint), with ?mode=slow it answers after 3 s.
+// It executes nothing.
 // The JSON echo names the key, the execution number, the Idempotency-Fence received (or
 // "") and the request body.
 // Usage: test_upstream [PORT] [--idle-close-ms MS [--announce]]; prints the bound port on
@@ -63,6 +69,9 @@ long idle_close_ms = 0;
 bool announce_idle = false;
 
 int execute(const std::string& key);
+int count(const std::string& key);
+void answer_status(const http::request<http::string_body>& req, std::string rest,
+                   http::response<http::string_body>& res);
 long header_number(const http::request<http::string_body>& req, const char* name, long fallback);
 void sleep_ms(long ms);
 
@@ -156,6 +165,36 @@ int count(const std::string& key) {
   return it == executions.end() ? 0 : it->second;
 }
 
+void answer_status(const http::request<http::string_body>& req, std::string rest,
+                   http::response<http::string_body>& res) {
+  std::string mode;
+  if (const auto q = rest.find("?mode="); q != std::string::npos) {
+    mode = rest.substr(q + 6);
+    rest.resize(q);
+  }
+  const std::string key = rest;  // the test keys need no percent-decoding
+  if (mode == "slow") sleep_ms(3000);
+  if (mode == "error") {
+    res.result(500);
+    res.body() = "status store down";
+  } else if (mode == "bare") {
+    res.result(404);
+    res.body() = "no such path";
+  } else if (const int n = count(key); n > 0) {
+    res.result(200);
+    res.set("Idempotency-Outcome", "done");
+    res.set("Idempotency-Original-Status", "201");
+    res.set(http::field::content_type, "application/json");
+    res.body() =
+        boost::json::serialize(boost::json::object{{"key", key}, {"execution", n}, {"resolved", true}});
+  } else {
+    res.result(404);
+    res.set("Idempotency-Outcome", "none");
+  }
+  res.keep_alive(req.keep_alive());
+  res.prepare_payload();
+}
+
 long header_number(const http::request<http::string_body>& req, const char* name, long fallback) {
   auto it = req.find(name);
   if (it == req.end()) return fallback;
@@ -204,6 +243,12 @@ void serve(tcp::socket& socket) {
     http::response<http::string_body> res;
     res.version(11);
     res.keep_alive(req.keep_alive());
+    if (target.starts_with("/_status/")) {
+      answer_status(req, target.substr(9), res);
+      http::write(socket, res, ec);
+      if (ec || !req.keep_alive()) return;
+      continue;
+    }
     if (target.starts_with("/_count?key=")) {
       res.result(200);
       res.body() = std::to_string(count(target.substr(12)));

@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include "gateway/admin/bulk_resolve.h"
 #include "gateway/admin/raw_json.h"
 #include "gateway/admin/record_json.h"
 #include "gateway/admin/record_list.h"
@@ -130,10 +131,12 @@ HttpResponse ui_response(const UiAsset& asset, unsigned version, bool keep_alive
 }
 
 // The roles that may use an admin endpoint (docs/admin.md, "Tokens and roles"): the page,
-// the listing and deletions are the operator's, the rest of /v1/ the control API's; one
+// the listing, deletions and bulk resolve are the operator's, the rest of /v1/ the control API's; one
 // record's GET is both's, since a service reads the record of its own key after an outcome
 // it did not learn (docs/control-api.md, "Errors").
 unsigned roles_for(http::verb method, std::string_view path) {
+  // Bulk resolve changes records, whatever the method: the operator's alone.
+  if (path == "/v1/records/resolve" || path == "/v1/records/audit") return kRoleOperator;
   const bool records = path.starts_with("/v1/records/") || path == "/v1/records";
   if (path.starts_with("/v1/") && !records) return kRoleControl;
   if (path.starts_with("/v1/records/") && method == http::verb::get) return kRoleControl | kRoleOperator;
@@ -299,6 +302,16 @@ awaitable<HttpResponse> Admin::handle(const HttpRequest& req, std::string_view p
     co_return ui_response(*asset, v, ka);
   }
   if (path == "/v1/records") co_return co_await list_records(req);
+  if (path == "/v1/records/resolve") co_return co_await resolve_records(req, peer);
+  if (path == "/v1/records/audit") {
+    if (req.method() != http::verb::get)
+      co_return problem_response(Problem::method_not_allowed, "the audit trail takes GET", v, ka);
+    // The lines are JSON objects already: joined into {"audit":[...]}, oldest first.
+    std::string body = "{\"audit\":[";
+    for (const std::string& line : metrics_.audit_trail()) body += line + ",";
+    if (body.back() == ',') body.pop_back();
+    co_return json_response(http::status::ok, body + "]}", v, ka);
+  }
   if (path.starts_with(kRecords)) co_return co_await records(req, path.substr(kRecords.size()), peer);
   if (req.method() != http::verb::post)
     co_return problem_response(Problem::method_not_allowed, "the control API takes POST", v, ka);
@@ -359,24 +372,60 @@ void Admin::audit(const HttpRequest& req, std::string_view peer, std::string_vie
   const std::optional<AdminTokens::Caller> caller =
       settings_.load()->tokens.match(find_header(header_fields(req), "Authorization").value_or(""));
   const std::string token = caller ? caller->name : std::string(kNoToken);
-  // "audit" first: the line is told from the request log's, which start with "time".
-  json::object line{{"audit", "record." + std::string(action)},
-                    {"time", util::rfc3339(std::chrono::time_point_cast<std::chrono::microseconds>(
-                                               std::chrono::system_clock::now()),
-                                           util::SubSecond::milliseconds)},
-                    {"token", token},
-                    {"peer", peer},
-                    {"scope", id.scope},
-                    {"key", id.key},
-                    {"decision", decision}};
-  if (before) {
-    line["fence"] = before->fence;
-    line["state"] = to_string(before->state);
-  } else {
-    line["fence"] = nullptr;
-  }
-  std::fprintf(stderr, "%s\n", json::serialize(line).c_str());
+  std::string line = audit_line(action, token, peer, id.scope, id.key, before, decision);
+  std::fprintf(stderr, "%s\n", line.c_str());
+  metrics_.note_audit(std::move(line));
   if (applied) metrics_.count_admin_action(action, token);
+}
+
+// POST /v1/records/resolve (bulk_resolve.h): each selected record read again just before
+// it is acted on, so a late answer that replaced the mark since the listing is left alone.
+awaitable<HttpResponse> Admin::resolve_records(const HttpRequest& req, std::string_view peer) {
+  const unsigned v = req.version();
+  const bool ka = req.keep_alive();
+  if (req.method() != http::verb::post)
+    co_return problem_response(Problem::method_not_allowed, "resolving records takes POST", v, ka);
+  if (auto refused = check_json_request(header_fields(req)))
+    co_return problem_response(refused->problem, refused->detail, v, ka);
+  Result<ResolvePlan> plan = parse_resolve_body(req.body());
+  if (!plan) co_return problem_response(Problem::request_invalid, plan.status().message(), v, ka);
+  BulkResolve bulk(std::move(*plan), std::chrono::system_clock::now());
+  while (std::optional<ListArgs> args = bulk.next()) {
+    auto call = async_list(store_, std::move(*args), use_awaitable);
+    Result<ListPage> page = co_await std::move(call);
+    if (!page) co_return store_failed(req, "POST /v1/records/resolve", page.status());
+    bulk.add(std::move(*page));
+  }
+  for (const Record& r : bulk.selected()) {
+    if (bulk.plan().dry_run) {
+      bulk.done(r, "matched");
+      continue;
+    }
+    RecordId id{r.scope, r.key};
+    auto read = async_get(store_, RecordId(id), use_awaitable);
+    Result<std::optional<Record>> now = co_await std::move(read);
+    std::string_view decision;
+    bool applied = false;
+    if (!now) {
+      decision = "store_failed";
+    } else if (!BulkResolve::unchanged(r, *now)) {
+      decision = "changed";
+    } else if (bulk.plan().decision == ResolvePlan::Decision::release) {
+      auto call = async_remove(store_, RecordId(id), use_awaitable);
+      Result<bool> removed = co_await std::move(call);
+      applied = removed && *removed;
+      decision = !removed ? "store_failed" : (*removed ? "released" : "changed");
+    } else {
+      auto call = async_commit(store_, bulk.completion(r, std::chrono::system_clock::now()), use_awaitable);
+      Result<CommitOutcome> c = co_await std::move(call);
+      applied = c && *c == CommitOutcome::committed;
+      decision = !c ? "store_failed" : (applied ? "completed" : "changed");
+    }
+    if (cache_ && applied) cache_->erase(r.scope, r.key);
+    audit(req, peer, "resolve", id, &r, decision, applied);
+    bulk.done(r, decision);
+  }
+  co_return json_response(http::status::ok, bulk.json(), v, ka);
 }
 
 // GET /v1/records?...: one answer gathered from as many store pages as it takes

@@ -63,6 +63,9 @@ class Admin final : public RequestHandler {
   boost::asio::awaitable<HttpResponse> records(const HttpRequest& req, std::string_view rest,
                                                std::string_view peer);
   boost::asio::awaitable<HttpResponse> list_records(const HttpRequest& req);
+  // POST /v1/records/resolve (docs/admin.md, "Resolving uncertain records in bulk"): one
+  // audit line per record acted on.
+  boost::asio::awaitable<HttpResponse> resolve_records(const HttpRequest& req, std::string_view peer);
   // The audit of an action on a record (docs/admin.md, "Tokens and roles"): one JSON line on
   // standard error naming the token of `req`, `peer`, the record (`before`: as read before
   // the action, null when none was read), the action ("delete"; a resolution names its

@@ -13,6 +13,7 @@
 
 #include "gateway/model/answer_rule.h"
 #include "gateway/model/key_template.h"
+#include "gateway/model/status_check.h"
 #include "idem/clock.h"
 #include "idem/on_uncertain.h"
 
@@ -97,6 +98,9 @@ struct Policy {
   OnStoreError on_store_error = OnStoreError::reject;
   OnDuplicate on_duplicate = OnDuplicate::replay;
   OnUncertain on_uncertain = OnUncertain::hold;
+  // `status`: the service's status endpoint, asked first whenever an outcome is unknown
+  // (docs/configuration.md, `status`); on_uncertain decides only when it cannot say.
+  std::optional<StatusEndpoint> status;
   FingerprintRule fingerprint;
   bool cache_5xx = false;  // true: store 5xx responses too
   // Which answers are kept (docs/configuration.md, "Which answers are kept"): statuses that

@@ -234,6 +234,18 @@ awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, Identi
     // Taken before the begin is sent, for a replay the store answers: see below.
     const ReplayCache::Ticket ticket = cache_.ticket();
     Acquired a = co_await runner_.acquire(id.scope, id.record_key, id.fingerprint, policy, owner);
+    // A takeover: the previous holder's outcome is unknown. The service is asked first
+    // (docs/http.md, "When the service can say what happened"), under the new claim.
+    if ((a.step == BeginStep::run || a.step == BeginStep::hold_uncertain) && a.claim->recovered() &&
+        route.policy.status && bound.empty()) {
+      Resolution r = co_await ask_status(route, id, meta, a.claim->fence());
+      if (r.reading == StatusReading::never_happened) a.step = BeginStep::run;
+      if (r.reading == StatusReading::done) {
+        std::optional<Reply> resolved =
+            co_await keep_resolved(route, id, req, *a.claim, std::move(r.answer), lead);
+        if (resolved) co_return Claimed{std::move(resolved)};
+      }
+    }
     switch (a.step) {
       case BeginStep::not_applied:
       case BeginStep::unknown:
@@ -375,6 +387,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
   // exchange is awaited here directly (docs/gateway-internals.md).
   const auto t0 = Steady::now();
   UpstreamResult up;
+  std::optional<StatusReading> asked;
   {
     const asio::any_io_executor ex = co_await asio::this_coro::executor;
     const Renewal renewal = runner_.renew_while(claim, policy, ex);
@@ -384,12 +397,22 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
       up = co_await upstream_.receive(std::move(*sent.conn), fwd.head_request, deadline, p.max_result);
     else
       up = std::move(sent.failure);
+    // An unknown outcome is asked of the service while the claim is still renewed
+    // (docs/http.md, "When the service can say what happened").
+    if (p.status && !claim.lost() &&
+        (up.kind == UpstreamResult::Kind::timeout || up.kind == UpstreamResult::Kind::broken)) {
+      Resolution r = co_await ask_status(route, id, meta, claim.fence());
+      asked = r.reading;
+      if (r.reading == StatusReading::done) up = std::move(r.answer);
+    }
   }
   metrics_.observe_upstream(since(t0));
 
-  const Exchange exchange = up.kind == UpstreamResult::Kind::response  ? Exchange::answered
-                            : up.kind == UpstreamResult::Kind::refused ? Exchange::not_sent
-                                                                       : Exchange::unknown;
+  const Exchange exchange =
+      up.kind == UpstreamResult::Kind::response ? Exchange::answered
+      : up.kind == UpstreamResult::Kind::refused || asked == StatusReading::never_happened
+          ? Exchange::not_sent
+          : Exchange::unknown;
   const unsigned status = exchange == Exchange::answered ? up.response.result_int() : 0;
   WorkEnd end = work_end(exchange, status, p.cache_5xx);
   // The route's and the service's own say on which answers are final (docs/http.md,
@@ -442,10 +465,36 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
     lead.publish(nullptr);
   }
 
-  if (up.kind == UpstreamResult::Kind::response) co_return forwarded(req, std::move(up), "forwarded");
+  if (up.kind == UpstreamResult::Kind::response)
+    co_return forwarded(req, std::move(up), asked ? "resolved" : "forwarded");
   if (up.kind == UpstreamResult::Kind::refused)
     co_return problem(req, Problem::upstream_unavailable, "the upstream is unavailable: " + up.error);
   co_return problem(req, failure_problem(up.kind), "the upstream did not answer: " + up.error);
+}
+
+awaitable<std::optional<Gateway::Reply>> Gateway::keep_resolved(const Route& route, const Identity& id,
+                                                                const HttpRequest& req, Claim& claim,
+                                                                UpstreamResult answer,
+                                                                Coalescer::Lead& lead) {
+  const Policy& p = route.policy;
+  const unsigned status = answer.response.result_int();
+  if (work_end(Exchange::answered, status, p.cache_5xx) != WorkEnd::succeeded) co_return std::nullopt;
+  auto stored = std::make_shared<const std::string>(stored_response(answer.response));
+  if (stored->size() > store_.max_result_bytes()) co_return std::nullopt;
+  const ClaimPolicy policy = claim_policy(p);
+  const ReplayCache::Ticket ticket = cache_.ticket();
+  Status settled = co_await runner_.settle(claim, policy, Settlement::commit, std::string(*stored));
+  log_unsettled(route, settled);
+  if (!settled.is_ok()) {
+    lead.publish(nullptr);
+    co_return problem(req, Problem::outcome_uncertain,
+                      "the first request with this key did not finish; its outcome is unknown");
+  }
+  cache_.put(ticket, id.scope, id.record_key, id.fingerprint, stored, p.retention);
+  lead.publish(stored);
+  Reply r = answer_replay(route, id, req, *stored, false);
+  r.outcome = "resolved";
+  co_return r;
 }
 
 void Gateway::log_unsettled(const Route& route, const Status& settled) const {

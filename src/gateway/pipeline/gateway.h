@@ -29,6 +29,7 @@
 #include "gateway/model/config/config.h"
 #include "gateway/model/principal.h"
 #include "gateway/model/request_identity.h"
+#include "gateway/model/status_check.h"
 #include "gateway/model/token_limits.h"
 #include "gateway/pipeline/coalescer.h"
 #include "gateway/pipeline/metrics.h"
@@ -172,6 +173,20 @@ class Gateway final : public RequestHandler {
   // conflict and not tried again.
   Renewal renew_lock(const boost::asio::any_io_executor& ex, Duration lease, const std::string& name,
                      const std::string& owner);
+  // What the route's status endpoint says became of `id` under the claim `fence`
+  // (status_call.cpp): the service's original answer when it ran. Counts
+  // idem_resolutions_total and writes the audit line.
+  struct Resolution {
+    StatusReading reading = StatusReading::unknown;
+    UpstreamResult answer;  // done: the original answer, as the upstream would have given it
+  };
+  boost::asio::awaitable<Resolution> ask_status(const Route& route, const Identity& id,
+                                                const RequestMeta& meta, Fence fence);
+  // A takeover's claim completed with the answer the status endpoint gave (a replay of it
+  // for this request), or nullopt, the claim untouched, when that answer is not one to keep.
+  boost::asio::awaitable<std::optional<Reply>> keep_resolved(const Route& route, const Identity& id,
+                                                             const HttpRequest& req, Claim& claim,
+                                                             UpstreamResult answer, Coalescer::Lead& lead);
   // Logs a settle answered fenced (the claim was lost while the upstream worked).
   void log_unsettled(const Route& route, const Status& settled) const;
 

@@ -154,6 +154,23 @@ void Metrics::count_admin_action(std::string_view action, std::string_view token
   ++admin_actions_[{std::string(action), std::string(token)}];
 }
 
+void Metrics::note_audit(std::string line) {
+  std::unique_lock lock(mu_);
+  audit_trail_.push_back(std::move(line));
+  if (audit_trail_.size() > kAuditTrail) audit_trail_.pop_front();
+}
+
+std::vector<std::string> Metrics::audit_trail() const {
+  std::shared_lock lock(mu_);
+  return {audit_trail_.begin(), audit_trail_.end()};
+}
+
+void Metrics::count_resolution(std::string_view route, std::string_view decision) {
+  // Rare (an unknown outcome): the whole lock every time.
+  std::unique_lock lock(mu_);
+  ++resolutions_[{std::string(route), std::string(decision)}];
+}
+
 void Metrics::count_request(std::string_view route, std::string_view outcome) {
   {
     // Every pair but the first of its kind is counted under the shared lock, without
@@ -238,6 +255,11 @@ std::string Metrics::render() const {
          "Records deleted or resolved on the admin listener, by action and the token's name.");
     for (const auto& [labels, v] : admin_actions_)
       out += "idem_admin_actions_total{action=\"" + label_value(labels.first) + "\",token=\"" +
+             label_value(labels.second) + "\"} " + std::to_string(v) + "\n";
+    head("idem_resolutions_total", "counter",
+         "Unknown outcomes the service's status endpoint was asked about, by route and what it said.");
+    for (const auto& [labels, v] : resolutions_)
+      out += "idem_resolutions_total{route=\"" + label_value(labels.first) + "\",decision=\"" +
              label_value(labels.second) + "\"} " + std::to_string(v) + "\n";
     head("idem_store_seconds", "histogram", "Store call latency.");
     for (const auto& [op, h] : store_) h.render(out, "idem_store_seconds", "op=\"" + label_value(op) + "\"");

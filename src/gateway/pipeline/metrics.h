@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <shared_mutex>
@@ -65,6 +66,15 @@ class Metrics {
   // idem_admin_actions_total{action,token}: a record deleted (or resolved) on the admin
   // listener, by the name of the token that asked (docs/admin.md, "Tokens and roles").
   void count_admin_action(std::string_view action, std::string_view token);
+  // idem_resolutions_total{route,decision}: an unknown outcome the service's status
+  // endpoint was asked about (docs/observability.md): done | never_happened | unknown.
+  void count_resolution(std::string_view route, std::string_view decision);
+  // The audit trail (docs/admin.md, "The operator's page"): every audit line this process
+  // wrote (admin deletions and resolutions, status endpoint answers), the last
+  // kAuditTrail of them kept for the page, oldest first.
+  static constexpr std::size_t kAuditTrail = 50;
+  void note_audit(std::string line);
+  std::vector<std::string> audit_trail() const;
   void count_token_issued() noexcept { tokens_issued_.fetch_add(1, std::memory_order_relaxed); }
   void count_token_refused() noexcept { tokens_refused_.fetch_add(1, std::memory_order_relaxed); }
   void count_store_error() noexcept { store_errors_.fetch_add(1, std::memory_order_relaxed); }
@@ -92,6 +102,8 @@ class Metrics {
       requests_;                                                                // route → outcome → count
   std::map<std::string, Histogram, std::less<>> store_;                         // by op
   std::map<std::pair<std::string, std::string>, std::uint64_t> admin_actions_;  // (action, token), under mu_
+  std::map<std::pair<std::string, std::string>, std::uint64_t> resolutions_;  // (route, decision), under mu_
+  std::deque<std::string> audit_trail_;                                       // under mu_
   std::atomic<std::uint64_t> tokens_issued_{0};
   std::atomic<std::uint64_t> tokens_refused_{0};
   std::atomic<std::uint64_t> store_errors_{0};

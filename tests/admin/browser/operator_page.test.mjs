@@ -2,7 +2,8 @@
 // page"): the browser is challenged for the admin token, the page lists the records made
 // uncertain by this test (a key and scope full of characters that HTML would read as
 // markup) page by page, and its Resolve button, once the dialog is accepted, removes a
-// record — not one that changed since it was listed, nor when the dialog is cancelled;
+// record — not one that changed since it was listed, nor when the dialog is cancelled; its
+// audit trail shows each deletion, and its bulk resolve counts, then releases, a key space;
 // opened with the credentials in its address, the page still reads and lists; then the same
 // without a token, from http://localhost.
 //   node operator_page.test.mjs IDEM_BIN TEST_UPSTREAM [ARTIFACTS_DIR]
@@ -371,6 +372,28 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
   await page.clock.runFor(4000);
   await expectEventually(async () => (await rowOf(`held:${lateKey}`).count()) === 1,
                          'a record made uncertain later shows after the next refresh');
+
+  // The audit trail shows each deletion: who (the token), which record, what was decided.
+  const auditRows = page.locator('#audit tbody tr.audit');
+  await expectEventually(async () => (await auditRows.filter({ hasText: 'record.delete' }).count()) === 4,
+                         'the audit trail shows the four deletions');
+  const lastDelete = await auditRows.filter({ hasText: `held:${dotKey}` }).first().innerText();
+  expect(/admin\s+127\.0\.0\.1/.test(lastDelete) && /record\.delete\s+deleted/.test(lastDelete),
+         `an audit row names the token, the peer and the decision (${lastDelete})`);
+  // Resolve in bulk: Count is a dry run; Release all, once confirmed, releases the key space's
+  // uncertain records, each in the audit trail.
+  await page.locator('#bulk-key-space').fill('held');
+  await page.locator('#bulk-count').click();
+  await page.locator('#bulk-result', { hasText: '2 record(s) would be released.' }).waitFor({ timeout: 15000 });
+  expect((await fetch(urlOf('s', lateKey), { headers: bearer })).status === 200, 'Count changes nothing');
+  const confirmed = dialogs.length;
+  await page.locator('#bulk-release').click();
+  await page.locator('#bulk-result', { hasText: 'Released 2 of 2 record(s).' }).waitFor({ timeout: 15000 });
+  expect(dialogs.length === confirmed + 1 && dialogs[confirmed].includes('of held'), `Release all asks first (${dialogs})`);
+  expect((await fetch(urlOf('s', lateKey), { headers: bearer })).status === 404, 'Release all released the record');
+  await expectEventually(async () => (await rows.count()) === 0, 'no uncertain record is left on the page');
+  await expectEventually(async () => (await auditRows.filter({ hasText: /record\.resolve\s*released/ }).count()) === 2,
+                         'the audit trail shows the two releases');
 
   // Opened with the credentials in its address (http://operator:TOKEN@host:port/, as a
   // bookmark or a runbook link has it), the browser answers the challenge with them; the

@@ -600,3 +600,39 @@ TEST(ConfigEnvironment, TheProcessEnvironmentByDefault) {
 
 }  // namespace
 }  // namespace idem::gateway
+
+namespace idem::gateway {
+namespace {
+
+// A route's `status` (docs/configuration.md, "`status`: asking the service"): read on a
+// route and in defaults, each mistake told at its file:line:key.
+TEST(ConfigStatus, IsReadAndCheckedWhereWritten) {
+  const std::string head =
+      "upstream: http://127.0.0.1:9000\nroutes:\n  - name: orders\n    match: { method: POST, path: /orders "
+      "}\n";
+  Config c = load(head + "    status: { path: \"/orders/by-key/{key}?f={fence}\", timeout: 500ms }\n");
+  ASSERT_TRUE(c.routes.at(0).policy.status);
+  EXPECT_EQ(c.routes.at(0).policy.status->path, "/orders/by-key/{key}?f={fence}");
+  EXPECT_EQ(c.routes.at(0).policy.status->timeout, std::chrono::milliseconds(500));
+  EXPECT_FALSE(load(head).routes.at(0).policy.status);
+  const std::pair<std::string, std::string> wrong[] = {
+      {"    status: { path: \"/orders/{id}\" }\n",
+       "idem.yaml:5: routes[0].status.path: may hold only the placeholders {key} and {fence}"},
+      {"    status: { path: orders }\n", "idem.yaml:5: routes[0].status.path: must start with '/'"},
+      {"    status: { timeout: 1s }\n", "idem.yaml:5: routes[0].status: status needs path"},
+      {"    status: { path: \"/s/{key}\", timeout: 0s }\n",
+       "idem.yaml:5: routes[0].status.timeout: must be greater than 0"},
+      {"    status: { path: \"/s/{key}\", ask: true }\n", "idem.yaml:5: routes[0].status.ask: unknown key"},
+  };
+  for (const auto& [yaml, error] : wrong) {
+    try {
+      load(head + yaml);
+      ADD_FAILURE() << "accepted: " << yaml;
+    } catch (const ConfigError& e) {
+      EXPECT_TRUE(std::string(e.what()).starts_with(error)) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace idem::gateway

@@ -1,8 +1,9 @@
 // The operator's page (docs/admin.md, "The operator's page"): outcome counts and rates per
-// route, requests in flight, store health, a record looked up by its key, and the uncertain
-// records, refreshed every few seconds, each uncertain record with a button that removes it
-// (DELETE /v1/records/{scope}/{key}); a route chosen narrows the outcomes and the uncertain
-// records to it. In English or Chinese (?lang=en|zh; else the browser's language).
+// route, requests in flight, store health, a record looked up by its key, the uncertain
+// records, each with a button that removes it (DELETE /v1/records/{scope}/{key}), a bulk
+// release (POST /v1/records/resolve) and the audit trail (GET /v1/records/audit), refreshed
+// every few seconds; a route chosen narrows the outcomes and the uncertain records to it.
+// In English or Chinese (?lang=en|zh; else the browser's language).
 // Every value shown is set as text (textContent), never parsed as HTML: keys and scopes
 // come from clients. Requests go to this page's own origin; the browser adds the
 // credentials it was asked for when it loaded the page.
@@ -80,6 +81,27 @@ const STRINGS = {
     'cannot-find': 'Could not look up {key}: {why}',
     'refresh-failed': 'Refresh failed: {why}',
     'dot-segment': '"{text}" cannot be sent in a URL path by a browser; use idem record delete',
+    'bulk': 'Resolve in bulk',
+    'bulk-hint': 'Releases every uncertain record of a key space marked at least this long ago (`POST /v1/records/resolve`): each key\'s next request runs again. Count first; release only what the service confirms did not run.',
+    'older-than': 'Older than',
+    'count': 'Count',
+    'release-all': 'Release all',
+    'bulk-what': 'the uncertain records',
+    'bulk-what-of': 'the uncertain records of {key_space}',
+    'bulk-older': ' older than {older_than}',
+    'bulk-confirm': 'Release {what}?\n\nEach key\'s next request runs again upstream.',
+    'bulk-counted': '{matched} record(s) would be released.',
+    'bulk-released': 'Released {applied} of {matched} record(s).',
+    'bulk-failed': 'Could not resolve: {why}',
+    'audit': 'Audit trail',
+    'audit-hint': 'The last deletions and resolutions: who, from where, which record and fence, what was decided (the same lines as on standard error).',
+    'time': 'Time',
+    'who': 'Who',
+    'from': 'From',
+    'record': 'Record',
+    'action': 'Action',
+    'decision': 'Decision',
+    'audit-empty': 'Nothing deleted or resolved yet.',
     'other-language': '中文',
   },
   zh: {
@@ -136,6 +158,27 @@ const STRINGS = {
     'cannot-find': '查询 {key} 失败：{why}',
     'refresh-failed': '刷新失败：{why}',
     'dot-segment': '浏览器无法在 URL 路径里发送 "{text}"，请用 idem record delete',
+    'bulk': '批量处理',
+    'bulk-hint': '把某个键空间里、标记为不确定超过指定时长的记录全部释放（`POST /v1/records/resolve`），之后这些键的下一次请求会重新执行。先点“统计”看有多少条；只释放业务方确认没有执行过的。',
+    'older-than': '早于',
+    'count': '统计',
+    'release-all': '全部释放',
+    'bulk-what': '所有结果不确定的记录',
+    'bulk-what-of': '键空间 {key_space} 里结果不确定的记录',
+    'bulk-older': '（早于 {older_than}）',
+    'bulk-confirm': '确定释放{what}吗？\n\n每个键的下一次请求都会重新打到上游。',
+    'bulk-counted': '会释放 {matched} 条记录。',
+    'bulk-released': '已释放 {applied} 条，共匹配 {matched} 条。',
+    'bulk-failed': '批量处理失败：{why}',
+    'audit': '操作审计',
+    'audit-hint': '最近的删除和处理记录：谁、从哪里、哪条记录和 fence、做了什么决定（和标准错误输出里的审计日志是同一份）。',
+    'time': '时间',
+    'who': '操作人',
+    'from': '来源',
+    'record': '记录',
+    'action': '动作',
+    'decision': '决定',
+    'audit-empty': '还没有删除或处理过记录。',
     'other-language': 'English',
   },
 };
@@ -404,12 +447,54 @@ async function refreshUncertain() {
   $('page-number').textContent = view.cursor === '' && view.next === '' ? '' : t('page', { n: view.number });
 }
 
+// The audit trail (GET /v1/records/audit), newest first.
+async function refreshAudit() {
+  const res = await fetch(api('/v1/records/audit'), { cache: 'no-store' });
+  if (!res.ok) throw new Error(`/v1/records/audit: ${await failure(res)}`);
+  const lines = (await res.json()).audit ?? [];
+  $('audit').tBodies[0].replaceChildren(...lines.slice().reverse().map(a => {
+    const tr = document.createElement('tr');
+    tr.className = 'audit';
+    const record = a.scope ? `${a.scope} / ${a.key}` : a.key;
+    tr.append(cell(a.time ?? ''), cell(a.token ?? ''), cell(a.peer ?? ''), cell(record ?? '', 'key'),
+              cell(a.fence == null ? '' : String(a.fence), 'num'), cell(a.audit ?? ''), cell(a.decision ?? ''));
+    return tr;
+  }));
+  $('audit-empty').hidden = lines.length > 0;
+}
+
+// Bulk resolve: a dry run counts, a release (after a confirmation) acts.
+async function bulkResolve(dryRun) {
+  const plan = { decision: 'release', dry_run: dryRun };
+  const keySpace = $('bulk-key-space').value.trim();
+  const olderThan = $('bulk-older-than').value.trim();
+  if (keySpace) plan.key_space = keySpace;
+  if (olderThan) plan.older_than = olderThan;
+  const what = t(keySpace ? 'bulk-what-of' : 'bulk-what', { key_space: keySpace }) +
+               (olderThan ? t('bulk-older', { older_than: olderThan }) : '');
+  if (!dryRun && !window.confirm(t('bulk-confirm', { what }))) return;
+  try {
+    const res = await fetch(api('/v1/records/resolve'), {
+      method: 'POST', cache: 'no-store', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(plan),
+    });
+    if (!res.ok) throw new Error(await failure(res));
+    const out = await res.json();
+    $('bulk-result').textContent = dryRun ? t('bulk-counted', { matched: out.matched })
+                                          : t('bulk-released', { applied: out.applied, matched: out.matched });
+  } catch (e) {
+    $('bulk-result').textContent = t('bulk-failed', { why: e.message });
+  }
+  await refresh();
+}
+$('bulk-count').addEventListener('click', () => bulkResolve(true));
+$('bulk-release').addEventListener('click', () => bulkResolve(false));
+
 // Everything, once; then again in REFRESH_MS (one refresh at a time).
 async function refresh() {
   clearTimeout(timer);
   try {
     // The metrics first: they say which key space a chosen route's records are in.
-    await Promise.all([refreshMetrics(), refreshReadiness()]);
+    await Promise.all([refreshMetrics(), refreshReadiness(), refreshAudit()]);
     await refreshUncertain();
     $('updated').textContent = new Date().toLocaleTimeString(LANG === 'zh' ? 'zh-CN' : 'en');
     // The status line keeps what Resolve said; a failed refresh is cleared by the next one.

@@ -24,9 +24,11 @@ const Names kLimitKeys = {"connections", "connections_per_client", "buffered_bod
                           "buffered_bodies_per_client"};
 constexpr std::uint64_t kMaxConnections = 1u << 20;
 constexpr std::uint64_t kDefaultBodiesPerClient = kClientLimits.buffered_bodies_per_client;
-const Names kPolicyKeys = {"retention",      "lease",        "wait",         "upstream_timeout", "subject",
-                           "on_store_error", "on_duplicate", "on_uncertain", "fingerprint",      "cache_5xx",
-                           "max_body",       "max_result",   "release_on",   "success_when",     "principal"};
+const Names kPolicyKeys = {"retention",   "lease",          "wait",         "upstream_timeout",
+                           "subject",     "on_store_error", "on_duplicate", "on_uncertain",
+                           "fingerprint", "cache_5xx",      "max_body",     "max_result",
+                           "release_on",  "success_when",   "principal",    "status"};
+const Names kStatusKeys = {"path", "timeout"};
 const Names kJwtKeys = {"algorithms", "key_file", "jwks_file", "issuer",
                         "audience",   "claim",    "leeway",    "header"};
 // The largest `jwt.leeway`: clocks further apart than this are a fault to fix, not to allow.
@@ -104,6 +106,7 @@ class ConfigReader : public YamlReader {
   void read_policy(const std::vector<Entry>& es, Policy& p, PolicyOrigin& origin) const;
   std::vector<unsigned> release_on(const Entry& e) const;
   SuccessRule success_when(const Entry& e) const;
+  StatusEndpoint status_endpoint(const Entry& e) const;
   // The items of a list, or the value itself when it is a single scalar.
   std::vector<Entry> one_or_more(const Entry& e) const;
   void read_admin(const Entry& admin, Config& c) const;
@@ -263,6 +266,17 @@ std::vector<unsigned> ConfigReader::release_on(const Entry& e) const {
   return statuses;
 }
 
+StatusEndpoint ConfigReader::status_endpoint(const Entry& e) const {
+  std::vector<Entry> es = entries(e.value, where(e), {kStatusKeys});
+  const Entry* path = find(es, "path");
+  if (!path) fail(e, "status needs path: the service's status endpoint, such as /orders/by-key/{key}");
+  StatusEndpoint s;
+  s.path = scalar(*path, "a path such as /orders/by-key/{key}");
+  if (auto why = status_path_error(s.path)) fail(*path, *why);
+  if (const Entry* t = find(es, "timeout")) s.timeout = duration(*t, kPositive, "must be greater than 0");
+  return s;
+}
+
 SuccessRule ConfigReader::success_when(const Entry& e) const {
   std::vector<Entry> es = entries(e.value, where(e), {{"json", "equals", "text"}});
   const Entry* json = find(es, "json");
@@ -313,6 +327,8 @@ void ConfigReader::read_policy(const std::vector<Entry>& es, Policy& p, PolicyOr
       p.on_duplicate = static_cast<OnDuplicate>(choice(e, {"replay", "reject"}));
     else if (k == "on_uncertain")
       p.on_uncertain = static_cast<OnUncertain>(choice(e, {"hold", "retry"}));
+    else if (k == "status")
+      p.status = status_endpoint(e);
     else if (k == "fingerprint")
       p.fingerprint = fingerprint(e, origin);
     else if (k == "cache_5xx")
