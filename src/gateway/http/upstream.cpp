@@ -386,6 +386,7 @@ void UpstreamClient::settle(UpstreamConnection conn, const ResponseTail::Parser&
   conn.stream().expires_never();
   const auto now = Steady::now();
   std::lock_guard lock(mu_);
+  if (retired_) return;
   auto& idle = pool_of(asio::query(conn.stream().get_executor(), asio::execution::context)).idle;
   if (idle.size() >= kMaxIdle) return;
   idle.push_back({std::move(conn.socket), now + limit, now});
@@ -393,6 +394,12 @@ void UpstreamClient::settle(UpstreamConnection conn, const ResponseTail::Parser&
 
 void UpstreamClient::close_idle() {
   std::lock_guard lock(mu_);
+  pools_.clear();
+}
+
+void UpstreamClient::retire() {
+  std::lock_guard lock(mu_);
+  retired_ = true;
   pools_.clear();
 }
 

@@ -176,9 +176,13 @@ class UpstreamClient {
                                                  std::size_t max_buffered);
 
   const UpstreamUrl& url() const noexcept { return url_; }
+  std::chrono::steady_clock::duration max_idle() const noexcept { return max_idle_; }
 
   // Closes every idle pooled connection (shutdown).
   void close_idle();
+  // Closes every idle pooled connection, and pools none from now on: the upstream was
+  // changed or removed by a reload (upstreams.h). Exchanges in flight finish.
+  void retire();
 
  private:
   friend class ResponseTail;
@@ -205,6 +209,7 @@ class UpstreamClient {
   std::chrono::steady_clock::duration max_idle_;
   std::mutex mu_;
   std::deque<Pool> pools_;  // guarded by mu_; one per io_context, a handful
+  bool retired_ = false;    // guarded by mu_
 };
 
 }  // namespace idem::gateway

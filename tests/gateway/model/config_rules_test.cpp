@@ -44,7 +44,7 @@ TEST(ConfigError, ControlCharactersAreWrittenAsHex) {
   EXPECT_EQ(e.reason(), "b\\x00c\\x1b[31m\\x7f");
   EXPECT_EQ(error(std::string_view("\x01x: 1\n", 6)),
             "idem.yaml:1: \\x01x: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
-            "store, admin, limits, defaults, "
+            "upstreams, store, admin, limits, defaults, "
             "tokens, replay_cache, routes, trusted_proxies)");
   const char nul_escape[] = "up/127.020.1 \0\0\0\0\0\0\0.020.1:9000\n";
   EXPECT_EQ(error(std::string_view(nul_escape, sizeof nul_escape - 1)),
@@ -90,7 +90,7 @@ TEST(ConfigRules, StrayCommaIsAnErrorNotAHang) {
 TEST(ConfigRules, UnknownKeysAnywhere) {
   EXPECT_EQ(error("listen: 127.0.0.1:8080\nlistne: 1\n"),
             "idem.yaml:2: listne: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
-            "store, admin, limits, defaults, "
+            "upstreams, store, admin, limits, defaults, "
             "tokens, replay_cache, routes, trusted_proxies)");
   EXPECT_ERROR("admin:\n  token: x\n",
                "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env, tokens, limits)");
