@@ -35,10 +35,12 @@ class Upstreams {
   struct Client {
     std::string name;  // "" for the default upstream
     std::unique_ptr<UpstreamClient> client;
+    bool is(const std::string& n, const UpstreamUrl& url, Duration idle, const UpstreamTls& tls) const;
   };
-  // The client of `url` and `idle` under `name`: the live one, else a retired one (a request
-  // matched before a reload), else null. Requires mu_.
-  UpstreamClient* find(const std::string& name, const UpstreamUrl& url, Duration idle) const;
+  // The client of this definition: the live one, else a retired one (a request matched
+  // before a reload), else null. Requires mu_.
+  UpstreamClient* find(const std::string& name, const UpstreamUrl& url, Duration idle,
+                       const UpstreamTls& tls) const;
 
   std::mutex mu_;
   std::vector<Client> live_;     // guarded by mu_

@@ -80,14 +80,12 @@ TEST(ConfigUpstreams, AnUnknownNameListsTheKnownOnes) {
 }
 
 TEST(ConfigUpstreams, EachMistakeNamesItsLineAndKey) {
-  EXPECT_EQ(error("upstreams:\n  orders:\n    url: https://a\n"),
-            "idem.yaml:3: upstreams.orders.url: https is not supported: the upstream is spoken to in plain "
-            "http://");
-  EXPECT_EQ(error("upstreams:\n  orders:\n    timeout: 5s\n"),
-            "idem.yaml:3: upstreams.orders.url: required");
+  EXPECT_EQ(error("upstreams:\n  orders:\n    url: ftp://a\n"),
+            "idem.yaml:3: upstreams.orders.url: scheme 'ftp' is not supported: http:// or https://");
+  EXPECT_EQ(error("upstreams:\n  orders:\n    timeout: 5s\n"), "idem.yaml:3: upstreams.orders.url: required");
   EXPECT_EQ(
       error("upstreams:\n  orders:\n    url: http://a\n    timout: 5s\n"),
-      "idem.yaml:4: upstreams.orders.timout: unknown key (expected one of: url, timeout, idle_timeout)");
+      "idem.yaml:4: upstreams.orders.timout: unknown key (expected one of: url, timeout, idle_timeout, tls)");
   EXPECT_EQ(error("upstreams:\n  orders:\n    url: http://a\n    timeout: 0s\n"),
             "idem.yaml:4: upstreams.orders.timeout: must be greater than 0");
   EXPECT_EQ(error("upstreams:\n  orders:\n    url: http://a\n    idle_timeout: -1s\n"),
@@ -131,6 +129,44 @@ TEST(ConfigUpstreams, RoutesWithoutAnUpstreamNeedTheDefault) {
   Config with_default = c;
   apply_overrides(with_default, CliOverrides{.upstream = "http://127.0.0.1:9000"});
   EXPECT_NO_THROW(require_upstream(with_default));
+}
+
+TEST(ConfigUpstreams, TlsSettings) {
+  const Config c = load_config_text(
+      "upstream: https://api.internal\nupstream_tls:\n  ca_file: /etc/idem/ca.pem\n"
+      "upstreams:\n  pay:\n    url: https://10.0.0.9:8443\n    tls:\n      server_name: pay.internal\n"
+      "routes:\n  - name: pay\n    match: {method: POST, path: /pay}\n    upstream: pay\n",
+      "idem.yaml");
+  ASSERT_TRUE(c.upstream);
+  EXPECT_TRUE(c.upstream->tls);
+  EXPECT_EQ(c.upstream->port, 443);
+  EXPECT_EQ(c.upstream_tls.ca_file, "/etc/idem/ca.pem");
+  EXPECT_TRUE(c.upstreams[0].url.tls);
+  EXPECT_EQ(c.upstreams[0].url.port, 8443);
+  EXPECT_EQ(c.upstreams[0].tls.server_name, "pay.internal");
+  EXPECT_FALSE(c.upstreams[0].tls.insecure_skip_verify);
+  EXPECT_TRUE(c.advice.empty());
+
+  EXPECT_EQ(error("upstream: http://a\nupstream_tls:\n  ca_file: /x\n"),
+            "idem.yaml:3: upstream_tls: TLS settings for an http:// upstream: write its URL as https://, or "
+            "remove them");
+  EXPECT_EQ(
+      error("upstreams:\n  a:\n    url: http://a\n    tls:\n      ca_file: /x\n"),
+      "idem.yaml:5: upstreams.a.tls: TLS settings for an http:// upstream: write its URL as https://, or "
+      "remove them");
+  EXPECT_EQ(error("upstreams:\n  a:\n    url: https://a\n    tls:\n      verify: false\n"),
+            "idem.yaml:5: upstreams.a.tls.verify: unknown key (expected one of: ca_file, server_name, "
+            "insecure_skip_verify)");
+  EXPECT_EQ(error("upstreams:\n  a:\n    url: https://a\n    tls:\n      server_name: a:443\n"),
+            "idem.yaml:5: upstreams.a.tls.server_name: a host name, without port or path");
+
+  const Config insecure =
+      load_config_text("upstream: https://a\nupstream_tls:\n  insecure_skip_verify: true\n", "idem.yaml");
+  ASSERT_EQ(insecure.advice.size(), 1u);
+  EXPECT_STREQ(
+      insecure.advice[0].what(),
+      "idem.yaml:3: upstream_tls.insecure_skip_verify: the upstream's certificate is not verified: anyone on "
+      "the path can read and change the requests and answers; give its CA with ca_file instead");
 }
 
 }  // namespace

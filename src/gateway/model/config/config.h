@@ -143,7 +143,8 @@ struct NamedUpstream {
   std::optional<Duration> timeout;
   // `idle_timeout`: upstream_idle_timeout for its connections.
   Duration idle = std::chrono::seconds(3);
-  int line = 0;  // where it was written, for warnings
+  UpstreamTls tls;  // `tls`, for an https:// url
+  int line = 0;     // where it was written, for warnings
 
   friend bool operator==(const NamedUpstream&, const NamedUpstream&) = default;
 };
@@ -156,6 +157,7 @@ struct Config {
   // never reused). Keep it below the upstream's own keep-alive timeout; a shorter
   // Keep-Alive: timeout=N announced by the upstream is honoured too.
   Duration upstream_idle = std::chrono::seconds(3);
+  UpstreamTls upstream_tls;  // `upstream_tls`, for an https:// upstream
   // `upstreams`, in the order written; names unique. Route::upstream names one of them.
   std::vector<NamedUpstream> upstreams;
   const NamedUpstream* named_upstream(std::string_view name) const;
@@ -219,7 +221,7 @@ struct CliOverrides {
 };
 
 // Applies the flags that are set, validated as the config keys are; ConfigError names the
-// flag ("--upstream: https is not supported ...").
+// flag ("--upstream: scheme 'ftp' is not supported ...").
 void apply_overrides(Config& config, const CliOverrides& flags);
 
 // What a stored response adds to its body: its status and headers, which the upstream client

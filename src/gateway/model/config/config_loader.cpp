@@ -16,10 +16,13 @@
 namespace idem::gateway {
 namespace {
 
-const Names kTopKeys = {
-    "listen",   "upstream", "upstream_idle_timeout", "upstreams", "store",          "admin", "limits",
-    "defaults", "tokens",   "replay_cache",          "routes",    "trusted_proxies"};
-const Names kUpstreamKeys = {"url", "timeout", "idle_timeout"};
+const Names kTopKeys = {"listen",         "upstream",     "upstream_idle_timeout",
+                        "upstream_tls",   "upstreams",    "store",
+                        "admin",          "limits",       "defaults",
+                        "tokens",         "replay_cache", "routes",
+                        "trusted_proxies"};
+const Names kUpstreamKeys = {"url", "timeout", "idle_timeout", "tls"};
+const Names kTlsKeys = {"ca_file", "server_name", "insecure_skip_verify"};
 const Names kLimitKeys = {"connections", "connections_per_client", "buffered_bodies",
                           "buffered_bodies_per_client"};
 constexpr std::uint64_t kMaxConnections = 1u << 20;
@@ -111,6 +114,9 @@ class ConfigReader : public YamlReader {
   void read_replay_cache(const Entry& cache, Config& c) const;
   void read_trusted_proxies(const Entry& list, Config& c) const;
   void read_upstreams(const Entry& map, Config& c) const;
+  // `upstream_tls` or `upstreams.NAME.tls`, for the upstream at `url` (nullopt: not known here,
+  // as an upstream given by --upstream).
+  UpstreamTls read_tls(const Entry& e, const std::optional<UpstreamUrl>& url, Config& c) const;
   std::vector<std::string> methods(const Entry& e) const;
   KeyRule key_rule(const Entry& e) const;
   Route read_route(const Entry& item, const Config& c, const PolicyOrigin& defaults, Where& name_at,
@@ -582,6 +588,28 @@ void ConfigReader::advise_on_routes(Config& c, const std::vector<Where>& match_a
   }
 }
 
+UpstreamTls ConfigReader::read_tls(const Entry& e, const std::optional<UpstreamUrl>& url, Config& c) const {
+  UpstreamTls t;
+  std::vector<Entry> es = entries(e.value, where(e), {kTlsKeys});
+  if (url && !url->tls)
+    fail(e, "TLS settings for an http:// upstream: write its URL as https://, or remove them");
+  if (const Entry* f = find(es, "ca_file")) t.ca_file = scalar(*f, "a PEM file of CA certificates");
+  if (const Entry* f = find(es, "server_name")) {
+    t.server_name = scalar(*f, "a host name such as orders.internal");
+    if (t.server_name.find_first_of(" /:@") != std::string::npos)
+      fail(*f, "a host name, without port or path");
+  }
+  if (const Entry* f = find(es, "insecure_skip_verify")) {
+    t.insecure_skip_verify = boolean(*f);
+    if (t.insecure_skip_verify)
+      c.advice.emplace_back(
+          source(), where(*f).line, f->path,
+          "the upstream's certificate is not verified: anyone on the path can read and change "
+          "the requests and answers; give its CA with ca_file instead");
+  }
+  return t;
+}
+
 void ConfigReader::read_upstreams(const Entry& map, Config& c) const {
   for (const Entry& e : entries(map.value, where(map), {})) {
     NamedUpstream u;
@@ -601,6 +629,9 @@ void ConfigReader::read_upstreams(const Entry& map, Config& c) const {
     u.idle = c.upstream_idle;
     if (const Entry* t = find(es, "idle_timeout"))
       u.idle = duration(*t, Duration::zero(), "must not be negative");
+    // Unset variables in url (idem check) leave it unknown: its scheme is not checked.
+    if (const Entry* t = find(es, "tls"))
+      u.tls = read_tls(*t, u.url.host.empty() ? std::nullopt : std::optional(u.url), c);
     c.upstreams.push_back(std::move(u));
   }
 }
@@ -628,6 +659,7 @@ Config ConfigReader::read(const YAML::Node& root) {
   }
   if (const Entry* e = find(es, "upstream_idle_timeout"))
     c.upstream_idle = duration(*e, Duration::zero(), "must not be negative");
+  if (const Entry* e = find(es, "upstream_tls")) c.upstream_tls = read_tls(*e, c.upstream, c);
   if (const Entry* e = find(es, "upstreams")) read_upstreams(*e, c);
   if (const Entry* e = find(es, "store")) {
     // As read, even with a variable unset, but then not validated.
