@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -206,7 +207,14 @@ class TlsUpstream {
     }
   }
   void serve(tcp::socket socket) {
+    const int fd = socket.native_handle();
     boost::asio::ssl::stream<tcp::socket> stream(std::move(socket), context_);
+    // Off the list before the stream closes the descriptor (destroyed after this guard), so
+    // the destructor never shuts down a descriptor reused by then.
+    const std::shared_ptr<void> unlisted(nullptr, [this, fd](void*) {
+      std::lock_guard lock(mu_);
+      std::erase(open_, fd);
+    });
     boost::system::error_code ec;
     stream.handshake(boost::asio::ssl::stream_base::server, ec);
     if (ec) return;
