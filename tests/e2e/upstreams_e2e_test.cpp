@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -162,6 +163,35 @@ TEST(NamedUpstreams, SighupAddsAnUpstreamAndMovesOneToANewUrl) {
   EXPECT_EQ(executions(added, "p2"), "1");
   idem.signal(SIGTERM);
   EXPECT_EQ(idem.wait(5000), 0);
+}
+
+// A request in flight when a reload moves its upstream finishes on the old one; the next
+// goes to the new one.
+TEST(NamedUpstreams, ARequestInFlightFinishesOnTheUpstreamItStartedOn) {
+  Gateway g;
+  Process old_one({IDEM_TEST_UPSTREAM}, g.tmp.path + "/1.log", true);
+  Process new_one({IDEM_TEST_UPSTREAM}, g.tmp.path + "/2.log", true);
+  const std::string route =
+      "routes:\n  - name: orders\n    match: {method: POST, path: /orders}\n    upstream: orders\n";
+  write_file(g.file, g.head() + "upstreams:\n  orders:\n    url: " + url(old_one) + "\n" + route);
+  Process idem({IDEM_BIN, "serve", "--config", g.file}, g.log);
+  ASSERT_TRUE(wait_healthy(g.admin, 5000)) << read_text(g.log);
+  auto slow = std::async(std::launch::async, [&] {
+    return request(g.port, verb::post, "/orders", {{"Idempotency-Key", "slow"}, {"X-Test-Delay-Ms", "1000"}},
+                   "{}");
+  });
+  // Executed (and answering in 1 s) at the old upstream before the reload.
+  ASSERT_TRUE(testutil::eventually([&] { return executions(old_one, "slow") == "1"; }));
+  write_file(g.file, g.head() + "upstreams:\n  orders:\n    url: " + url(new_one) + "\n" + route);
+  idem.signal(SIGHUP);
+  ASSERT_TRUE(testutil::eventually([&] { return g.reloads() == 1; })) << read_text(g.log);
+  EXPECT_EQ(post(g.port, "/orders", "next").result_int(), 201u);
+  EXPECT_EQ(executions(new_one, "next"), "1");
+  const Response r = slow.get();
+  EXPECT_EQ(r.result_int(), 201u) << r.body();
+  EXPECT_EQ(executions(old_one, "slow"), "1");
+  EXPECT_EQ(executions(new_one, "slow"), "0");
+  EXPECT_EQ(header(post(g.port, "/orders", "slow"), "Idempotent-Replayed"), "true");
 }
 
 // An HTTPS upstream: TLS 1.2+ with testutil's server certificate (localhost, 127.0.0.1),
