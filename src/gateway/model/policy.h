@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,22 @@ struct Subject {
   std::string header;  // the header's name, for header and header_hash
 
   friend bool operator==(const Subject&, const Subject&) = default;
+};
+
+// `principal`: whose a record is, so that its answer is replayed to that principal only
+// (docs/configuration.md, `principal`; docs/http.md, "Whose answer a replay is").
+//   header   the header's value (`authorization` is header:Authorization, read normalised:
+//            request_reading.h, normalize_credentials); absent → the record is bound to no one
+//   subject  the route's subject, which already scopes its records: nothing more is bound
+//   none     nothing is bound: any caller with the key and body gets the stored answer
+// Unset, it is `subject` on a route with a subject and `authorization` elsewhere
+// (effective_principal, principal.h).
+struct Principal {
+  enum class Kind { header, subject, none };
+  Kind kind = Kind::header;
+  std::string header = "Authorization";  // kind == header
+
+  friend bool operator==(const Principal&, const Principal&) = default;
 };
 
 // `fingerprint`: what makes two requests with one key "the same request".
@@ -58,6 +75,7 @@ struct Policy {
       std::chrono::seconds(5);  // >= 0: how long a concurrent duplicate waits; 0 answers 409 at once
   Duration upstream_timeout = std::chrono::seconds(30);  // > 0
   Subject subject;
+  std::optional<Principal> principal;  // unset: effective_principal decides
   OnStoreError on_store_error = OnStoreError::reject;
   OnDuplicate on_duplicate = OnDuplicate::replay;
   OnUncertain on_uncertain = OnUncertain::hold;

@@ -29,7 +29,7 @@ constexpr std::uint64_t kMaxConnections = 1u << 20;
 constexpr std::uint64_t kDefaultBodiesPerClient = kClientLimits.buffered_bodies_per_client;
 const Names kPolicyKeys = {"retention",      "lease",        "wait",         "upstream_timeout", "subject",
                            "on_store_error", "on_duplicate", "on_uncertain", "fingerprint",      "cache_5xx",
-                           "max_body",       "max_result",   "release_on",   "success_when"};
+                           "max_body",       "max_result",   "release_on",   "success_when",     "principal"};
 const Names kRouteKeys = {"name", "match",           "key",     "key_space", "required",
                           "mode", "jsonrpc_methods", "upstream"};
 
@@ -95,6 +95,7 @@ class ConfigReader : public YamlReader {
 
  private:
   Subject subject(const Entry& e) const;
+  Principal principal(const Entry& e) const;
   KeyTemplate key_template(const Entry& e) const;
   FingerprintRule fingerprint(const Entry& e, PolicyOrigin& origin) const;
   void read_policy(const std::vector<Entry>& es, Policy& p, PolicyOrigin& origin) const;
@@ -139,6 +140,20 @@ Subject ConfigReader::subject(const Entry& e) const {
     return {kind, name};
   }
   fail(e, "expected none, header:NAME or header-hash:NAME, got '" + s + "'");
+}
+
+Principal ConfigReader::principal(const Entry& e) const {
+  std::string s = scalar(e, "authorization, header:NAME, subject or none");
+  if (s == "authorization") return {};
+  if (s == "subject") return {Principal::Kind::subject, {}};
+  if (s == "none") return {Principal::Kind::none, {}};
+  if (s.starts_with("header:")) {
+    std::string name = s.substr(7);
+    if (!is_token(name)) fail(e, "'" + name + "' is not a header name");
+    if (is_hop_by_hop(name)) fail(e, never_forwarded(name));
+    return {Principal::Kind::header, name};
+  }
+  fail(e, "expected authorization, header:NAME, subject or none, got '" + s + "'");
 }
 
 KeyTemplate ConfigReader::key_template(const Entry& e) const {
@@ -229,6 +244,8 @@ void ConfigReader::read_policy(const std::vector<Entry>& es, Policy& p, PolicyOr
       p.upstream_timeout = duration(e, kPositive, "must be greater than 0");
     else if (k == "subject")
       p.subject = subject(e);
+    else if (k == "principal")
+      p.principal = principal(e);
     else if (k == "on_store_error")
       p.on_store_error = static_cast<OnStoreError>(choice(e, {"reject", "pass"}));
     else if (k == "on_duplicate")
@@ -553,6 +570,14 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
     check_templates(r.key.key_template, r, where(*key), false);
   }
   check_fingerprint(r, origin);
+  if (r.policy.principal && r.policy.principal->kind == Principal::Kind::subject &&
+      r.policy.subject.kind == Subject::Kind::none) {
+    const Entry* p = find(es, "principal");
+    const std::string why =
+        "principal: subject needs a subject (header:NAME or header-hash:NAME) on the route";
+    if (p != nullptr) fail(*p, why);
+    fail(at, why + " (principal: subject comes from defaults)");
+  }
   return r;
 }
 
