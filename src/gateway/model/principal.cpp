@@ -1,5 +1,6 @@
 #include "gateway/model/principal.h"
 
+#include "gateway/model/jwt.h"
 #include "gateway/model/request_reading.h"
 
 namespace idem::gateway {
@@ -19,6 +20,10 @@ Principal effective_principal(const Policy& policy) {
 }
 
 ProblemOr<std::string> principal_of(const Principal& principal, std::span<const HeaderField> headers) {
+  // Without a token a JWT principal, like a header, binds no one (a payment callback); a
+  // token that does not verify is refused.
+  if (principal.kind == Principal::Kind::jwt)
+    return jwt_claim_of(*principal.jwt, principal.claim, headers, false);
   if (principal.kind != Principal::Kind::header) return std::string();
   ProblemOr<std::optional<std::string>> value = read_header(headers, principal.header);
   if (!value) return std::move(value).rejection();

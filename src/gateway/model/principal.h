@@ -36,7 +36,9 @@ Principal effective_principal(const Policy& policy);
 // The principal of a request: "" when it binds no one (`none`, `subject`, or the header
 // absent or empty: a payment platform's callback carries no credentials); the header's
 // value otherwise, an Authorization value as normalize_credentials gives it (`bearer  abc`
-// is `Bearer abc`). request_ambiguous when the header comes in more than one field line.
+// is `Bearer abc`); under `jwt` the claim of the verified token (jwt_claim_of), "" without a
+// token, credentials_invalid for one that does not verify. request_ambiguous when the
+// header comes in more than one field line.
 ProblemOr<std::string> principal_of(const Principal& principal, std::span<const HeaderField> headers);
 
 // Folds a principal into a fingerprint: the fingerprint unchanged when `principal` is "",

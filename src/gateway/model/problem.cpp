@@ -34,6 +34,8 @@ Entry entry(Problem p) noexcept {
     case Problem::principal_mismatch:
       return {"principal-mismatch", "principal_mismatch", 409, "Idempotency key used by another principal",
               false};
+    case Problem::credentials_invalid:
+      return {"credentials-invalid", "credentials_invalid", 401, "Credentials invalid", false};
     case Problem::in_progress:
       return {"in-progress", "in_progress", 409, "Request in progress", true};
     case Problem::duplicate:

@@ -47,6 +47,10 @@ enum class Problem {
   // 409 the key's record belongs to another principal (other credentials, or none): never
   // replayed, never run again (docs/http.md, "Whose answer a replay is")
   principal_mismatch,
+  // 401 a route whose subject or principal is `jwt` and a token that does not verify (bad
+  // signature, expired, not yet valid, another issuer or audience, malformed), or none
+  // where one is needed (docs/http.md, "Whose answer a replay is")
+  credentials_invalid,
 };
 
 // "key-missing": the <name> of "urn:idem:problem:<name>".

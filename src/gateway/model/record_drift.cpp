@@ -22,6 +22,7 @@ bool scope_fits(const Subject& subject, std::string_view scope) {
     case Subject::Kind::none:
       return scope.empty();
     case Subject::Kind::header:
+    case Subject::Kind::jwt:
       return !scope.empty();
     case Subject::Kind::header_hash:
       return is_sha256_hex(scope);

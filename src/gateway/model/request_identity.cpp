@@ -6,6 +6,7 @@
 #include <openssl/rand.h>
 
 #include "gateway/model/jsonrpc.h"
+#include "gateway/model/jwt.h"
 #include "gateway/model/key.h"
 #include "gateway/model/key_template.h"
 #include "gateway/model/principal.h"
@@ -32,6 +33,7 @@ ProblemOr<std::optional<std::string>> key_from_header(const RequestView& head, s
 
 ProblemOr<std::string> subject_of(const Subject& subject, std::span<const HeaderField> headers) {
   if (subject.kind == Subject::Kind::none) return std::string();
+  if (subject.kind == Subject::Kind::jwt) return jwt_claim_of(*subject.jwt, subject.claim, headers, true);
   ProblemOr<std::optional<std::string>> value = read_header(headers, subject.header);
   if (!value) return std::move(value).rejection();
   if (!*value || (*value)->empty()) {

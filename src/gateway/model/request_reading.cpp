@@ -178,7 +178,9 @@ bool route_reads_header(const Route& route, std::string_view name) noexcept {
     return true;
   if (route.mode != Mode::replay) return false;  // a lock takes no fingerprint and binds no one
   const Principal principal = effective_principal(route.policy);
-  if (principal.kind == Principal::Kind::header && util::iequals(principal.header, name)) return true;
+  if ((principal.kind == Principal::Kind::header || principal.kind == Principal::Kind::jwt) &&
+      util::iequals(principal.header, name))
+    return true;
   const FingerprintRule& fp = route.policy.fingerprint;
   if (fp.kind == FingerprintRule::Kind::body && util::iequals(name, "Content-Type")) return true;
   for (const KeyTemplate& t : fp.fields)

@@ -9,7 +9,7 @@
 namespace idem::gateway {
 namespace {
 
-constexpr Problem kLast = Problem::principal_mismatch;
+constexpr Problem kLast = Problem::credentials_invalid;
 
 TEST(ProblemTable, EveryProblemHasItsOwnNameItsMetricLabelATitleAndAnErrorStatus) {
   // The rows up to the table's fall-through: a problem added after kLast is checked too,
@@ -51,6 +51,9 @@ TEST(ProblemTable, APrincipalMismatchIsAConflictThatRetryingDoesNotChange) {
   EXPECT_EQ(problem_status(Problem::principal_mismatch), 409);
   EXPECT_EQ(problem_name(Problem::principal_mismatch), "principal-mismatch");
   EXPECT_FALSE(problem_retryable(Problem::principal_mismatch));
+  EXPECT_EQ(problem_status(Problem::credentials_invalid), 401);
+  EXPECT_EQ(problem_name(Problem::credentials_invalid), "credentials-invalid");
+  EXPECT_FALSE(problem_retryable(Problem::credentials_invalid));
 }
 
 // The retry hint, row by row (docs/http.md, "Every problem"): true only where the same
