@@ -443,7 +443,8 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--config", config_file, "YAML config file")->check(CLI::ExistingFile);
   serve_cmd->add_option("--listen", listen,
                         "Client-facing listener HOST:PORT, [IPV6]:PORT or :PORT (every interface)");
-  serve_cmd->add_option("--upstream", upstream, "The protected service, http://HOST:PORT");
+  serve_cmd->add_option("--upstream", upstream,
+                        "The default upstream, http://HOST:PORT or https://HOST:PORT");
   serve_cmd->add_option("--store", store_uri,
                         "Store URI (memory:, sqlite:PATH, redis://, postgres://, mysql://)");
   serve_cmd->add_option("--admin", admin_addr,

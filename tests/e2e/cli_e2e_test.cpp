@@ -687,32 +687,6 @@ TEST(GatewayProcess, ARecordDeletedByAnotherProcessIsNotReplayedFromMemory) {
 namespace idem::e2e {
 namespace {
 
-// One keep-alive connection to the gateway: requests on it must survive a reload.
-class KeepAlive {
- public:
-  explicit KeepAlive(unsigned short port) : socket_(ioc_) {
-    socket_.connect({boost::asio::ip::make_address("127.0.0.1"), port});
-  }
-  Response post(const std::string& target, const std::string& key) {
-    http::request<http::string_body> req{verb::post, target, 11};
-    req.set(http::field::host, "127.0.0.1");
-    req.set("Idempotency-Key", key);
-    req.body() = "{}";
-    req.prepare_payload();
-    boost::system::error_code ec;
-    http::write(socket_, req, ec);
-    Response res;
-    if (!ec) http::read(socket_, buffer_, res, ec);
-    if (ec) res.result(0);
-    return res;
-  }
-
- private:
-  boost::asio::io_context ioc_;
-  boost::asio::ip::tcp::socket socket_;
-  boost::beast::flat_buffer buffer_;
-};
-
 // SIGHUP (docs/operations.md, "Reloading the config"): new routes and policies apply to new
 // requests, on connections opened before the reload too; an invalid file changes nothing;
 // what needs a restart is kept and said.

@@ -8,6 +8,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/json.hpp>
 
 #include "testutil/e2e_harness.h"
@@ -35,6 +37,33 @@ inline json::object body_json(const Response& r) {
   auto v = json::parse(r.body(), ec);
   return ec || !v.is_object() ? json::object{} : v.as_object();
 }
+
+// One keep-alive connection to the gateway (requests on it stay on one of its I/O threads, and
+// must survive a reload): POSTs with a key.
+class KeepAlive {
+ public:
+  explicit KeepAlive(unsigned short port) : socket_(ioc_) {
+    socket_.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  }
+  Response post(const std::string& target, const std::string& key) {
+    http::request<http::string_body> req{verb::post, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.set("Idempotency-Key", key);
+    req.body() = "{}";
+    req.prepare_payload();
+    boost::system::error_code ec;
+    http::write(socket_, req, ec);
+    Response res;
+    if (!ec) http::read(socket_, buffer_, res, ec);
+    if (ec) res.result(0);
+    return res;
+  }
+
+ private:
+  boost::asio::io_context ioc_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::beast::flat_buffer buffer_;
+};
 
 // The top of a gateway's config: its listeners, its upstream and its store; the caller
 // appends defaults and routes.

@@ -19,6 +19,8 @@ namespace asio = boost::asio;
 
 Duration longest_upstream_timeout(const Config& c) {
   Duration d = c.defaults.upstream_timeout;
+  for (const auto& u : c.upstreams)
+    if (u.timeout) d = std::max(d, *u.timeout);
   for (const auto& r : c.routes) d = std::max(d, r.policy.upstream_timeout);
   return d;
 }
@@ -56,12 +58,11 @@ Runtime::Runtime(const Config& config, Store& store, RuntimeOptions options)
     : options_(std::move(options)),
       store_(store),
       pool_(options_.threads ? options_.threads : std::max(1u, std::thread::hardware_concurrency())),
-      // Control-only (no upstream): a client that is never asked, as no listener forwards.
-      upstream_(config.upstream.value_or(UpstreamUrl{}), config.upstream_idle),
+      upstreams_(config),
       // Latency buckets reach the longest timeout and the store's deadline
       // (docs/observability.md).
       metrics_(MetricsOptions{longest_upstream_timeout(config), StoreOptions{}.op_timeout}),
-      gateway_(config, store, upstream_, metrics_, options_.clock, options_.key_hash_secret,
+      gateway_(config, store, upstreams_, metrics_, options_.clock, options_.key_hash_secret,
                options_.principal_secret),
       admin_(config, store, metrics_, &gateway_.replay_cache()),
       server_(pool_, gateway_, admin_, metrics_.gauges(), server_limits(config, options_)) {
@@ -74,9 +75,12 @@ Runtime::Runtime(const Config& config, Store& store, RuntimeOptions options)
   if (config.control_only())
     s << "serving the control API alone on admin " << admin_ep_ << " (no upstream, no client listener, store "
       << redact_uri(config.store) << ")";
-  else
-    s << "serving on " << client_ << " (admin " << admin_ep_ << ", upstream " << config.upstream->text
-      << ", store " << redact_uri(config.store) << ")";
+  else {
+    s << "serving on " << client_ << " (admin " << admin_ep_ << ", upstream "
+      << (config.upstream ? config.upstream->text : "none");
+    for (const NamedUpstream& u : config.upstreams) s << ", upstreams." << u.name << " " << u.url.text;
+    s << ", store " << redact_uri(config.store) << ")";
+  }
   serving_ = s.str();
 }
 
@@ -126,7 +130,7 @@ asio::awaitable<void> Runtime::drain(Duration bound) {
     timer.expires_after(std::chrono::milliseconds(10));
     co_await timer.async_wait(util::kUseTuple);
   }
-  upstream_.close_idle();
+  upstreams_.close_idle();
   pool_.stop();
 }
 
@@ -176,8 +180,6 @@ bool Runtime::reload() {
   keep("listen", next.listen, running->listen);
   keep("admin.listen", next.admin.listen, running->admin.listen);
   keep("store", next.store, running->store);
-  keep("upstream", next.upstream, running->upstream);
-  keep("upstream_idle_timeout", next.upstream_idle, running->upstream_idle);
   keep("replay_cache", next.replay_cache, running->replay_cache);
   keep("limits", next.limits, running->limits);
   keep("admin.limits", next.admin.limits, running->admin.limits);
@@ -190,6 +192,9 @@ bool Runtime::reload() {
     return false;
   }
   auto shared = std::make_shared<const Config>(std::move(next));
+  // The upstreams first: a request matched under the new config finds its upstream's client
+  // (docs/gateway.md, "Several services behind one gateway").
+  upstreams_.reload(*shared);
   gateway_.reload(shared);
   admin_.reload(shared);
   metrics_.count_reload(true);

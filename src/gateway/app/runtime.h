@@ -18,6 +18,7 @@
 #include "gateway/http/io_pool.h"
 #include "gateway/http/server.h"
 #include "gateway/http/upstream.h"
+#include "gateway/http/upstreams.h"
 #include "gateway/model/config/config.h"
 #include "gateway/pipeline/gateway.h"
 #include "gateway/pipeline/metrics.h"
@@ -81,8 +82,8 @@ class Runtime {
   void abandon();
   bool abandoned() const noexcept { return abandoned_.load(); }
   // SIGHUP (docs/operations.md, "Reloading the config"): the config file is read again;
-  // its routes, policies, tokens and admin token apply to new requests. Listeners, store,
-  // upstream and replay cache stay as they started (the log says which changes wait for a
+  // its routes, policies, tokens, admin token and upstreams apply to new requests. Listeners,
+  // store and replay cache stay as they started (the log says which changes wait for a
   // restart). An invalid file changes nothing. True when applied.
   bool reload();
 
@@ -100,7 +101,7 @@ class Runtime {
   const RuntimeOptions options_;
   Store& store_;
   IoPool pool_;
-  UpstreamClient upstream_;
+  Upstreams upstreams_;
   Metrics metrics_;
   Gateway gateway_;
   Admin admin_;

@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "gateway/http/upstream_stream.h"
 #include "util/asio_tokens.h"
 
 namespace idem::gateway {
@@ -80,16 +81,21 @@ asio::awaitable<beast::error_code> write_message(beast::tcp_stream& stream, cons
   return write_whole(stream, message, scratch);
 }
 
-asio::awaitable<beast::error_code> write_raw(beast::tcp_stream& stream, std::string_view head_bytes,
-                                             std::string_view body) {
+namespace {
+
+// write_raw and write_chunk on a client's stream or an upstream's (TCP or TLS).
+template <class Stream>
+asio::awaitable<beast::error_code> write_raw_on(Stream& stream, std::string_view head_bytes,
+                                                std::string_view body) {
   const std::array<asio::const_buffer, 2> parts{asio::buffer(head_bytes.data(), head_bytes.size()),
                                                 asio::buffer(body.data(), body.size())};
   auto [ec, n] = co_await asio::async_write(stream, parts, util::kUseTuple);
   co_return ec;
 }
 
-asio::awaitable<beast::error_code> write_chunk(beast::tcp_stream& stream, std::string_view head_bytes,
-                                               std::string_view body, bool last) {
+template <class Stream>
+asio::awaitable<beast::error_code> write_chunk_on(Stream& stream, std::string_view head_bytes,
+                                                  std::string_view body, bool last) {
   static constexpr std::string_view kCrlf = "\r\n";
   static constexpr std::string_view kLastChunk = "0\r\n\r\n";
   std::array<char, 24> size;  // 16 hex digits and CRLF at most
@@ -106,6 +112,25 @@ asio::awaitable<beast::error_code> write_chunk(beast::tcp_stream& stream, std::s
       asio::buffer(kLastChunk.data(), last ? kLastChunk.size() : 0)};
   auto [ec, n] = co_await asio::async_write(stream, parts, util::kUseTuple);
   co_return ec;
+}
+
+}  // namespace
+
+asio::awaitable<beast::error_code> write_raw(beast::tcp_stream& stream, std::string_view head_bytes,
+                                             std::string_view body) {
+  return write_raw_on(stream, head_bytes, body);
+}
+asio::awaitable<beast::error_code> write_raw(UpstreamStream& stream, std::string_view head_bytes,
+                                             std::string_view body) {
+  return write_raw_on(stream, head_bytes, body);
+}
+asio::awaitable<beast::error_code> write_chunk(beast::tcp_stream& stream, std::string_view head_bytes,
+                                               std::string_view body, bool last) {
+  return write_chunk_on(stream, head_bytes, body, last);
+}
+asio::awaitable<beast::error_code> write_chunk(UpstreamStream& stream, std::string_view head_bytes,
+                                               std::string_view body, bool last) {
+  return write_chunk_on(stream, head_bytes, body, last);
 }
 
 }  // namespace idem::gateway

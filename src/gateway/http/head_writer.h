@@ -16,6 +16,8 @@
 
 namespace idem::gateway {
 
+class UpstreamStream;  // upstream_stream.h
+
 // Appends the start line, the fields in their order and the blank line to `out`.
 void append_head(std::string& out, const http::request_header<>& head);
 void append_head(std::string& out, const http::response_header<>& head);
@@ -32,12 +34,18 @@ boost::asio::awaitable<boost::beast::error_code> write_message(boost::beast::tcp
 boost::asio::awaitable<boost::beast::error_code> write_raw(boost::beast::tcp_stream& stream,
                                                            std::string_view head_bytes,
                                                            std::string_view body);
+boost::asio::awaitable<boost::beast::error_code> write_raw(UpstreamStream& stream,
+                                                           std::string_view head_bytes,
+                                                           std::string_view body);
 
 // Writes `head_bytes` (may be empty) and `body` as one chunk of a chunked message
 // ("<size in hex>\r\n<body>\r\n"; nothing for an empty body) and, when `last`, the last
 // chunk with an empty trailer section ("0\r\n\r\n"), in one gather write: the bytes Beast's
 // serializer writes for a buffer_body fed piece by piece.
 boost::asio::awaitable<boost::beast::error_code> write_chunk(boost::beast::tcp_stream& stream,
+                                                             std::string_view head_bytes,
+                                                             std::string_view body, bool last);
+boost::asio::awaitable<boost::beast::error_code> write_chunk(UpstreamStream& stream,
                                                              std::string_view head_bytes,
                                                              std::string_view body, bool last);
 

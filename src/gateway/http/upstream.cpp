@@ -10,7 +10,11 @@
 #include <tuple>
 #include <vector>
 
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -38,7 +42,7 @@ constexpr std::size_t kPiece = 64 * 1024;
 
 // A pooled connection the upstream has closed (or sent stray bytes on) is not usable. One
 // non-blocking peek: no data and no end of stream means idle and open.
-bool still_open(beast::tcp_stream& s) {
+bool still_open(UpstreamStream& s) {
   auto& sock = s.socket();
   if (!sock.is_open()) return false;
   char c;
@@ -347,8 +351,30 @@ asio::awaitable<std::pair<beast::error_code, std::size_t>> ResponseTail::read(ch
   co_return std::pair{ec, got};
 }
 
-UpstreamClient::UpstreamClient(UpstreamUrl url, Steady::duration max_idle)
-    : url_(std::move(url)), max_idle_(max_idle) {}
+UpstreamClient::UpstreamClient(UpstreamUrl url, Steady::duration max_idle, UpstreamTls tls)
+    : url_(std::move(url)), max_idle_(max_idle), tls_(std::move(tls)) {
+  if (!url_.tls) return;
+  // TLS 1.2 or later; the peer's certificate checked against the CA file or the system's
+  // store unless insecure_skip_verify (docs/configuration.md, "TLS to upstreams").
+  ssl_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+  SSL_CTX_set_min_proto_version(ssl_->native_handle(), TLS1_2_VERSION);
+  boost::system::error_code ec;
+  if (tls_.insecure_skip_verify) {
+    ssl_->set_verify_mode(asio::ssl::verify_none, ec);
+    return;
+  }
+  ssl_->set_verify_mode(asio::ssl::verify_peer, ec);
+  if (tls_.ca_file.empty())
+    ssl_->set_default_verify_paths(ec);
+  else
+    ssl_->load_verify_file(tls_.ca_file, ec);
+  if (ec)
+    ssl_error_ = "tls: cannot read the CA certificates" +
+                 (tls_.ca_file.empty() ? std::string(" of the system") : " in " + tls_.ca_file) + ": " +
+                 ec.message();
+}
+
+UpstreamClient::~UpstreamClient() = default;
 
 UpstreamClient::Pool& UpstreamClient::pool_of(const asio::execution_context& context) {
   for (auto& p : pools_)
@@ -356,7 +382,7 @@ UpstreamClient::Pool& UpstreamClient::pool_of(const asio::execution_context& con
   return pools_.emplace_back(Pool{&context, {}});
 }
 
-std::unique_ptr<beast::tcp_stream> UpstreamClient::checkout(const asio::execution_context& context) {
+std::unique_ptr<UpstreamStream> UpstreamClient::checkout(const asio::execution_context& context) {
   std::lock_guard lock(mu_);
   auto& idle = pool_of(context).idle;
   const auto now = Steady::now();
@@ -386,6 +412,7 @@ void UpstreamClient::settle(UpstreamConnection conn, const ResponseTail::Parser&
   conn.stream().expires_never();
   const auto now = Steady::now();
   std::lock_guard lock(mu_);
+  if (retired_) return;
   auto& idle = pool_of(asio::query(conn.stream().get_executor(), asio::execution::context)).idle;
   if (idle.size() >= kMaxIdle) return;
   idle.push_back({std::move(conn.socket), now + limit, now});
@@ -396,12 +423,20 @@ void UpstreamClient::close_idle() {
   pools_.clear();
 }
 
+void UpstreamClient::retire() {
+  std::lock_guard lock(mu_);
+  retired_ = true;
+  pools_.clear();
+}
+
 asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_point deadline) {
   auto ex = co_await asio::this_coro::executor;
   if (auto pooled = checkout(asio::query(ex, asio::execution::context)))
     co_return Connected{UpstreamConnection{std::move(pooled), {}}, {}};
-  auto socket = std::make_unique<beast::tcp_stream>(ex);
-  beast::tcp_stream& stream = *socket;
+  if (!ssl_error_.empty())
+    co_return Connected{std::nullopt, failed(UpstreamResult::Kind::refused, ssl_error_)};
+  auto socket = ssl_ ? std::make_unique<UpstreamStream>(ex, *ssl_) : std::make_unique<UpstreamStream>(ex);
+  beast::tcp_stream& stream = socket->tcp();
   boost::system::error_code cec;
   const auto address = asio::ip::make_address(url_.host, cec);
   if (!cec) {  // an IP address: no resolver round trip
@@ -430,7 +465,41 @@ asio::awaitable<UpstreamClient::Connected> UpstreamClient::connect(Steady::time_
   if (cec)
     co_return Connected{std::nullopt, failed(UpstreamResult::Kind::refused, "connect: " + cec.message())};
   stream.socket().set_option(tcp::no_delay(true), cec);
+  // Nothing of the request is sent before the certificate is checked: a failed handshake is
+  // `refused` like a failed connect (docs/gateway.md, "TLS to upstreams").
+  if (socket->tls())
+    if (auto why = co_await handshake(*socket, deadline))
+      co_return Connected{std::nullopt, failed(UpstreamResult::Kind::refused, *why)};
   co_return Connected{UpstreamConnection{std::move(socket), {}}, {}};
+}
+
+asio::awaitable<std::optional<std::string>> UpstreamClient::handshake(UpstreamStream& stream,
+                                                                      Steady::time_point deadline) {
+  UpstreamStream::Tls& tls = *stream.tls();
+  SSL* ssl = tls.native_handle();
+  const std::string& name = tls_.server_name.empty() ? url_.host : tls_.server_name;
+  const bool is_ip = [&] {
+    boost::system::error_code e;
+    (void)asio::ip::make_address(name, e);
+    return !e;
+  }();
+  // SNI names a host, never an address (RFC 6066, 3).
+  if (!is_ip && !SSL_set_tlsext_host_name(ssl, name.c_str())) co_return "tls: cannot set the server name";
+  if (!tls_.insecure_skip_verify) {
+    X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+    const int set = is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str())
+                          : X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
+    if (set != 1) co_return "tls: cannot check the certificate for '" + name + "'";
+  }
+  stream.expires_at(deadline);
+  auto [hec] = co_await tls.async_handshake(asio::ssl::stream_base::client, util::kUseTuple);
+  if (!hec) co_return std::nullopt;
+  if (hec == beast::error::timeout) co_return "tls handshake: timed out";
+  const long verified = SSL_get_verify_result(ssl);
+  if (verified != X509_V_OK)
+    co_return "tls: the certificate of " + name +
+        " is not trusted: " + X509_verify_cert_error_string(verified);
+  co_return "tls handshake: " + hec.message();
 }
 
 asio::awaitable<UpstreamClient::Connected> UpstreamClient::send(const ForwardRequest& request,

@@ -1,7 +1,9 @@
-// The gateway's client for its one upstream (docs/gateway.md): plain HTTP/1.1 over a pool
-// of keep-alive connections, each exchange bounded by a deadline, every failure classified
+// The gateway's client for one upstream (docs/gateway.md): HTTP/1.1, over TLS for an
+// https:// upstream (docs/gateway.md, "TLS to upstreams"), over a pool of keep-alive
+// connections, each exchange bounded by a deadline, every failure classified
 // by what it means for the side effect:
-//   refused  nothing was sent (connect failed or timed out): safe to release the claim
+//   refused  nothing was sent (connect, or the TLS handshake and the certificate's check,
+//            failed or timed out): safe to release the claim
 //   timeout  the deadline passed after sending: outcome unknown
 //   broken   the connection failed after sending: outcome unknown
 // A request is never resent once any byte of it may have reached the upstream. A pooled
@@ -31,6 +33,7 @@
 #include <boost/beast/http/buffer_body.hpp>
 
 #include "gateway/http/http_reply.h"
+#include "gateway/http/upstream_stream.h"
 #include "gateway/model/config/address.h"
 #include "gateway/model/forwarding.h"
 #include "gateway/model/request_meta.h"
@@ -43,9 +46,9 @@ class UpstreamClient;
 // The stream lives on the heap: a connection changes hands several times per exchange
 // (pool, exchange, tail, pool), and moving a Beast stream itself allocates a new one.
 struct UpstreamConnection {
-  std::unique_ptr<boost::beast::tcp_stream> socket;
+  std::unique_ptr<UpstreamStream> socket;
   boost::beast::flat_buffer buffer;  // bytes read from the upstream but not yet parsed
-  boost::beast::tcp_stream& stream() noexcept { return *socket; }
+  UpstreamStream& stream() noexcept { return *socket; }
 };
 
 // The rest of a response body that was too large to buffer. Owns the upstream connection
@@ -150,8 +153,12 @@ class UpstreamClient {
   // upstream announces with Keep-Alive: timeout=N, when that is shorter) are closed rather
   // than reused, before the upstream's own keep-alive timeout (5 s in Node.js, 75 s in
   // nginx) closes them under a request.
+  // An https:// `url` is spoken to over TLS as `tls` says; an unreadable ca_file makes
+  // every exchange refused, saying why.
   explicit UpstreamClient(UpstreamUrl url,
-                          std::chrono::steady_clock::duration max_idle = std::chrono::seconds(3));
+                          std::chrono::steady_clock::duration max_idle = std::chrono::seconds(3),
+                          UpstreamTls tls = {});
+  ~UpstreamClient();
 
   // Sends `request` (made by forward_request) and reads the response, all within
   // `timeout`. A body of more than `max_buffered` bytes comes back in part, with a tail
@@ -176,14 +183,19 @@ class UpstreamClient {
                                                  std::size_t max_buffered);
 
   const UpstreamUrl& url() const noexcept { return url_; }
+  std::chrono::steady_clock::duration max_idle() const noexcept { return max_idle_; }
+  const UpstreamTls& tls() const noexcept { return tls_; }
 
   // Closes every idle pooled connection (shutdown).
   void close_idle();
+  // Closes every idle pooled connection, and pools none from now on: the upstream was
+  // changed or removed by a reload (upstreams.h). Exchanges in flight finish.
+  void retire();
 
  private:
   friend class ResponseTail;
   struct Idle {
-    std::unique_ptr<boost::beast::tcp_stream> stream;
+    std::unique_ptr<UpstreamStream> stream;
     std::chrono::steady_clock::time_point until;  // reused only before this
     std::chrono::steady_clock::time_point since;  // pooled then
   };
@@ -192,7 +204,10 @@ class UpstreamClient {
     std::deque<Idle> idle;  // most recently used at the back
   };
   Pool& pool_of(const boost::asio::execution_context& context);  // requires mu_
-  std::unique_ptr<boost::beast::tcp_stream> checkout(const boost::asio::execution_context& context);
+  std::unique_ptr<UpstreamStream> checkout(const boost::asio::execution_context& context);
+  // The TLS handshake on a connected stream, the certificate checked; an error saying why.
+  boost::asio::awaitable<std::optional<std::string>> handshake(
+      UpstreamStream& stream, std::chrono::steady_clock::time_point deadline);
   // How long a connection may idle in the pool after this response: max_idle_, or half
   // the idle time the response's Keep-Alive field announces, when that is shorter.
   std::chrono::steady_clock::duration pool_limit(const http::response_header<>& head) const;
@@ -203,8 +218,12 @@ class UpstreamClient {
 
   UpstreamUrl url_;
   std::chrono::steady_clock::duration max_idle_;
+  UpstreamTls tls_;
+  std::unique_ptr<boost::asio::ssl::context> ssl_;  // for an https:// url
+  std::string ssl_error_;                           // why ssl_ cannot be used, or ""
   std::mutex mu_;
   std::deque<Pool> pools_;  // guarded by mu_; one per io_context, a handful
+  bool retired_ = false;    // guarded by mu_
 };
 
 }  // namespace idem::gateway

@@ -103,6 +103,9 @@ struct Route {
   // defaults overridden by the route's own keys. On a token route, policy.subject is
   // tokens.subject, so the identity code reads the subject in one place.
   Policy policy;
+  // `upstream: NAME`: the one of Config::upstreams its requests go to; "" for the default
+  // `upstream` (docs/configuration.md, "Upstreams").
+  std::string upstream;
 };
 
 // The longest key space: the longest key a record is stored under, "<key_space>:<key>" with

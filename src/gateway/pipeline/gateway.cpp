@@ -89,22 +89,31 @@ ClaimPolicy claim_policy(const Policy& p) {
 
 }  // namespace
 
-ForwardRequest Gateway::forward_with_claim(const HttpRequest& req, const RequestMeta& meta,
-                                           std::string_view key, Fence fence) const {
+UpstreamClient* Gateway::upstream_of(const Route* route) const { return upstreams_.of(*config(), route); }
+
+Gateway::Reply Gateway::no_upstream(const HttpRequest& req) const {
+  return problem(
+      req, Problem::upstream_unavailable,
+      "no upstream to forward to: this request matches no route naming one, and there is no default "
+      "upstream");
+}
+
+ForwardRequest Gateway::forward_with_claim(const UpstreamClient& upstream, const HttpRequest& req,
+                                           const RequestMeta& meta, std::string_view key, Fence fence) const {
   char digits[24];
   const auto end = std::to_chars(digits, digits + sizeof digits, fence).ptr;
   const std::array<std::pair<std::string_view, std::string_view>, 2> set{
       {{"Idempotency-Key", key},
        {kFenceHeader, std::string_view(digits, static_cast<std::size_t>(end - digits))}}};
-  return forward_request(req, upstream_.url(), meta, set);
+  return forward_request(req, upstream.url(), meta, set);
 }
 
-Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,
+Gateway::Gateway(const Config& config, Store& store, Upstreams& upstreams, Metrics& metrics,
                  std::shared_ptr<const Clock> clock, std::string_view key_hash_secret,
                  std::string_view principal_secret)
     : config_(std::make_shared<const Config>(config)),
       store_(store),
-      upstream_(upstream),
+      upstreams_(upstreams),
       metrics_(metrics),
       cache_(store, {config.replay_cache.max_bytes, config.replay_cache.shared_ttl}, std::move(clock)),
       runner_(store, ClaimHooks{
@@ -158,7 +167,7 @@ awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& r
   if (d.verdict == Verdict::reject) {
     reply = problem(req, d.rejection.problem, d.rejection.detail);
   } else if (d.verdict == Verdict::unprotected) {
-    reply = co_await forward_unprotected(route.policy.upstream_timeout, req, meta, false);
+    reply = co_await forward_unprotected(&route, route.policy.upstream_timeout, req, meta, false);
   } else if (route.mode == Mode::lock) {
     reply = co_await lock_mode(route, d.identity, req, meta);
   } else {
@@ -368,6 +377,13 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
                                                const ClaimPolicy& policy, Coalescer::Lead& lead) {
   const Policy& p = route.policy;
   const bool token_route = route.key.kind == KeyRule::Kind::token;
+  // Only a reload that removed the default upstream while this request waited leaves none.
+  UpstreamClient* upstream = upstream_of(&route);
+  if (!upstream) {
+    (void)co_await runner_.settle(claim, policy, Settlement::release);
+    lead.publish(nullptr);
+    co_return no_upstream(req);
+  }
   if (token_route && !claim.recovered()) {
     TokenArgs args{id.scope, id.key};
     auto call = async_consume_token(store_, std::move(args), use_awaitable);
@@ -381,7 +397,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
     }
   }
 
-  const ForwardRequest fwd = forward_with_claim(req, meta, id.key, claim.fence());
+  const ForwardRequest fwd = forward_with_claim(*upstream, req, meta, id.key, claim.fence());
   claim.started();
   // The lease is renewed while the upstream works, by a timer beside this frame; the
   // exchange is awaited here directly (docs/gateway-internals.md).
@@ -392,9 +408,9 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
     const asio::any_io_executor ex = co_await asio::this_coro::executor;
     const Renewal renewal = runner_.renew_while(claim, policy, ex);
     const auto deadline = Steady::now() + p.upstream_timeout;
-    UpstreamClient::Connected sent = co_await upstream_.send(fwd, deadline);
+    UpstreamClient::Connected sent = co_await upstream->send(fwd, deadline);
     if (sent.conn)
-      up = co_await upstream_.receive(std::move(*sent.conn), fwd.head_request, deadline, p.max_result);
+      up = co_await upstream->receive(std::move(*sent.conn), fwd.head_request, deadline, p.max_result);
     else
       up = std::move(sent.failure);
     // An unknown outcome is asked of the service while the claim is still renewed
@@ -509,16 +525,19 @@ void Gateway::log_unsettled(const Route& route, const Status& settled) const {
 awaitable<Gateway::Reply> Gateway::store_failed(const Route& route, const HttpRequest& req,
                                                 const RequestMeta& meta, const Status&) {
   if (route.policy.on_store_error == OnStoreError::pass)
-    co_return co_await forward_unprotected(route.policy.upstream_timeout, req, meta, true);
+    co_return co_await forward_unprotected(&route, route.policy.upstream_timeout, req, meta, true);
   co_return problem(req, Problem::store_unavailable, "the idempotency store is unavailable",
                     Duration(1'000'000));
 }
 
-awaitable<Gateway::Reply> Gateway::forward_unprotected(Duration timeout, const HttpRequest& req,
-                                                       const RequestMeta& meta, bool mark) {
-  const ForwardRequest fwd = forward_request(req, upstream_.url(), meta, {});
+awaitable<Gateway::Reply> Gateway::forward_unprotected(const Route* route, Duration timeout,
+                                                       const HttpRequest& req, const RequestMeta& meta,
+                                                       bool mark) {
+  UpstreamClient* upstream = upstream_of(route);
+  if (!upstream) co_return no_upstream(req);
+  const ForwardRequest fwd = forward_request(req, upstream->url(), meta, {});
   const auto t0 = Steady::now();
-  UpstreamResult up = co_await upstream_.exchange(fwd, timeout, kStreamedPrefix);
+  UpstreamResult up = co_await upstream->exchange(fwd, timeout, kStreamedPrefix);
   metrics_.observe_upstream(since(t0));
   Reply r = up.kind == UpstreamResult::Kind::response
                 ? forwarded(req, std::move(up), "unprotected")

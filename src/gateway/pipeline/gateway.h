@@ -26,6 +26,7 @@
 #include "gateway/http/handler.h"
 #include "gateway/http/http_reply.h"
 #include "gateway/http/upstream.h"
+#include "gateway/http/upstreams.h"
 #include "gateway/model/config/config.h"
 #include "gateway/model/principal.h"
 #include "gateway/model/request_identity.h"
@@ -48,7 +49,7 @@ class Gateway final : public RequestHandler {
   // `key_hash_secret` keys the request log's key_hash (KeyHasher): the install's secret,
   // or "" for a random one of this gateway's own. `principal_secret` keys the principal
   // hashes records are bound to (PrincipalBinder): the same on every gateway of a store.
-  Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,
+  Gateway(const Config& config, Store& store, Upstreams& upstreams, Metrics& metrics,
           std::shared_ptr<const Clock> clock = nullptr, std::string_view key_hash_secret = {},
           std::string_view principal_secret = {});
 
@@ -57,7 +58,7 @@ class Gateway final : public RequestHandler {
   std::shared_ptr<const Config> config() const noexcept { return config_.load(std::memory_order_acquire); }
   // SIGHUP (docs/operations.md, "Reloading the config"): routes, policies and tokens of
   // `next` apply to the requests that arrive from now on. What was built from the first
-  // config stays: the upstream, the replay cache's size.
+  // config stays: the replay cache's size. The caller reloads the Upstreams first.
   void reload(std::shared_ptr<const Config> next) noexcept {
     config_.store(std::move(next), std::memory_order_release);
   }
@@ -151,8 +152,9 @@ class Gateway final : public RequestHandler {
                                             Coalescer::Lead& lead);
   boost::asio::awaitable<Reply> lock_mode(const Route& route, const Identity& id, const HttpRequest& req,
                                           const RequestMeta& meta);
-  boost::asio::awaitable<Reply> forward_unprotected(Duration timeout, const HttpRequest& req,
-                                                    const RequestMeta& meta, bool mark);
+  boost::asio::awaitable<Reply> forward_unprotected(const Route* route, Duration timeout,
+                                                    const HttpRequest& req, const RequestMeta& meta,
+                                                    bool mark);
   boost::asio::awaitable<Reply> store_failed(const Route& route, const HttpRequest& req,
                                              const RequestMeta& meta, const Status& s);
   // The upstream's response as this client's answer, its tail (if any) still to stream.
@@ -162,13 +164,19 @@ class Gateway final : public RequestHandler {
                       bool waited) const;
 
   // The forwarded request of a claimed key: the client's, with the key and the claim's fence.
-  ForwardRequest forward_with_claim(const HttpRequest& req, const RequestMeta& meta, std::string_view key,
-                                    Fence fence) const;
+  ForwardRequest forward_with_claim(const UpstreamClient& upstream, const HttpRequest& req,
+                                    const RequestMeta& meta, std::string_view key, Fence fence) const;
+  // The upstream a request of `route` (null: on no route) goes to under the config in force
+  // (Upstreams::of); null when there is none (no default upstream).
+  UpstreamClient* upstream_of(const Route* route) const;
+  // 502 for a request with no upstream to go to.
+  Reply no_upstream(const HttpRequest& req) const;
   // The upstream exchange while the lock is renewed (renew_lock), as the claim runner
   // renews a claim (run_claimed). The renewal ends when the response's head and first
   // bytes are in: the rest of a larger body streams after the lock is released.
-  boost::asio::awaitable<UpstreamResult> exchange_locked(const ForwardRequest& fwd, const Route& route,
-                                                         const std::string& name, const std::string& owner);
+  boost::asio::awaitable<UpstreamResult> exchange_locked(UpstreamClient& upstream, const ForwardRequest& fwd,
+                                                         const Route& route, const std::string& name,
+                                                         const std::string& owner);
   // Extends the lock every lease/3 on `ex`; a renewal answered not_owner is counted as a
   // conflict and not tried again.
   Renewal renew_lock(const boost::asio::any_io_executor& ex, Duration lease, const std::string& name,
@@ -202,7 +210,7 @@ class Gateway final : public RequestHandler {
 
   std::atomic<std::shared_ptr<const Config>> config_;
   Store& store_;
-  UpstreamClient& upstream_;
+  Upstreams& upstreams_;
   Metrics& metrics_;
   Waiters waiters_;
   ReplayCache cache_;

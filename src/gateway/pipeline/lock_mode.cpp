@@ -18,6 +18,8 @@ using Steady = std::chrono::steady_clock;
 awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity& id, const HttpRequest& req,
                                              const RequestMeta& meta) {
   const Policy& p = route.policy;
+  UpstreamClient* upstream = upstream_of(&route);
+  if (!upstream) co_return no_upstream(req);
   const std::string name = id.scope.empty() ? id.record_key : id.scope + "\n" + id.record_key;
   const std::string owner = runner_.next_owner();
   LockArgs args{name, owner, p.lease};
@@ -27,8 +29,8 @@ awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity&
   if (r->kind == LockOutcome::Kind::busy)
     co_return problem(req, Problem::locked, "another request holds this key", r->retry_after);
 
-  const ForwardRequest fwd = forward_with_claim(req, meta, id.key, r->fence);
-  UpstreamResult up = co_await exchange_locked(fwd, route, name, owner);
+  const ForwardRequest fwd = forward_with_claim(*upstream, req, meta, id.key, r->fence);
+  UpstreamResult up = co_await exchange_locked(*upstream, fwd, route, name, owner);
   if (up.kind == UpstreamResult::Kind::response || up.kind == UpstreamResult::Kind::refused) {
     // The service answered, or never got the request: the work is over, the lock opens.
     UnlockArgs unlock{name, owner};
@@ -45,14 +47,15 @@ awaitable<Gateway::Reply> Gateway::lock_mode(const Route& route, const Identity&
   co_return forwarded(req, std::move(up), "forwarded");
 }
 
-awaitable<UpstreamResult> Gateway::exchange_locked(const ForwardRequest& fwd, const Route& route,
-                                                   const std::string& name, const std::string& owner) {
+awaitable<UpstreamResult> Gateway::exchange_locked(UpstreamClient& upstream, const ForwardRequest& fwd,
+                                                   const Route& route, const std::string& name,
+                                                   const std::string& owner) {
   const auto t0 = Steady::now();
   UpstreamResult up;
   {
     const asio::any_io_executor ex = co_await asio::this_coro::executor;
     const Renewal renewal = renew_lock(ex, route.policy.lease, name, owner);
-    auto exchange = upstream_.exchange(fwd, route.policy.upstream_timeout, kStreamedPrefix);
+    auto exchange = upstream.exchange(fwd, route.policy.upstream_timeout, kStreamedPrefix);
     up = co_await std::move(exchange);
   }
   metrics_.observe_upstream(since(t0));

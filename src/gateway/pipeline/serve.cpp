@@ -107,7 +107,7 @@ awaitable<std::optional<Answer>> Gateway::pass(HttpExchange& exchange, const Con
   if (auto r = refuse_method_override(config.routes, route,
                                       RequestView{req.method_string(), req.target(), fields, req.body()}))
     co_return Answer{reject_early(*r->route, req, exchange.meta(), r->rejection, req.keep_alive())};
-  Reply reply = co_await forward_unprotected(timeout, req, exchange.meta(), false);
+  Reply reply = co_await forward_unprotected(route, timeout, req, exchange.meta(), false);
   if (route)
     count_unprotected(*route, req.method_string(), req.target(), exchange.meta(), reply.response.result_int(),
                       since(t0));
@@ -124,7 +124,17 @@ awaitable<std::optional<Answer>> Gateway::relay(HttpExchange& exchange, const Ro
     method = exchange.head().method_string();
     target = exchange.head().target();
   }
-  std::optional<Answer> answer = co_await exchange.relay(upstream_, timeout);
+  UpstreamClient* upstream = upstream_of(route);
+  if (!upstream) {
+    // No default upstream (docs/gateway.md, "Several services behind one gateway"): the body is
+    // not read, so the connection closes after the answer.
+    const http::request_header<>& head = exchange.head();
+    co_return Answer{problem_response(Problem::upstream_unavailable,
+                                      "no upstream to forward to: this request matches no route naming one, "
+                                      "and there is no default upstream",
+                                      head.version(), false)};
+  }
+  std::optional<Answer> answer = co_await exchange.relay(*upstream, timeout);
   metrics_.observe_upstream(since(t0));
   if (answer && route)
     count_unprotected(*route, method, target, exchange.meta(), answer->response.result_int(), since(t0));

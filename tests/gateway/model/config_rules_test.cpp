@@ -44,7 +44,7 @@ TEST(ConfigError, ControlCharactersAreWrittenAsHex) {
   EXPECT_EQ(e.reason(), "b\\x00c\\x1b[31m\\x7f");
   EXPECT_EQ(error(std::string_view("\x01x: 1\n", 6)),
             "idem.yaml:1: \\x01x: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
-            "store, admin, limits, defaults, "
+            "upstream_tls, upstreams, store, admin, limits, defaults, "
             "tokens, replay_cache, routes, trusted_proxies, jwt)");
   const char nul_escape[] = "up/127.020.1 \0\0\0\0\0\0\0.020.1:9000\n";
   EXPECT_EQ(error(std::string_view(nul_escape, sizeof nul_escape - 1)),
@@ -90,7 +90,7 @@ TEST(ConfigRules, StrayCommaIsAnErrorNotAHang) {
 TEST(ConfigRules, UnknownKeysAnywhere) {
   EXPECT_EQ(error("listen: 127.0.0.1:8080\nlistne: 1\n"),
             "idem.yaml:2: listne: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
-            "store, admin, limits, defaults, "
+            "upstream_tls, upstreams, store, admin, limits, defaults, "
             "tokens, replay_cache, routes, trusted_proxies, jwt)");
   EXPECT_ERROR("admin:\n  token: x\n",
                "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env, tokens, limits)");
@@ -337,12 +337,11 @@ TEST(ConfigRules, Addresses) {
 }
 
 TEST(ConfigRules, Upstream) {
-  EXPECT_EQ(error("upstream: https://svc\n"),
-            "idem.yaml:1: upstream: https is not supported: the upstream is spoken to in plain http://");
+  EXPECT_EQ(error("upstream: https://svc\n"), "no error");  // TLS (docs/gateway.md, "TLS to upstreams")
   EXPECT_EQ(error("upstream: ftp://svc\n"),
-            "idem.yaml:1: upstream: scheme 'ftp' is not supported: only http://");
+            "idem.yaml:1: upstream: scheme 'ftp' is not supported: http:// or https://");
   EXPECT_EQ(error("upstream: svc:9000\n"),
-            "idem.yaml:1: upstream: scheme 'svc' is not supported: only http://");
+            "idem.yaml:1: upstream: scheme 'svc' is not supported: http:// or https://");
   EXPECT_EQ(error("upstream: 127.0.0.1:9000\n"),
             "idem.yaml:1: upstream: '127.0.0.1:9000' is not an absolute URL, such as http://127.0.0.1:9000");
   EXPECT_EQ(error("upstream: http://u:p@svc\n"),
@@ -717,8 +716,8 @@ TEST(CliOverrides, ErrorsNameTheFlag) {
     }
     return "no error";
   };
-  EXPECT_EQ(flag_error({.upstream = "https://svc"}),
-            "--upstream: https is not supported: the upstream is spoken to in plain http://");
+  EXPECT_EQ(flag_error({.upstream = "ftp://svc"}),
+            "--upstream: scheme 'ftp' is not supported: http:// or https://");
   EXPECT_EQ(flag_error({.listen = "8080"}),
             "--listen: expected HOST:PORT or :PORT, such as 127.0.0.1:8080 or :8080, got '8080'");
   EXPECT_EQ(flag_error({.admin = ":9901"}),

@@ -102,11 +102,8 @@ Result<UpstreamUrl> parse_upstream_url(std::string_view text) {
     return invalid_argument("'" + std::string(text) +
                             "' is not an absolute URL, such as http://127.0.0.1:9000");
   const urls::url_view& u = *parsed;
-  if (u.scheme_id() == urls::scheme::https) {
-    return invalid_argument("https is not supported: the upstream is spoken to in plain http://");
-  }
-  if (u.scheme_id() != urls::scheme::http) {
-    return invalid_argument("scheme '" + std::string(u.scheme()) + "' is not supported: only http://");
+  if (u.scheme_id() != urls::scheme::http && u.scheme_id() != urls::scheme::https) {
+    return invalid_argument("scheme '" + std::string(u.scheme()) + "' is not supported: http:// or https://");
   }
   if (u.has_userinfo())
     return invalid_argument("user info (user:password@) is not supported in the upstream URL");
@@ -115,6 +112,8 @@ Result<UpstreamUrl> parse_upstream_url(std::string_view text) {
   }
   UpstreamUrl up;
   up.text = std::string(text);
+  up.tls = u.scheme_id() == urls::scheme::https;
+  if (up.tls) up.port = 443;
   switch (u.host_type()) {
     case urls::host_type::ipv4:
     case urls::host_type::ipv6:

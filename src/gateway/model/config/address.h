@@ -30,18 +30,31 @@ struct ListenAddress {
 
 Result<ListenAddress> parse_listen_address(std::string_view text);
 
-// http://HOST[:PORT][/BASE]: the protected service. https, other schemes, user info, a
-// query or a fragment are refused (the gateway speaks plain HTTP/1.1 to its upstream).
+// http://HOST[:PORT][/BASE] or https://...: the protected service. Other schemes, user
+// info, a query or a fragment are refused (the gateway speaks HTTP/1.1 to its upstream,
+// over TLS for https: docs/gateway.md, "TLS to upstreams").
 struct UpstreamUrl {
-  std::string text;  // as written
-  std::string host;  // a name or an IP address, IPv6 without brackets
-  std::uint16_t port = 80;
-  std::string base_path;  // "" or "/api" (percent-encoded, no trailing '/'): prefixed to forwarded targets
+  std::string text;         // as written
+  bool tls = false;         // https://
+  std::string host;         // a name or an IP address, IPv6 without brackets
+  std::uint16_t port = 80;  // 443 for https:// by default
+  std::string base_path;    // "" or "/api" (percent-encoded, no trailing '/'): prefixed to forwarded targets
 
   friend bool operator==(const UpstreamUrl&, const UpstreamUrl&) = default;
 };
 
 Result<UpstreamUrl> parse_upstream_url(std::string_view text);
+
+// How an https:// upstream is checked (docs/configuration.md, "TLS to upstreams"): its
+// certificate against `ca_file` (PEM) or the system's CA store, for `server_name` (also
+// sent as SNI), or the URL's host. TLS 1.2 or later.
+struct UpstreamTls {
+  std::string ca_file;                // "" : the system's CA store
+  std::string server_name;            // "" : the URL's host
+  bool insecure_skip_verify = false;  // no check of the certificate at all
+
+  friend bool operator==(const UpstreamTls&, const UpstreamTls&) = default;
+};
 
 // A check of a store URI (docs/configuration.md, "Stores") so that a typo fails at config load:
 // a known scheme (memory:, sqlite:PATH, redis://, redis-cluster://, redis+sentinel://, rediss...,

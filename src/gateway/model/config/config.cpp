@@ -122,8 +122,24 @@ void require_store_holds_results(const Config& config, std::uint64_t store_max_r
   }
 }
 
+const NamedUpstream* Config::named_upstream(std::string_view name) const {
+  for (const NamedUpstream& u : upstreams)
+    if (u.name == name) return &u;
+  return nullptr;
+}
+
 void require_upstream(const Config& config) {
   if (config.upstream) return;
+  // Without a default every request of a route goes to its named upstream, and a request on no
+  // route is answered 502 (docs/gateway.md, "Several services behind one gateway").
+  if (!config.upstreams.empty() && config.routes_written) {
+    for (std::size_t i = 0; i < config.routes.size(); ++i)
+      if (config.routes[i].upstream.empty())
+        throw ConfigError(config.source, 0, "routes[" + std::to_string(i) + "].upstream",
+                          "not set, and there is no default upstream: name one of upstreams, or set upstream "
+                          "(or --upstream URL)");
+    return;
+  }
   // Without a file, a forgotten --upstream is far likelier than a wish for the control API
   // alone, which a config file says by leaving out both upstream and routes.
   if (config.source.empty())

@@ -135,6 +135,21 @@ struct ReplayCacheConfig {
   friend bool operator==(const ReplayCacheConfig&, const ReplayCacheConfig&) = default;
 };
 
+// One of `upstreams` (docs/configuration.md, "Upstreams"): a service routes name with
+// `upstream: NAME`, with its own keep-alive pool.
+struct NamedUpstream {
+  std::string name;  // letters, digits, '-', '_' and '.'
+  UpstreamUrl url;
+  // `timeout`: upstream_timeout of the routes naming it that set none of their own.
+  std::optional<Duration> timeout;
+  // `idle_timeout`: upstream_idle_timeout for its connections.
+  Duration idle = std::chrono::seconds(3);
+  UpstreamTls tls;  // `tls`, for an https:// url
+  int line = 0;     // where it was written, for warnings
+
+  friend bool operator==(const NamedUpstream&, const NamedUpstream&) = default;
+};
+
 struct Config {
   std::string source;  // the file it was read from, for errors found later ("" without one)
   ListenAddress listen{"127.0.0.1", 8080};
@@ -143,6 +158,10 @@ struct Config {
   // never reused). Keep it below the upstream's own keep-alive timeout; a shorter
   // Keep-Alive: timeout=N announced by the upstream is honoured too.
   Duration upstream_idle = std::chrono::seconds(3);
+  UpstreamTls upstream_tls;  // `upstream_tls`, for an https:// upstream
+  // `upstreams`, in the order written; names unique. Route::upstream names one of them.
+  std::vector<NamedUpstream> upstreams;
+  const NamedUpstream* named_upstream(std::string_view name) const;
   std::string store = "sqlite:./idem.db";
   AdminConfig admin;
   ListenerLimits limits = kClientLimits;  // the client listener's
@@ -171,7 +190,7 @@ struct Config {
   std::vector<ConfigError> advice;
   // No upstream and no routes: `idem serve` opens the admin listener alone, for the control
   // API, records and tokens (docs/control-api.md, "A gateway for the control API alone").
-  bool control_only() const { return !upstream && !routes_written; }
+  bool control_only() const { return !upstream && !routes_written && upstreams.empty(); }
 };
 
 // What `idem serve` runs without a config file: listen 127.0.0.1:8080, admin
@@ -206,7 +225,7 @@ struct CliOverrides {
 };
 
 // Applies the flags that are set, validated as the config keys are; ConfigError names the
-// flag ("--upstream: https is not supported ...").
+// flag ("--upstream: scheme 'ftp' is not supported ...").
 void apply_overrides(Config& config, const CliOverrides& flags);
 
 // What a stored response adds to its body: its status and headers, which the upstream client
@@ -220,9 +239,10 @@ inline constexpr std::uint64_t kStoredHeadersMargin = 64 * 1024;
 void require_store_holds_results(const Config& config, std::uint64_t store_max_result,
                                  std::string_view store_name);
 
-// ConfigError unless the config can be served: routes need an upstream (from the file or
-// --upstream), and so does a config without a file (`source` empty); a file without both
-// is control-only (Config::control_only). `idem check` does not require one, since
+// ConfigError unless the config can be served: routes that name no upstream need the default
+// one (from the file or --upstream), and so does a config without a file (`source` empty); a
+// file without upstream, upstreams and routes is control-only (Config::control_only). `idem check` does not
+// require one, since
 // --upstream may supply it.
 void require_upstream(const Config& config);
 

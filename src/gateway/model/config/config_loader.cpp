@@ -17,9 +17,13 @@
 namespace idem::gateway {
 namespace {
 
-const Names kTopKeys = {
-    "listen",   "upstream", "upstream_idle_timeout", "store",  "admin",           "limits",
-    "defaults", "tokens",   "replay_cache",          "routes", "trusted_proxies", "jwt"};
+const Names kTopKeys = {"listen",          "upstream",     "upstream_idle_timeout",
+                        "upstream_tls",    "upstreams",    "store",
+                        "admin",           "limits",       "defaults",
+                        "tokens",          "replay_cache", "routes",
+                        "trusted_proxies", "jwt"};
+const Names kUpstreamKeys = {"url", "timeout", "idle_timeout", "tls"};
+const Names kTlsKeys = {"ca_file", "server_name", "insecure_skip_verify"};
 const Names kLimitKeys = {"connections", "connections_per_client", "buffered_bodies",
                           "buffered_bodies_per_client"};
 constexpr std::uint64_t kMaxConnections = 1u << 20;
@@ -33,7 +37,8 @@ const Names kJwtKeys = {"algorithms", "key_file", "jwks_file", "issuer",
                         "audience",   "claim",    "leeway",    "header"};
 // The largest `jwt.leeway`: clocks further apart than this are a fault to fix, not to allow.
 constexpr Duration kMaxLeeway = std::chrono::minutes(10);
-const Names kRouteKeys = {"name", "match", "key", "key_space", "required", "mode", "jsonrpc_methods"};
+const Names kRouteKeys = {"name", "match",           "key",     "key_space", "required",
+                          "mode", "jsonrpc_methods", "upstream"};
 
 constexpr Duration kPositive(1);
 // The most `tokens.max_live` and `tokens.per_client` may be: far past what any store holds
@@ -120,6 +125,10 @@ class ConfigReader : public YamlReader {
   void read_tokens(const Entry& tokens, Config& c) const;
   void read_replay_cache(const Entry& cache, Config& c) const;
   void read_trusted_proxies(const Entry& list, Config& c) const;
+  void read_upstreams(const Entry& map, Config& c) const;
+  // `upstream_tls` or `upstreams.NAME.tls`, for the upstream at `url` (nullopt: not known here,
+  // as an upstream given by --upstream).
+  UpstreamTls read_tls(const Entry& e, const std::optional<UpstreamUrl>& url, Config& c) const;
   std::vector<std::string> methods(const Entry& e) const;
   KeyRule key_rule(const Entry& e) const;
   Route read_route(const Entry& item, const Config& c, const PolicyOrigin& defaults, Where& name_at,
@@ -611,6 +620,17 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
            "fingerprint");
   }
   PolicyOrigin origin = defaults;
+  if (const Entry* e = find(es, "upstream")) {
+    r.upstream = scalar(*e, "the name of one of upstreams");
+    const NamedUpstream* u = c.named_upstream(r.upstream);
+    if (!u) {
+      std::string known;
+      for (const NamedUpstream& n : c.upstreams) known += (known.empty() ? "" : ", ") + n.name;
+      fail(*e, "unknown upstream '" + r.upstream + "' (" +
+                   (known.empty() ? std::string("no upstreams are defined") : "known: " + known) + ")");
+    }
+    if (u->timeout) r.policy.upstream_timeout = *u->timeout;  // the route's own wins, read next
+  }
   read_policy(es, r.policy, origin);
 
   if (r.key.kind == KeyRule::Kind::token) {
@@ -679,6 +699,54 @@ void ConfigReader::advise_on_routes(Config& c, const std::vector<Where>& match_a
   }
 }
 
+UpstreamTls ConfigReader::read_tls(const Entry& e, const std::optional<UpstreamUrl>& url, Config& c) const {
+  UpstreamTls t;
+  std::vector<Entry> es = entries(e.value, where(e), {kTlsKeys});
+  if (url && !url->tls)
+    fail(e, "TLS settings for an http:// upstream: write its URL as https://, or remove them");
+  if (const Entry* f = find(es, "ca_file")) t.ca_file = scalar(*f, "a PEM file of CA certificates");
+  if (const Entry* f = find(es, "server_name")) {
+    t.server_name = scalar(*f, "a host name such as orders.internal");
+    if (t.server_name.find_first_of(" /:@") != std::string::npos)
+      fail(*f, "a host name, without port or path");
+  }
+  if (const Entry* f = find(es, "insecure_skip_verify")) {
+    t.insecure_skip_verify = boolean(*f);
+    if (t.insecure_skip_verify)
+      c.advice.emplace_back(
+          source(), where(*f).line, f->path,
+          "the upstream's certificate is not verified: anyone on the path can read and change "
+          "the requests and answers; give its CA with ca_file instead");
+  }
+  return t;
+}
+
+void ConfigReader::read_upstreams(const Entry& map, Config& c) const {
+  for (const Entry& e : entries(map.value, where(map), {})) {
+    NamedUpstream u;
+    u.name = e.key.Scalar();
+    u.line = line_of(e.key);
+    if (!is_route_name(u.name)) fail(e, "an upstream's name is letters, digits, '-', '_' and '.'");
+    if (!e.value.IsMap()) fail(e, "expected an upstream: a mapping with url (and timeout, idle_timeout)");
+    std::vector<Entry> es = entries(e.value, where(e), {kUpstreamKeys});
+    const Entry& url = require(es, "url", where(e));
+    // A value with an unset variable (idem check) is not validated: warned of instead.
+    if (auto text = scalar_if_set(url, "a URL such as http://127.0.0.1:9000")) {
+      Result<UpstreamUrl> parsed = parse_upstream_url(*text);
+      if (!parsed) fail(url, parsed.status().message());
+      u.url = *parsed;
+    }
+    if (const Entry* t = find(es, "timeout")) u.timeout = duration(*t, kPositive, "must be greater than 0");
+    u.idle = c.upstream_idle;
+    if (const Entry* t = find(es, "idle_timeout"))
+      u.idle = duration(*t, Duration::zero(), "must not be negative");
+    // Unset variables in url (idem check) leave it unknown: its scheme is not checked.
+    if (const Entry* t = find(es, "tls"))
+      u.tls = read_tls(*t, u.url.host.empty() ? std::nullopt : std::optional(u.url), c);
+    c.upstreams.push_back(std::move(u));
+  }
+}
+
 Config ConfigReader::read(const YAML::Node& root) {
   Config c;
   if (!root.IsNull() && !root.IsMap()) {
@@ -702,6 +770,8 @@ Config ConfigReader::read(const YAML::Node& root) {
   }
   if (const Entry* e = find(es, "upstream_idle_timeout"))
     c.upstream_idle = duration(*e, Duration::zero(), "must not be negative");
+  if (const Entry* e = find(es, "upstream_tls")) c.upstream_tls = read_tls(*e, c.upstream, c);
+  if (const Entry* e = find(es, "upstreams")) read_upstreams(*e, c);
   if (const Entry* e = find(es, "store")) {
     // As read, even with a variable unset, but then not validated.
     const std::optional<std::string> uri = scalar_if_set(*e, "a store URI such as sqlite:./idem.db");
@@ -741,6 +811,13 @@ Config ConfigReader::read(const YAML::Node& root) {
   }
   c.routes_written = !c.routes.empty();
   advise_on_routes(c, match_at);
+  for (const NamedUpstream& u : c.upstreams) {
+    const bool used = std::ranges::any_of(c.routes, [&](const Route& r) { return r.upstream == u.name; });
+    if (!used)
+      c.advice.emplace_back(source(), u.line, "upstreams." + u.name,
+                            "no route names this upstream (upstream: " + u.name +
+                                "), so no request goes to it: name it on a route, or remove it");
+  }
   if (c.routes.empty()) {  // no routes (or an empty list): the default route
     c.routes.push_back(default_route(c.defaults));
     check_fingerprint(c.routes.back(), defaults_origin);

@@ -129,7 +129,7 @@ std::vector<Entry> YamlReader::entries(const YAML::Node& map, const Where& at,
       for (std::string_view n : names) known = known || n == k;
       all.insert(all.end(), names.begin(), names.end());
     }
-    if (!known) fail(key_at, "unknown key (expected one of: " + join(all) + ")");
+    if (!known && !allowed.empty()) fail(key_at, "unknown key (expected one of: " + join(all) + ")");
     if (auto [prev, fresh] = seen.emplace(k, key_at.line); !fresh) {
       fail(key_at, "repeated key (first set on line " + std::to_string(prev->second) + ")");
     }

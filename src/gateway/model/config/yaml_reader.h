@@ -55,7 +55,7 @@ class YamlReader {
 
   // The entries of `map` (an empty mapping or no value at all give none), in document
   // order. Fails when `map` is not a mapping, or a key is not a plain name, not among
-  // `allowed`, or repeated.
+  // `allowed` (when `allowed` is empty, any name is), or repeated.
   std::vector<Entry> entries(const YAML::Node& map, const Where& at, const std::vector<Names>& allowed) const;
   // The items of a list value; fails when it is not a list. An empty list gives none.
   std::vector<Entry> items(const Entry& list) const;
