@@ -47,8 +47,8 @@ std::size_t parse_buffered(boost::beast::flat_buffer& buffer, BodyParser<isReque
 // The next part of a body, as parse_buffered; then, with `wait`, read from `stream` until
 // some of the body, its end or an error arrives. Without `wait` it never blocks. The end
 // of the stream is an error except where it ends the body.
-template <bool isRequest>
-boost::asio::awaitable<boost::beast::error_code> parse_body_some(boost::beast::tcp_stream& stream,
+template <bool isRequest, class Stream>
+boost::asio::awaitable<boost::beast::error_code> parse_body_some(Stream& stream,
                                                                  boost::beast::flat_buffer& buffer,
                                                                  BodyParser<isRequest>& parser, bool& starved,
                                                                  bool wait) {

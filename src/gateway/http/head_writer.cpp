@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "gateway/http/tls_stream.h"
 #include "util/asio_tokens.h"
 
 namespace idem::gateway {
@@ -35,9 +36,8 @@ void append_fields(std::string& out, const http::fields& fields) {
   out.append("\r\n", 2);
 }
 
-template <class Message>
-asio::awaitable<beast::error_code> write_whole(beast::tcp_stream& stream, const Message& message,
-                                               std::string& scratch) {
+template <class Stream, class Message>
+asio::awaitable<beast::error_code> write_whole(Stream& stream, const Message& message, std::string& scratch) {
   if (message.chunked()) {
     auto [ec, n] = co_await http::async_write(stream, message, util::kUseTuple);
     co_return ec;
@@ -75,12 +75,14 @@ void append_head(std::string& out, const http::response_header<>& head) {
   append_fields(out, head);
 }
 
-asio::awaitable<beast::error_code> write_message(beast::tcp_stream& stream, const HttpResponse& message,
+template <class Stream>
+asio::awaitable<beast::error_code> write_message(Stream& stream, const HttpResponse& message,
                                                  std::string& scratch) {
   return write_whole(stream, message, scratch);
 }
 
-asio::awaitable<beast::error_code> write_raw(beast::tcp_stream& stream, std::string_view head_bytes,
+template <class Stream>
+asio::awaitable<beast::error_code> write_raw(Stream& stream, std::string_view head_bytes,
                                              std::string_view body) {
   const std::array<asio::const_buffer, 2> parts{asio::buffer(head_bytes.data(), head_bytes.size()),
                                                 asio::buffer(body.data(), body.size())};
@@ -88,7 +90,8 @@ asio::awaitable<beast::error_code> write_raw(beast::tcp_stream& stream, std::str
   co_return ec;
 }
 
-asio::awaitable<beast::error_code> write_chunk(beast::tcp_stream& stream, std::string_view head_bytes,
+template <class Stream>
+asio::awaitable<beast::error_code> write_chunk(Stream& stream, std::string_view head_bytes,
                                                std::string_view body, bool last) {
   static constexpr std::string_view kCrlf = "\r\n";
   static constexpr std::string_view kLastChunk = "0\r\n\r\n";
@@ -107,5 +110,13 @@ asio::awaitable<beast::error_code> write_chunk(beast::tcp_stream& stream, std::s
   auto [ec, n] = co_await asio::async_write(stream, parts, util::kUseTuple);
   co_return ec;
 }
+
+#define IDEM_HEAD_WRITERS(Stream)                                                                        \
+  template asio::awaitable<beast::error_code> write_message(Stream&, const HttpResponse&, std::string&); \
+  template asio::awaitable<beast::error_code> write_raw(Stream&, std::string_view, std::string_view);    \
+  template asio::awaitable<beast::error_code> write_chunk(Stream&, std::string_view, std::string_view, bool);
+IDEM_HEAD_WRITERS(beast::tcp_stream)
+IDEM_HEAD_WRITERS(TlsStream)
+#undef IDEM_HEAD_WRITERS
 
 }  // namespace idem::gateway

@@ -1,4 +1,5 @@
 #include "gateway/pipeline/gateway.h"
+#include "gateway/model/forwarding.h"
 
 #include <array>
 #include <charconv>
@@ -96,7 +97,13 @@ ForwardRequest Gateway::forward_with_claim(const HttpRequest& req, const Request
   const std::array<std::pair<std::string_view, std::string_view>, 2> set{
       {{"Idempotency-Key", key},
        {kFenceHeader, std::string_view(digits, static_cast<std::size_t>(end - digits))}}};
-  return forward_request(req, upstream_.url(), meta, set);
+  return forward_over(req, meta, set);
+}
+
+ForwardRequest Gateway::forward_over(const HttpRequest& req, const RequestMeta& meta, SetFields set) const {
+  ForwardRequest fwd = forward_request(req, upstream_.url(), meta, set);
+  if (meta.tls) forwarded_over_tls(fwd.head, meta.trusted_peer && !req[kForwardedProtoHeader].empty());
+  return fwd;
 }
 
 Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,
@@ -415,7 +422,7 @@ awaitable<Gateway::Reply> Gateway::store_failed(const Route& route, const HttpRe
 
 awaitable<Gateway::Reply> Gateway::forward_unprotected(Duration timeout, const HttpRequest& req,
                                                        const RequestMeta& meta, bool mark) {
-  const ForwardRequest fwd = forward_request(req, upstream_.url(), meta, {});
+  const ForwardRequest fwd = forward_over(req, meta, {});
   const auto t0 = Steady::now();
   UpstreamResult up = co_await upstream_.exchange(fwd, timeout, kStreamedPrefix);
   metrics_.observe_upstream(since(t0));

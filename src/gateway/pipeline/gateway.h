@@ -159,6 +159,9 @@ class Gateway final : public RequestHandler {
                       bool waited) const;
 
   // The forwarded request of a claimed key: the client's, with the key and the claim's fence.
+  // forward_request, with the forwarding fields saying https for a request that came over
+  // TLS (forwarded_over_tls).
+  ForwardRequest forward_over(const HttpRequest& req, const RequestMeta& meta, SetFields set) const;
   ForwardRequest forward_with_claim(const HttpRequest& req, const RequestMeta& meta, std::string_view key,
                                     Fence fence) const;
   // The upstream exchange while the lock is renewed (renew_lock), as the claim runner
