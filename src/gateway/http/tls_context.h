@@ -1,8 +1,8 @@
-// TLS on the client listener (docs/configuration.md, "tls"; docs/operations.md, "TLS at
-// the edge"): the server context made from the configured certificate chain and private
-// key. TLS 1.2 and 1.3 only, OpenSSL's default ciphers, no renegotiation, ALPN `http/1.1`
-// (a client that offers only other protocols, h2 alone, completes the handshake without
-// one and speaks HTTP/1.1 or is refused as on the plain listener).
+// TLS on the client listener (docs/configuration.md, "TLS on the client listener"; docs/operations.md, "TLS
+// at the edge"): the server context made from the configured certificate chain and private key. TLS 1.2
+// and 1.3 only, OpenSSL's default ciphers, no renegotiation, ALPN `http/1.1` (a client that offers only other
+// protocols, h2 alone, completes the handshake without one and speaks HTTP/1.1 or is refused as on the plain
+// listener).
 #pragma once
 
 #include <memory>

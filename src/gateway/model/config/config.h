@@ -100,8 +100,8 @@ struct AdminTokenConfig {
 };
 
 // `tls`: the client listener speaks TLS with this certificate chain and private key (PEM
-// files), read at start and again on SIGHUP (docs/configuration.md, "tls"). Empty: plain
-// HTTP. The lines are where the keys were read, for the errors about the files.
+// files), read at start and again on SIGHUP (docs/configuration.md, "TLS on the client listener"). Empty:
+// plain HTTP. The lines are where the keys were read, for the errors about the files.
 struct ListenerTls {
   std::string cert_file;
   std::string key_file;

@@ -288,8 +288,8 @@ void ConfigReader::check_limits(const ListenerLimits& l, const Entry& at, const 
              ", so no such body could be received: raise it" + remedy);
 }
 
-// `tls`: both files, or neither (docs/configuration.md, "tls"). Whether they can be read
-// and belong together is checked where they are loaded (tls_context.h).
+// `tls`: both files, or neither (docs/configuration.md, "TLS on the client listener"). Whether they can be
+// read and belong together is checked where they are loaded (tls_context.h).
 void ConfigReader::read_tls(const Entry& tls, Config& c) const {
   std::vector<Entry> es = entries(tls.value, where(tls), {{"cert_file", "key_file"}});
   const Entry* cert = find(es, "cert_file");
