@@ -2,6 +2,9 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstring>
 #include <string>
@@ -23,13 +26,14 @@ int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const un
   return SSL_TLSEXT_ERR_OK;
 }
 
-// OpenSSL's words for the last error ("no such file", "key values mismatch").
-std::string openssl_reason(const boost::system::error_code& ec) {
-  const unsigned long e = ERR_peek_last_error();
-  const char* reason = e ? ERR_reason_error_string(e) : nullptr;
+// Why `file` could not be loaded: the system's words when it cannot be read ("No such file
+// or directory"), else OpenSSL's ("key values mismatch", "no start line").
+std::string reason(const std::string& file, const boost::system::error_code& ec) {
   ERR_clear_error();
-  if (reason) return reason;
-  return ec.message();
+  if (::access(file.c_str(), R_OK) != 0) return std::strerror(errno);
+  std::string why = ec.message();
+  if (const auto paren = why.find(" ("); paren != std::string::npos) why.resize(paren);  // "(x509 ...)"
+  return why;
 }
 
 }  // namespace
@@ -44,13 +48,14 @@ std::shared_ptr<ssl::context> listener_tls_context(const ListenerTls& tls, const
   boost::system::error_code ec;
   ctx->use_certificate_chain_file(tls.cert_file, ec);
   if (ec)
-    throw ConfigError(source, tls.cert_line, "tls.cert_file",
-                      "cannot load the certificate chain " + tls.cert_file + ": " + openssl_reason(ec));
+    throw ConfigError(
+        source, tls.cert_line, "tls.cert_file",
+        "cannot load the certificate chain " + tls.cert_file + ": " + reason(tls.cert_file, ec));
   ctx->use_private_key_file(tls.key_file, ssl::context::pem, ec);
   if (ec)
     throw ConfigError(source, tls.key_line, "tls.key_file",
                       "cannot load the private key " + tls.key_file + " (or it does not belong to " +
-                          tls.cert_file + "): " + openssl_reason(ec));
+                          tls.cert_file + "): " + reason(tls.key_file, ec));
   if (SSL_CTX_check_private_key(native) != 1)
     throw ConfigError(
         source, tls.key_line, "tls.key_file",
