@@ -257,13 +257,18 @@ class TlsListener(unittest.TestCase):
         conn.request("GET", "/after-plain")
         self.assertEqual(conn.getresponse().status, 201)
 
-    def test_idem_check_refuses_a_key_of_another_certificate(self):
+    def test_check_and_serve_refuse_a_key_of_another_certificate(self):
         install_pair("bad", "a.crt", "b.key")
         with open(self.gw.config) as f:
             text = f.read().replace(path("gw."), path("bad."))
         with open(path("bad.yaml"), "w") as f:
             f.write(text)
         r = subprocess.run([IDEM, "check", path("bad.yaml")], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertRegex(r.stderr, r"bad\.yaml:\d+: tls\.key_file: .*does not belong")
+        # idem serve refuses to start on it, as on any config error.
+        r = subprocess.run([IDEM, "serve", "--config", path("bad.yaml")], capture_output=True, text=True,
+                           timeout=20)
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertRegex(r.stderr, r"bad\.yaml:\d+: tls\.key_file: .*does not belong")
         os.remove(path("bad.key"))
