@@ -212,8 +212,9 @@ awaitable<void> Server::serve(Conn& c, Stream& stream, bool admin) {
   Conn* const conn = &c;
   // Bounded: a head, chunk-extension line or trailer section that does not fit is refused.
   beast::flat_buffer buffer(limits_.header_limit + kBufferSlack);
-  bool unread_body = false;  // answered before the body was read: the client may still send
-  bool served = false;       // a request was read on this connection
+  bool unread_body = false;    // answered before the body was read: the client may still send
+  bool answered_last = false;  // the server ends the connection after an answer it wrote
+  bool served = false;         // a request was read on this connection
   for (;;) {
     if ((stopping_.load() && !admin) || closing_.load()) break;
     Request req;
@@ -253,6 +254,7 @@ awaitable<void> Server::serve(Conn& c, Stream& stream, bool admin) {
       if (res) {
         conn->stream.expires_after(limits_.write_timeout);
         co_await http::async_write(stream, *res, util::kUseTuple);
+        answered_last = true;
       }
       break;
     }
@@ -288,7 +290,17 @@ awaitable<void> Server::serve(Conn& c, Stream& stream, bool admin) {
         answer->response.keep_alive() && (admin || !stopping_.load()) && !closing_.load() && !unread_body;
     answer->response.keep_alive(keep);
     const bool usable = co_await write_answer(stream, *answer, limits_.write_timeout, conn->head);
+    answered_last = !keep;
     if (!usable || !keep) break;
+  }
+  // Under TLS, an answer that the end of the connection frames (an HTTP/1.0 client's) is
+  // complete only with close_notify, else the client cannot tell it from a cut: send it, and
+  // wait briefly for the client's.
+  if constexpr (!std::is_same_v<Stream, beast::tcp_stream>) {
+    if (answered_last && !unread_body) {
+      conn->stream.expires_after(std::chrono::seconds(1));
+      co_await stream.async_shutdown(util::kUseTuple);
+    }
   }
   boost::system::error_code ignored;
   conn->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
