@@ -142,9 +142,13 @@ routes:
             time.sleep(0.02)
 
     def close(self):
+        """Stops the gateway: it must drain and exit 0, with nothing from a sanitizer."""
         self.proc.terminate()
-        self.proc.wait(timeout=20)
+        code = self.proc.wait(timeout=20)
+        text = self.stderr()
         self.err.close()
+        if code != 0 or "Sanitizer" in text or "runtime error" in text:
+            raise AssertionError(f"idem exited {code}:\n{text}")
 
 
 def client_context(**kw):
