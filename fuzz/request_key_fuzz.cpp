@@ -287,6 +287,9 @@ void check_decision(const Decision& d, const Route& route, const RequestView& re
       check(id.scope.size() == 64 && is_lower_hex(id.scope), "a header-hash scope that is not SHA-256 hex",
             id.scope);
       break;
+    case Subject::Kind::jwt:  // never chosen here: a verified claim needs keys (jwt_test.cpp)
+      check(!id.scope.empty(), "an empty JWT scope", id.scope);
+      break;
   }
   // A JSON-RPC call's id is a JSON value, and the one a replay carries
   // (docs/configuration.md, "JSON-RPC routes").

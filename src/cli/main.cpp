@@ -231,6 +231,9 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
     // Debian package writes a random one to /etc/default/idem. Without it, one of this
     // process's own.
     if (const char* secret = std::getenv("IDEM_KEY_HASH_SECRET")) options.key_hash_secret = secret;
+    // The install's secret for the principal hashes records are bound to (docs/http.md,
+    // "Whose answer a replay is"): every gateway sharing a store sets the same.
+    if (const char* secret = std::getenv("IDEM_PRINCIPAL_SECRET")) options.principal_secret = secret;
     runtime = std::make_unique<Runtime>(config, *store, std::move(options));
   } catch (const ListenError& e) {
     std::cerr << "idem: " << e.what() << "\n";

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
@@ -269,6 +270,12 @@ awaitable<HttpResponse> Admin::probe(const http::request_header<>& head, bool ka
   HttpResponse res{http::status::ok, v};  // /metrics
   res.set(http::field::content_type, "text/plain; version=0.0.4");
   res.body() = metrics_.render();
+  {
+    const std::shared_ptr<const Settings> settings = settings_.load();
+    std::vector<RouteLabels> routes;
+    for (const Route& r : settings->config->routes) routes.push_back({r.name, r.key_space});
+    res.body() += render_route_info(routes);
+  }
   res.keep_alive(ka);
   res.prepare_payload();
   co_return res;

@@ -67,7 +67,8 @@ Runtime::Runtime(const Config& config, Store& store, RuntimeOptions options)
       // Latency buckets reach the longest timeout and the store's deadline
       // (docs/observability.md).
       metrics_(MetricsOptions{longest_upstream_timeout(config), StoreOptions{}.op_timeout}),
-      gateway_(config, store, upstream_, metrics_, options_.clock, options_.key_hash_secret),
+      gateway_(config, store, upstream_, metrics_, options_.clock, options_.key_hash_secret,
+               options_.principal_secret),
       admin_(config, store, metrics_, &gateway_.replay_cache()),
       server_(pool_, gateway_, admin_, metrics_.gauges(), server_limits(config, options_)) {
   // Control-only: no client listener at all, rather than one that answers 404 to every

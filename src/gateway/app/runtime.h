@@ -42,6 +42,9 @@ struct RuntimeOptions {
   // The secret of the request log's key_hash (KeyHasher; `idem serve` reads
   // IDEM_KEY_HASH_SECRET); "" for a random one of this runtime's own.
   std::string key_hash_secret;
+  // The secret of the principal hashes records are bound to (PrincipalBinder; `idem serve`
+  // reads IDEM_PRINCIPAL_SECRET); "" for the public one. Every gateway of a store needs the same.
+  std::string principal_secret;
 };
 
 class Runtime {

@@ -50,6 +50,9 @@ HttpResponse problem_response(Problem p, std::string_view detail, unsigned versi
   res.keep_alive(keep_alive);
   res.prepare_payload();
   if (retry_after) res.set(http::field::retry_after, std::to_string(retry_after_seconds(*retry_after)));
+  // RFC 6750, 3: a 401 for a bearer token names the scheme and why (docs/http.md, "Every problem").
+  if (p == Problem::credentials_invalid)
+    res.set(http::field::www_authenticate, R"(Bearer error="invalid_token")");
   return res;
 }
 

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gateway/model/answer_rule.h"
@@ -15,15 +18,47 @@
 
 namespace idem::gateway {
 
-// `subject`: none | header:NAME | header-hash:NAME. The subject's value scopes the
+class JwtVerifier;  // jwt.h
+
+// `subject`: none | header:NAME | header-hash:NAME | jwt[:CLAIM]. The subject's value scopes the
 // route's records (docs/configuration.md, `subject`); header-hash uses the lowercase hex SHA-256 of the
-// header's value, so raw credentials never reach the store.
+// header's value, so raw credentials never reach the store; jwt the claim of a verified
+// token (jwt.h).
 struct Subject {
-  enum class Kind { none, header, header_hash };
-  Kind kind = Kind::none;
-  std::string header;  // the header's name, for header and header_hash
+  enum class Kind { none, header, header_hash, jwt };
+  Kind kind;
+  std::string header;  // the header's name, for header and header_hash; the token's for jwt
+  std::string claim;   // jwt: the claim (the block's `claim` unless named)
+  std::shared_ptr<const JwtVerifier> jwt;  // jwt: the config's verifier
+
+  Subject(Kind k = Kind::none, std::string h = {}, std::string c = {},
+          std::shared_ptr<const JwtVerifier> j = {})
+      : kind(k), header(std::move(h)), claim(std::move(c)), jwt(std::move(j)) {}
 
   friend bool operator==(const Subject&, const Subject&) = default;
+};
+
+// `principal`: whose a record is, so that its answer is replayed to that principal only
+// (docs/configuration.md, `principal`; docs/http.md, "Whose answer a replay is").
+//   header   the header's value (`authorization` is header:Authorization, read normalised:
+//            request_reading.h, normalize_credentials); absent → the record is bound to no one
+//   jwt      the claim of the request's verified JWT (jwt.h); no token → bound to no one
+//   subject  the route's subject, which already scopes its records: nothing more is bound
+//   none     nothing is bound: any caller with the key and body gets the stored answer
+// Unset, it is `subject` on a route with a subject and `authorization` elsewhere
+// (effective_principal, principal.h).
+struct Principal {
+  enum class Kind { header, subject, none, jwt };
+  Kind kind;
+  std::string header;  // kind == header; the token's header for jwt
+  std::string claim;   // jwt
+  std::shared_ptr<const JwtVerifier> jwt;
+
+  Principal(Kind k = Kind::header, std::string h = "Authorization", std::string c = {},
+            std::shared_ptr<const JwtVerifier> j = {})
+      : kind(k), header(std::move(h)), claim(std::move(c)), jwt(std::move(j)) {}
+
+  friend bool operator==(const Principal&, const Principal&) = default;
 };
 
 // `fingerprint`: what makes two requests with one key "the same request".
@@ -58,6 +93,7 @@ struct Policy {
       std::chrono::seconds(5);  // >= 0: how long a concurrent duplicate waits; 0 answers 409 at once
   Duration upstream_timeout = std::chrono::seconds(30);  // > 0
   Subject subject;
+  std::optional<Principal> principal;  // unset: effective_principal decides
   OnStoreError on_store_error = OnStoreError::reject;
   OnDuplicate on_duplicate = OnDuplicate::replay;
   OnUncertain on_uncertain = OnUncertain::hold;

@@ -31,6 +31,11 @@ Entry entry(Problem p) noexcept {
       return {"token-invalid", "token_invalid", 400, "Idempotency token invalid", false};
     case Problem::key_reused:
       return {"key-reused", "key_reused", 422, "Idempotency key reused for a different request", false};
+    case Problem::principal_mismatch:
+      return {"principal-mismatch", "principal_mismatch", 409, "Idempotency key used by another principal",
+              false};
+    case Problem::credentials_invalid:
+      return {"credentials-invalid", "credentials_invalid", 401, "Credentials invalid", false};
     case Problem::in_progress:
       return {"in-progress", "in_progress", 409, "Request in progress", true};
     case Problem::duplicate:

@@ -44,6 +44,13 @@ enum class Problem {
   // route (docs/gateway.md, "One request, one reading")
   request_ambiguous,
   too_many_tokens,  // 429 the tokens endpoint's bounds (tokens.per_client, tokens.max_live)
+  // 409 the key's record belongs to another principal (other credentials, or none): never
+  // replayed, never run again (docs/http.md, "Whose answer a replay is")
+  principal_mismatch,
+  // 401 a route whose subject or principal is `jwt` and a token that does not verify (bad
+  // signature, expired, not yet valid, another issuer or audience, malformed), or none
+  // where one is needed (docs/http.md, "Whose answer a replay is")
+  credentials_invalid,
 };
 
 // "key-missing": the <name> of "urn:idem:problem:<name>".

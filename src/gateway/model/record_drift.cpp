@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "gateway/model/principal.h"
 #include "gateway/model/request_fingerprint.h"
 #include "idem/fingerprint.h"
 
@@ -21,6 +22,7 @@ bool scope_fits(const Subject& subject, std::string_view scope) {
     case Subject::Kind::none:
       return scope.empty();
     case Subject::Kind::header:
+    case Subject::Kind::jwt:
       return !scope.empty();
     case Subject::Kind::header_hash:
       return is_sha256_hex(scope);
@@ -30,9 +32,12 @@ bool scope_fits(const Subject& subject, std::string_view scope) {
 
 enum class Written { empty, none, hashed };
 
+// A record bound to its principal carries the request's fingerprint first (principal.h).
 Written written_by(const std::string& fingerprint) {
   if (fingerprint.empty()) return Written::empty;
-  return fingerprint == none_fingerprint() ? Written::none : Written::hashed;
+  return std::string_view(fingerprint).substr(0, kRequestFingerprintSize) == none_fingerprint()
+             ? Written::none
+             : Written::hashed;
 }
 
 // The drift of a record against the routes of its key space, or nothing when one of them

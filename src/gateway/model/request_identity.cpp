@@ -6,8 +6,10 @@
 #include <openssl/rand.h>
 
 #include "gateway/model/jsonrpc.h"
+#include "gateway/model/jwt.h"
 #include "gateway/model/key.h"
 #include "gateway/model/key_template.h"
+#include "gateway/model/principal.h"
 #include "gateway/model/request_fingerprint.h"
 #include "gateway/model/request_reading.h"
 #include "idem/fingerprint.h"
@@ -31,6 +33,7 @@ ProblemOr<std::optional<std::string>> key_from_header(const RequestView& head, s
 
 ProblemOr<std::string> subject_of(const Subject& subject, std::span<const HeaderField> headers) {
   if (subject.kind == Subject::Kind::none) return std::string();
+  if (subject.kind == Subject::Kind::jwt) return jwt_claim_of(*subject.jwt, subject.claim, headers, true);
   ProblemOr<std::optional<std::string>> value = read_header(headers, subject.header);
   if (!value) return std::move(value).rejection();
   if (!*value || (*value)->empty()) {
@@ -50,6 +53,11 @@ Decision check_head(const Route& route, const RequestView& head) {
   Decision d;
   if (route.jsonrpc) return d;  // identify reads the call first
   d.identity.scope = std::move(*scope);
+  if (route.mode == Mode::replay) {
+    ProblemOr<std::string> principal = principal_of(effective_principal(route.policy), head.headers);
+    if (!principal) return Decision::reject(std::move(principal).rejection());
+    d.identity.principal = std::move(*principal);
+  }
   if (route.key.kind == KeyRule::Kind::templated) return d;  // rendered after the body is read
 
   const bool token = route.key.kind == KeyRule::Kind::token;
@@ -92,9 +100,12 @@ Decision identify_call(const Route& route, const PathParams& params, const Reque
   if (call.kind == JsonRpcCall::Kind::pass) return Decision::unprotected();
 
   if (!scope) return refuse(std::move(scope).rejection());
+  ProblemOr<std::string> principal = principal_of(effective_principal(route.policy), request.headers);
+  if (!principal) return refuse(std::move(principal).rejection());
   Decision d;
   d.identity.jsonrpc_id = call.id;
   d.identity.scope = std::move(*scope);
+  d.identity.principal = std::move(*principal);
   if (route.key.kind == KeyRule::Kind::header) {
     auto key = key_from_header(request, route.key.header, Problem::key_invalid);
     if (!key) return refuse(std::move(key).rejection());
@@ -203,8 +214,12 @@ KeyHasher::KeyHasher(std::string_view secret) {
 }
 
 std::string KeyHasher::operator()(std::string_view scope, std::string_view key) const {
-  const Digest inner = sha256({bytes(inner_pad_), scope, "\n", key});
-  return to_hex(bytes(sha256({bytes(outer_pad_), bytes(inner)}))).substr(0, 12);
+  return to_hex(mac(scope, key)).substr(0, 12);
+}
+
+std::string KeyHasher::mac(std::string_view a, std::string_view b) const {
+  const Digest inner = sha256({bytes(inner_pad_), a, "\n", b});
+  return std::string(bytes(sha256({bytes(outer_pad_), bytes(inner)})));
 }
 
 }  // namespace idem::gateway

@@ -39,6 +39,10 @@ struct Identity {
   // key a client chooses reaches the records of another key space.
   std::string record_key;
   std::string fingerprint;  // 16 bytes (none_fingerprint() under `none`); "" in lock mode
+  // The value of the route's principal (principal_of, principal.h): "" when the record binds
+  // no one. The pipeline folds its keyed hash into the fingerprint (PrincipalBinder). Read
+  // in replay mode only.
+  std::string principal;
   // On a JSON-RPC route, the call's `id` exactly as sent ("null" for a refused batch), set
   // on protect and on a rejection once the body is read: a replay carries it, and a
   // rejection is answered as a JSON-RPC error to it. "" otherwise.
@@ -58,7 +62,9 @@ struct Decision {
 // looked at), in order:
 //   0. the Connection header names no field the route reads
 //      (connection_names_a_read_field) → request_ambiguous
-//   1. subject (route.policy.subject; on a token route that is tokens.subject): subject_of
+//   1. subject (route.policy.subject; on a token route that is tokens.subject): subject_of;
+//      then, in replay mode, the principal (principal_of): request_ambiguous when its header
+//      comes twice
 //   2. header key (parse_key_header: plain or Structured Field string): absent →
 //      key_missing, or unprotected under `required: false`; malformed or sent twice →
 //      key_invalid. Token key (Idempotency-Token): absent → token_missing, or unprotected
@@ -113,6 +119,8 @@ class KeyHasher {
  public:
   explicit KeyHasher(std::string_view secret);
   std::string operator()(std::string_view scope, std::string_view key) const;
+  // The 32 bytes of HMAC-SHA256(secret, a "\n" b), which operator() abbreviates.
+  std::string mac(std::string_view a, std::string_view b) const;
 
  private:
   static constexpr std::size_t kBlock = 64;  // SHA-256's block: RFC 2104's B

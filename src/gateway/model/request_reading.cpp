@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "gateway/model/principal.h"
 #include "util/ascii.h"
 
 namespace idem::gateway {
@@ -175,7 +176,11 @@ bool route_reads_header(const Route& route, std::string_view name) noexcept {
   }
   if (route.policy.subject.kind != Subject::Kind::none && util::iequals(route.policy.subject.header, name))
     return true;
-  if (route.mode != Mode::replay) return false;  // a lock takes no fingerprint
+  if (route.mode != Mode::replay) return false;  // a lock takes no fingerprint and binds no one
+  const Principal principal = effective_principal(route.policy);
+  if ((principal.kind == Principal::Kind::header || principal.kind == Principal::Kind::jwt) &&
+      util::iequals(principal.header, name))
+    return true;
   const FingerprintRule& fp = route.policy.fingerprint;
   if (fp.kind == FingerprintRule::Kind::body && util::iequals(name, "Content-Type")) return true;
   for (const KeyTemplate& t : fp.fields)

@@ -57,10 +57,11 @@ std::optional<std::string_view> member_in_another_case(const boost::json::object
 std::string normalize_credentials(std::string_view value);
 
 // The Connection header names a field this route reads (its key or token header, its
-// subject's header, a {header.*} of its key or fingerprint, or Content-Type when it reads
-// form fields, query parameters or `fingerprint: body`): the gateway would remove that
-// field before forwarding (RFC 9110 §7.6.1), so it would key on a value the service never
-// sees. request_ambiguous naming the field; nullopt otherwise.
+// subject's header, its principal's header (principal.h), a {header.*} of its key or
+// fingerprint, or Content-Type when it reads form fields, query parameters or
+// `fingerprint: body`): the gateway would remove that field before forwarding (RFC 9110
+// §7.6.1), so it would key on a value the service never sees. request_ambiguous naming
+// the field; nullopt otherwise.
 std::optional<Rejection> connection_names_a_read_field(const Route& route,
                                                        std::span<const HeaderField> headers);
 

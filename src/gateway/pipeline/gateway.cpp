@@ -107,7 +107,8 @@ ForwardRequest Gateway::forward_over(const HttpRequest& req, const RequestMeta& 
 }
 
 Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,
-                 std::shared_ptr<const Clock> clock, std::string_view key_hash_secret)
+                 std::shared_ptr<const Clock> clock, std::string_view key_hash_secret,
+                 std::string_view principal_secret)
     : config_(std::make_shared<const Config>(config)),
       store_(store),
       upstream_(upstream),
@@ -120,7 +121,8 @@ Gateway::Gateway(const Config& config, Store& store, UpstreamClient& upstream, M
                                             const Status& status) { observed(op, latency, status); },
                          .conflict = [this] { metrics_.count_store_conflict(); },
                      }),
-      key_hasher_(key_hash_secret) {}
+      key_hasher_(key_hash_secret),
+      principal_binder_(principal_secret) {}
 
 void Gateway::observed(const char* op, Duration latency, const Status& status) {
   metrics_.observe_store(op, latency);
@@ -154,6 +156,10 @@ awaitable<Answer> Gateway::protect(const RouteMatch& match, const HttpRequest& r
   const Route& route = *match.route;
   const RequestView view{req.method_string(), req.target(), fields, req.body()};
   Decision d = identify(route, match.params, view, std::move(head));
+  // Whose the record is travels in its fingerprint (principal.h): another principal's
+  // begin is then answered `mismatch` by the store, in every state of the record.
+  if (d.verdict == Verdict::protect && route.mode == Mode::replay)
+    d.identity.fingerprint = principal_binder_.bind(std::move(d.identity.fingerprint), d.identity.principal);
 
   Reply reply;
   if (d.verdict == Verdict::reject) {
@@ -187,8 +193,8 @@ void Gateway::count_unprotected(const Route& route, std::string_view method, std
   log(route, nullptr, method, target, meta, "unprotected", status, latency);
 }
 
-awaitable<Gateway::Claimed> Gateway::replay_mode(const Route& route, const Identity& id,
-                                                 const HttpRequest& req, const RequestMeta& meta) {
+awaitable<Gateway::Claimed> Gateway::replay_mode(const Route& route, Identity& id, const HttpRequest& req,
+                                                 const RequestMeta& meta) {
   const Policy& p = route.policy;
   const auto wait_until = Steady::now() + p.wait;
   if (auto hit = cache_.get(id.scope, id.record_key, id.fingerprint))
@@ -218,7 +224,7 @@ awaitable<Gateway::Claimed> Gateway::replay_mode(const Route& route, const Ident
   co_return co_await claim_from_store(route, id, req, meta, wait_until, waited, std::move(lead));
 }
 
-awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, const Identity& id,
+awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, Identity& id,
                                                       const HttpRequest& req, const RequestMeta& meta,
                                                       Steady::time_point wait_until, bool waited,
                                                       Coalescer::Lead lead) {
@@ -227,6 +233,10 @@ awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, const 
   // commit between the store's answer and the registration is not missed.
   std::unique_ptr<Waiters::Registration> reg;
   const std::string owner = runner_.next_owner();  // one per request, also across waits
+  int rereads = 0;                                 // mismatches read back whose record was gone by then
+  // The request's own (bound) fingerprint while it answers as one without credentials, to
+  // an unbound record's (as_unbound below); empty otherwise.
+  std::string bound;
   for (;;) {
     // Taken before the begin is sent, for a replay the store answers: see below.
     const ReplayCache::Ticket ticket = cache_.ticket();
@@ -241,8 +251,34 @@ awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, const 
           Reply failed = co_await store_failed(route, req, meta, a.begun.status());
           co_return Claimed{std::move(failed)};
         }
-      case BeginStep::mismatch:
+      case BeginStep::mismatch: {
+        // Another request, or another principal's (docs/http.md, "Whose answer a replay
+        // is"): the record's fingerprint says which. Read only on a mismatch.
+        auto call = async_get(store_, RecordId{id.scope, id.record_key}, asio::use_awaitable);
+        Result<std::optional<Record>> record = co_await observe("get", std::move(call));
+        if (!record) {
+          Reply failed = co_await store_failed(route, req, meta, record.status());
+          co_return Claimed{std::move(failed)};
+        }
+        if (!*record) {
+          if (++rereads < 3) continue;  // released or expired since: begin again
+          co_return Claimed{problem(req, Problem::key_reused, "this key was used with a different request")};
+        }
+        switch (read_mismatch((*record)->fingerprint, id.fingerprint)) {
+          case MismatchReading::principal_mismatch:
+            co_return Claimed{problem(req, Problem::principal_mismatch,
+                                      "this key was used by another principal (other credentials, or none)")};
+          case MismatchReading::key_reused:
+            co_return Claimed{
+                problem(req, Problem::key_reused, "this key was used with a different request")};
+          case MismatchReading::as_unbound:
+            // A record bound to no one: this request is treated as one without credentials.
+            if (bound.empty()) bound = id.fingerprint;
+            id.fingerprint = std::move((*record)->fingerprint);
+            continue;
+        }
         co_return Claimed{problem(req, Problem::key_reused, "this key was used with a different request")};
+      }
       case BeginStep::replay:
       case BeginStep::uncertain: {
         auto stored = std::make_shared<const std::string>(std::move(a.begun->result));
@@ -266,6 +302,22 @@ awaitable<Gateway::Claimed> Gateway::claim_from_store(const Route& route, const 
                                   "the first request with this key did not finish; its outcome is unknown")};
       }
       case BeginStep::run:
+        if (!bound.empty()) {
+          // The unbound record went away between the read and this begin, so the claim was
+          // made without this request's principal: a record another principal could be
+          // replayed. Nothing ran under it; it is given back, and the request begins again
+          // as itself.
+          Status given_back = co_await runner_.settle(*a.claim, policy, Settlement::release);
+          if (!given_back.is_ok()) {
+            Reply failed = co_await store_failed(route, req, meta, given_back);
+            co_return Claimed{std::move(failed)};
+          }
+          if (++rereads >= 3)
+            co_return Claimed{
+                problem(req, Problem::key_reused, "this key was used with a different request")};
+          id.fingerprint = std::exchange(bound, std::string());
+          continue;
+        }
         reg.reset();
         co_return Claimed{std::nullopt, std::move(a.claim), std::move(lead)};
       case BeginStep::busy:

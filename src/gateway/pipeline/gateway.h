@@ -27,6 +27,7 @@
 #include "gateway/http/http_reply.h"
 #include "gateway/http/upstream.h"
 #include "gateway/model/config/config.h"
+#include "gateway/model/principal.h"
 #include "gateway/model/request_identity.h"
 #include "gateway/model/token_limits.h"
 #include "gateway/pipeline/coalescer.h"
@@ -44,9 +45,11 @@ class Gateway final : public RequestHandler {
   // `clock` is the one the store judges expiry by (the system clock when null): the replay
   // cache uses it too.
   // `key_hash_secret` keys the request log's key_hash (KeyHasher): the install's secret,
-  // or "" for a random one of this gateway's own.
+  // or "" for a random one of this gateway's own. `principal_secret` keys the principal
+  // hashes records are bound to (PrincipalBinder): the same on every gateway of a store.
   Gateway(const Config& config, Store& store, UpstreamClient& upstream, Metrics& metrics,
-          std::shared_ptr<const Clock> clock = nullptr, std::string_view key_hash_secret = {});
+          std::shared_ptr<const Clock> clock = nullptr, std::string_view key_hash_secret = {},
+          std::string_view principal_secret = {});
 
   // The config in force. A request keeps the one it was matched with (its routes and
   // policies) until it is answered, whatever reload() does meanwhile.
@@ -134,13 +137,12 @@ class Gateway final : public RequestHandler {
     std::optional<Claim> claim = {};
     Coalescer::Lead lead = {};
   };
-  boost::asio::awaitable<Claimed> replay_mode(const Route& route, const Identity& id, const HttpRequest& req,
+  boost::asio::awaitable<Claimed> replay_mode(const Route& route, Identity& id, const HttpRequest& req,
                                               const RequestMeta& meta);
   // The store's part of replay_mode: begin, waiting for a holder while `wait` lasts.
-  boost::asio::awaitable<Claimed> claim_from_store(const Route& route, const Identity& id,
-                                                   const HttpRequest& req, const RequestMeta& meta,
-                                                   Steady::time_point wait_until, bool waited,
-                                                   Coalescer::Lead lead);
+  boost::asio::awaitable<Claimed> claim_from_store(const Route& route, Identity& id, const HttpRequest& req,
+                                                   const RequestMeta& meta, Steady::time_point wait_until,
+                                                   bool waited, Coalescer::Lead lead);
   // Runs the claimed request: forwards it (renewing the claim), settles the claim and
   // publishes the outcome to `lead`'s followers.
   boost::asio::awaitable<Reply> run_claimed(const Route& route, const Identity& id, const HttpRequest& req,
@@ -196,6 +198,7 @@ class Gateway final : public RequestHandler {
   ClaimRunner runner_;          // after waiters_, which its hooks use: destroyed first
   TokenLimiter tokens_;         // tokens.per_client and tokens.max_live
   const KeyHasher key_hasher_;  // the request log's key_hash
+  const PrincipalBinder principal_binder_;
   std::mutex log_mu_;
   std::string log_buffer_;  // guarded by log_mu_
 };

@@ -200,6 +200,17 @@ void Metrics::count_reload(bool ok) noexcept {
   reloads_ok_.fetch_add(1, std::memory_order_relaxed);
 }
 
+std::string render_route_info(std::span<const RouteLabels> routes) {
+  if (routes.empty()) return {};
+  std::string out =
+      "# HELP idem_route_info The routes of the running configuration and their key spaces; always 1.\n"
+      "# TYPE idem_route_info gauge\n";
+  for (const RouteLabels& r : routes)
+    out += "idem_route_info{route=\"" + label_value(r.route) + "\",key_space=\"" + label_value(r.key_space) +
+           "\"} 1\n";
+  return out;
+}
+
 std::string Metrics::render() const {
   std::string out;
   auto head = [&](const char* name, const char* type, const char* help) {

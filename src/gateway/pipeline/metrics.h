@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,6 +45,15 @@ struct MetricsOptions {
   Duration upstream_timeout = std::chrono::seconds(30);  // the longest configured
   Duration store_deadline = std::chrono::seconds(5);     // of one store call
 };
+
+// idem_route_info{route,key_space} 1 for each route of the running config, so that a
+// dashboard or the operator's page can tell which key space a route's records live in
+// (docs/observability.md); "" for a config without routes.
+struct RouteLabels {
+  std::string_view route;
+  std::string_view key_space;
+};
+std::string render_route_info(std::span<const RouteLabels> routes);
 
 class Metrics {
  public:

@@ -189,8 +189,11 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
   await page.clock.install();
   const problems = [];
   page.on('pageerror', e => problems.push(`page error: ${e.message}`));
+  // Errors but the browser's own note of the lookup of a key without a record (a 404 the
+  // page expects) and of the favicon it asks for.
   page.on('console', m => {
-    if (m.type() === 'error' && !/favicon/.test(m.location().url || '')) problems.push(`console: ${m.text()}`);
+    if (m.type() === 'error' && !/favicon|\/v1\/records\/[^?]*absent-/.test(m.location().url || ''))
+      problems.push(`console: ${m.text()} (${m.location().url})`);
   });
   const deletes = [];
   page.on('request', r => { if (r.method() === 'DELETE') deletes.push(r.url()); });
@@ -250,10 +253,83 @@ ${withToken ? '  token_env: IDEM_PAGE_TEST_TOKEN\n' : ''}routes:
          outcomes.some(r => /orders\s+forwarded\s+1/.test(r)),
          `outcome counts per route show (${JSON.stringify(outcomes)})`);
 
+  // Rates: none until the page has two samples; then requests per second between them.
+  const outcomeCell = async (route, outcome, column) => {
+    for (const r of await page.locator('#outcomes tbody tr').all())
+      if (await r.locator('td.route').textContent() === route && await r.locator('td.outcome').textContent() === outcome)
+        return r.locator(`td.${column}`).textContent();
+    return null;
+  };
+  const rateOf = (route, outcome) => outcomeCell(route, outcome, 'rate');
+  expect(await rateOf('orders', 'forwarded') === '…', `no rate from one sample (${await rateOf('orders', 'forwarded')})`);
+  for (let i = 0; i < 3; ++i)
+    expect((await rawRequest(gatewayPort, 'POST', '/orders', { 'Idempotency-Key': `rate-${i}-${process.pid}`,
+                                                              'Content-Type': 'application/json' }, '{}')).status === 201,
+           'an ordinary request goes through');
+  await page.clock.runFor(4000);
+  await expectEventually(async () => await outcomeCell('orders', 'forwarded', 'count') === '4',
+                         'the next refresh counts the three requests');
+  const rate = Number(await rateOf('orders', 'forwarded'));
+  expect(rate > 0.3 && rate <= 1.5, `three requests in about three seconds show as a rate (${rate}/s)`);
+  expect(await rateOf('held', 'outcome_uncertain') === '0.00', `an outcome without new requests is 0.00/s (${await rateOf('held', 'outcome_uncertain')})`);
+
+  // A route chosen: its outcomes only, and the uncertain records of its key space.
+  const routeOptions = await page.locator('#route-filter option').allTextContents();
+  expect(JSON.stringify(routeOptions.slice(1)) === JSON.stringify(['held', 'orders']),
+         `the routes of the config are the choices (${JSON.stringify(routeOptions)})`);
+  await page.locator('#route-filter').selectOption('orders');
+  await page.locator('#uncertain-filter', { hasText: 'Key space orders (route orders) only.' }).waitFor({ timeout: 15000 });
+  await rows.first().waitFor({ state: 'detached', timeout: 15000 });
+  const ordersOnly = await page.locator('#outcomes tbody td.route').allTextContents();
+  expect(ordersOnly.length > 0 && ordersOnly.every(r => r === 'orders'), `only the route's outcomes show (${ordersOnly})`);
+  expect(await page.locator('#search-key-space').inputValue() === 'orders', 'a lookup takes the route\'s key space');
+  await page.locator('#route-filter').selectOption('held');
+  await page.locator('#uncertain-filter', { hasText: 'Key space held (route held) only.' }).waitFor({ timeout: 15000 });
+  await expectEventually(async () => (await rows.count()) === 4, 'the held route\'s four uncertain records show');
+  await page.locator('#route-filter').selectOption('');
+  await page.locator('#uncertain-filter', { hasText: 'All key spaces.' }).waitFor({ timeout: 15000 });
+
+  // A record found by its key, as the route rendered it, in its key space and scope.
+  await page.locator('#search-key-space').fill('held');
+  await page.locator('#search-scope').fill(scope);
+  await page.locator('#search-key').fill(key);
+  await page.locator('#search button[type=submit]').click();
+  await page.locator('#found').waitFor({ state: 'visible', timeout: 15000 });
+  const field = name => page.locator(`#found-facts dd[data-field="${name}"]`).textContent();
+  expect(await field('key') === storedKey && await field('scope') === scope && await field('result') === 'uncertain' &&
+         await field('fence') === String(recordJson.fence),
+         `the record found shows its key, scope, result and fence (${await page.locator('#found-facts').innerText()})`);
+  expect(await page.locator('#found-resolve').isVisible(), 'an uncertain record found can be resolved');
+  expect(await page.locator('#found b, #found i').count() === 0, 'no markup of the key or scope ran');
+  await page.locator('#search-key').fill(`absent-${process.pid}`);
+  await page.locator('#search button[type=submit]').click();
+  await page.locator('#found-none', { hasText: `absent-${process.pid}` }).waitFor({ timeout: 15000 });
+  expect(await page.locator('#found').isHidden(), 'a key without a record shows no record');
+
   mkdirSync(artifacts, { recursive: true });
   const shot = join(artifacts, 'operator-page.png');
   await page.screenshot({ path: shot, fullPage: true });
   console.log(`screenshot: ${shot}`);
+
+  // In Chinese, chosen in the address (or by a browser that prefers it): every text of the
+  // page, the records' own text untouched; a link back to English.
+  const zh = await context.newPage();
+  zh.on('pageerror', e => problems.push(`page error (zh): ${e.message}`));
+  const zhLoad = await zh.goto(`${admin}/?lang=zh`, { waitUntil: 'load' });
+  expect(zhLoad.status() === 200, `the Chinese page loads (status ${zhLoad.status()})`);
+  await zh.locator('#status', { hasText: '实时' }).waitFor({ timeout: 15000 });
+  expect(await zh.locator('h1').textContent() === 'idem 管理页', `the title is Chinese (${await zh.locator('h1').textContent()})`);
+  expect(await zh.locator('html').getAttribute('lang') === 'zh', 'the page says it is Chinese');
+  const zhHeads = await zh.locator('#uncertain th, #outcomes th').allTextContents();
+  expect(zhHeads.includes('作用域') && zhHeads.includes('幂等键') && zhHeads.includes('每秒'),
+         `the tables' heads are Chinese (${zhHeads})`);
+  await zh.locator('#uncertain tbody td.key', { hasText: exactly(storedKey) }).waitFor({ timeout: 15000 });
+  expect(await zh.locator('#uncertain button.resolve').first().textContent() === '处理', 'Resolve is 处理');
+  expect((await zh.locator('#lang-switch').getAttribute('href')).includes('lang=en'), 'a link leads back to English');
+  const zhShot = join(artifacts, 'operator-page.zh.png');
+  await zh.screenshot({ path: zhShot, fullPage: true });
+  console.log(`screenshot: ${zhShot}`);
+  await zh.close();
 
   // Cancelling the dialog changes nothing.
   answer = 'dismiss';

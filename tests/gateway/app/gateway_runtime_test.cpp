@@ -408,6 +408,25 @@ TEST_F(GatewayRuntimeSmallBodyBudget, RequestsPastTheBodyBudgetAreRefusedOverloa
   EXPECT_EQ(request(port_, verb::post, "/unmatched", {}, std::string(100000, 'b')).result_int(), 201u);
 }
 
+// A credentialed repeat of a key whose record binds no one (a callback without
+// credentials) answers as one without credentials. When that record is gone by the
+// repeat's next begin, the claim it makes must not be one without credentials: another
+// principal would then be replayed its answer (docs/http.md, "Whose answer a replay is").
+TEST_F(GatewayRuntime, AClaimMadeAfterAnUnboundRecordWentAwayIsBoundToItsPrincipal) {
+  const std::string key = "unbound-then-gone";
+  ASSERT_EQ(post("/orders", key).result_int(), 201u);  // no credentials: binds no one
+  store_.remove_after_get = true;
+  auto mine =
+      request(port_, verb::post, "/orders", {{"Idempotency-Key", key}, {"Authorization", "Bearer a"}}, "{}");
+  EXPECT_EQ(mine.result_int(), 201u) << mine.body();
+  EXPECT_FALSE(store_.remove_after_get) << "the record was never read back";
+  auto other =
+      request(port_, verb::post, "/orders", {{"Idempotency-Key", key}, {"Authorization", "Bearer b"}}, "{}");
+  EXPECT_EQ(other.result_int(), 409u) << other.body();
+  EXPECT_NE(other.body().find("\"type\":\"urn:idem:problem:principal-mismatch\""), std::string::npos)
+      << other.body();
+}
+
 // Within what the open-files limit leaves (max_client_connections: descriptors for client
 // connections, each with its upstream connection), the admin listener takes at most half
 // and the client listener what the admin connections leave; per-client caps follow.

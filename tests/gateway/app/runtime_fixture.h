@@ -38,6 +38,9 @@ class FaultyStore final : public StoreWrapper {
   // begin and commit are applied, and then their answer is lost (outcome unknown).
   std::atomic<bool> lose_replies{false};
   std::atomic<int> begins{0};  // begin calls that reached the store
+  // The next get that finds a record removes it before it answers: the record is read, and
+  // gone by the caller's next call (a release or an expiry in between).
+  std::atomic<bool> remove_after_get{false};
   ~FaultyStore() override {
     for (auto& t : late_) t.join();
   }
@@ -81,6 +84,14 @@ class FaultyStore final : public StoreWrapper {
   }
   void do_get(RecordId id, Callback<std::optional<Record>> cb) override {
     if (fail_records) return cb(down());
+    if (remove_after_get.exchange(false)) {
+      RecordId again = id;
+      return StoreWrapper::do_get(std::move(id), [this, again = std::move(again), cb = std::move(cb)](
+                                                     Result<std::optional<Record>> r) mutable {
+        StoreWrapper::do_remove(std::move(again), [r = std::move(r), cb = std::move(cb)](
+                                                      Result<bool>) mutable { cb(std::move(r)); });
+      });
+    }
     StoreWrapper::do_get(std::move(id), std::move(cb));
   }
   void do_remove(RecordId id, Callback<bool> cb) override {

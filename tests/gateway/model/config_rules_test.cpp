@@ -45,7 +45,7 @@ TEST(ConfigError, ControlCharactersAreWrittenAsHex) {
   EXPECT_EQ(error(std::string_view("\x01x: 1\n", 6)),
             "idem.yaml:1: \\x01x: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
             "store, admin, limits, defaults, "
-            "tokens, replay_cache, routes, trusted_proxies, tls)");
+            "tokens, replay_cache, routes, trusted_proxies, jwt, tls)");
   const char nul_escape[] = "up/127.020.1 \0\0\0\0\0\0\0.020.1:9000\n";
   EXPECT_EQ(error(std::string_view(nul_escape, sizeof nul_escape - 1)),
             "idem.yaml:1: invalid YAML: unknown escape character: \\x00");
@@ -110,7 +110,7 @@ TEST(ConfigRules, UnknownKeysAnywhere) {
   EXPECT_EQ(error("listen: 127.0.0.1:8080\nlistne: 1\n"),
             "idem.yaml:2: listne: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
             "store, admin, limits, defaults, "
-            "tokens, replay_cache, routes, trusted_proxies, tls)");
+            "tokens, replay_cache, routes, trusted_proxies, jwt, tls)");
   EXPECT_ERROR("admin:\n  token: x\n",
                "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env, tokens, limits)");
   EXPECT_ERROR("limits:\n  connection: 1\n",
@@ -439,7 +439,7 @@ TEST(ConfigRules, AdminTokenEnv) {
 
 TEST(ConfigRules, SubjectAndFingerprintValues) {
   EXPECT_EQ(error("defaults:\n  subject: user\n"),
-            "idem.yaml:2: defaults.subject: expected none, header:NAME or header-hash:NAME, got 'user'");
+            "idem.yaml:2: defaults.subject: expected none, header:NAME, header-hash:NAME or jwt, got 'user'");
   EXPECT_EQ(error("defaults:\n  subject: 'header:'\n"),
             "idem.yaml:2: defaults.subject: '' is not a header name");
   EXPECT_EQ(error("tokens:\n  subject: header-hash:a b\n"),

@@ -222,6 +222,24 @@ TEST(LoadConfig, SubjectForms) {
             (Subject{Subject::Kind::header_hash, "Authorization"}));
 }
 
+// `principal` (docs/configuration.md): unset until written, so that a route with a
+// subject binds by it (principal.h, effective_principal).
+TEST(LoadConfig, PrincipalForms) {
+  EXPECT_FALSE(load("").defaults.principal.has_value());
+  EXPECT_EQ(load("defaults: {principal: authorization}").defaults.principal, Principal{});
+  EXPECT_EQ(load("defaults: {principal: none}").defaults.principal, (Principal{Principal::Kind::none, {}}));
+  EXPECT_EQ(load("defaults: {principal: 'header:X-Api-Client'}").defaults.principal,
+            (Principal{Principal::Kind::header, "X-Api-Client"}));
+  EXPECT_EQ(load("defaults: {subject: 'header:X-User-Id', principal: subject}").routes[0].policy.principal,
+            (Principal{Principal::Kind::subject, {}}));
+  EXPECT_THROW(load("defaults: {principal: bearer}"), ConfigError);
+  EXPECT_THROW(load("defaults: {principal: 'header:'}"), ConfigError);
+  EXPECT_THROW(load("defaults: {principal: 'header:Connection'}"), ConfigError);
+  EXPECT_THROW(load("routes:\n  - name: a\n    match: {method: POST, path: /a}\n    principal: subject\n"),
+               ConfigError)
+      << "principal: subject needs a subject";
+}
+
 TEST(LoadConfig, Tokens) {
   Config c = load("tokens:\n  ttl: 90s\n  subject: header:X-User-Id\n");
   EXPECT_EQ(c.tokens.ttl, 90s);

@@ -9,7 +9,7 @@
 namespace idem::gateway {
 namespace {
 
-constexpr Problem kLast = Problem::too_many_tokens;
+constexpr Problem kLast = Problem::credentials_invalid;
 
 TEST(ProblemTable, EveryProblemHasItsOwnNameItsMetricLabelATitleAndAnErrorStatus) {
   // The rows up to the table's fall-through: a problem added after kLast is checked too,
@@ -42,6 +42,18 @@ TEST(ProblemTable, TheHttpLevelRefusalsAreRows) {
   EXPECT_EQ(problem_name(Problem::header_too_large), "header-too-large");
   EXPECT_EQ(problem_status(Problem::too_many_tokens), 429);
   EXPECT_EQ(problem_name(Problem::too_many_tokens), "too-many-tokens");
+}
+
+// A record of another principal is the key's state, not the caller's lack of a right
+// (docs/http.md, "Whose answer a replay is"): 409 beside in-progress and duplicate, and the
+// same request never gets another answer.
+TEST(ProblemTable, APrincipalMismatchIsAConflictThatRetryingDoesNotChange) {
+  EXPECT_EQ(problem_status(Problem::principal_mismatch), 409);
+  EXPECT_EQ(problem_name(Problem::principal_mismatch), "principal-mismatch");
+  EXPECT_FALSE(problem_retryable(Problem::principal_mismatch));
+  EXPECT_EQ(problem_status(Problem::credentials_invalid), 401);
+  EXPECT_EQ(problem_name(Problem::credentials_invalid), "credentials-invalid");
+  EXPECT_FALSE(problem_retryable(Problem::credentials_invalid));
 }
 
 // The retry hint, row by row (docs/http.md, "Every problem"): true only where the same

@@ -1,9 +1,11 @@
 // Config drift against live records (gateway/model/record_drift.h): what `idem check --store`
 // recognises in a record, and what it cannot.
 #include "gateway/model/record_drift.h"
+#include "gateway/model/principal.h"
 
 #include <gtest/gtest.h>
 
+#include "gateway/model/principal.h"
 #include "gateway/model/request_fingerprint.h"
 #include "gateway/model/request_identity.h"
 
@@ -102,6 +104,10 @@ TEST(RecordDrift, AFingerprintModeChangedIsReported) {
   EXPECT_EQ(drift({route("orders", Subject::Kind::none, FingerprintRule::Kind::fields)},
                   {record("", "orders:k", ""), record("", "orders:j", "")}),
             (std::vector<std::string>{line(Drift::fingerprint_any_body, "orders", 2, "orders:k")}));
+  // A `none` record bound to its principal is still a `none` record (principal.h).
+  EXPECT_TRUE(drift({route("orders", Subject::Kind::none, FingerprintRule::Kind::none)},
+                    {record("", "orders:k", PrincipalBinder("s").bind(none_fingerprint(), "Bearer a"))})
+                  .empty());
   // Not detectable: body → json (both hash 16 bytes).
   EXPECT_TRUE(
       drift({route("orders", Subject::Kind::none, FingerprintRule::Kind::json)}, {record("", "orders:k")})

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -163,6 +164,9 @@ struct Config {
   // `trusted_proxies`: the peers whose forwarding fields are believed (forwarding.h);
   // empty trusts none.
   TrustedProxies trusted_proxies;
+  // The `jwt` block's keys and checks (docs/configuration.md, "Principals from a JWT"), read
+  // with the config; null without the block.
+  std::shared_ptr<const JwtVerifier> jwt;
   // In order; the first match wins. Never empty: without `routes` the default route
   // (default_route(defaults)).
   std::vector<Route> routes;

@@ -10,6 +10,7 @@
 #include "gateway/model/config/config_checks.h"
 #include "gateway/model/config/yaml_reader.h"
 #include "gateway/model/hop_by_hop.h"
+#include "gateway/model/jwt.h"
 #include "gateway/model/key.h"
 #include "util/ascii.h"
 
@@ -17,15 +18,19 @@ namespace idem::gateway {
 namespace {
 
 const Names kTopKeys = {
-    "listen",   "upstream", "upstream_idle_timeout", "store",  "admin",           "limits",
-    "defaults", "tokens",   "replay_cache",          "routes", "trusted_proxies", "tls"};
+    "listen",       "upstream", "upstream_idle_timeout", "store", "admin", "limits", "defaults", "tokens",
+    "replay_cache", "routes",   "trusted_proxies",       "jwt",   "tls"};
 const Names kLimitKeys = {"connections", "connections_per_client", "buffered_bodies",
                           "buffered_bodies_per_client"};
 constexpr std::uint64_t kMaxConnections = 1u << 20;
 constexpr std::uint64_t kDefaultBodiesPerClient = kClientLimits.buffered_bodies_per_client;
 const Names kPolicyKeys = {"retention",      "lease",        "wait",         "upstream_timeout", "subject",
                            "on_store_error", "on_duplicate", "on_uncertain", "fingerprint",      "cache_5xx",
-                           "max_body",       "max_result",   "release_on",   "success_when"};
+                           "max_body",       "max_result",   "release_on",   "success_when",     "principal"};
+const Names kJwtKeys = {"algorithms", "key_file", "jwks_file", "issuer",
+                        "audience",   "claim",    "leeway",    "header"};
+// The largest `jwt.leeway`: clocks further apart than this are a fault to fix, not to allow.
+constexpr Duration kMaxLeeway = std::chrono::minutes(10);
 const Names kRouteKeys = {"name", "match", "key", "key_space", "required", "mode", "jsonrpc_methods"};
 
 constexpr Duration kPositive(1);
@@ -89,7 +94,11 @@ class ConfigReader : public YamlReader {
   Config read(const YAML::Node& root);
 
  private:
+  void read_jwt(const Entry& e, Config& c);
+  // The claim of `jwt` or `jwt:CLAIM`, for subject and principal; needs the `jwt` block.
+  std::string jwt_claim(const Entry& e, const std::string& value) const;
   Subject subject(const Entry& e) const;
+  Principal principal(const Entry& e) const;
   KeyTemplate key_template(const Entry& e) const;
   FingerprintRule fingerprint(const Entry& e, PolicyOrigin& origin) const;
   void read_policy(const std::vector<Entry>& es, Policy& p, PolicyOrigin& origin) const;
@@ -117,11 +126,69 @@ class ConfigReader : public YamlReader {
   void advise_on_routes(Config& c, const std::vector<Where>& match_at) const;
   void check_templates(const KeyTemplate& t, const Route& r, const Where& w, bool from_defaults) const;
   void check_fingerprint(const Route& r, const PolicyOrigin& origin) const;
+
+  std::shared_ptr<const JwtVerifier> jwt_;  // the `jwt` block's, once read
 };
 
+void ConfigReader::read_jwt(const Entry& block, Config& c) {
+  std::vector<Entry> es = entries(block.value, where(block), {kJwtKeys});
+  JwtSettings settings;
+  const Entry& algorithms = require(es, "algorithms", where(block));
+  for (const Entry& item : one_or_more(algorithms)) {
+    const std::string name = scalar(item, "HS256, RS256 or ES256");
+    const std::optional<JwtAlgorithm> a = jwt_algorithm(name);
+    if (!a)
+      fail(item, name == "none" ? "alg none (an unsigned token) is never accepted"
+                                : "expected HS256, RS256 or ES256, got '" + name + "'");
+    if (std::ranges::find(settings.algorithms, *a) == settings.algorithms.end())
+      settings.algorithms.push_back(*a);
+  }
+  if (const Entry* e = find(es, "header")) {
+    settings.header = scalar(*e, "a header name such as Authorization");
+    if (!is_token(settings.header)) fail(*e, "'" + settings.header + "' is not a header name");
+    if (is_hop_by_hop(settings.header)) fail(*e, never_forwarded(settings.header));
+  }
+  if (const Entry* e = find(es, "issuer")) settings.issuer = scalar(*e, "the issuer (iss) tokens must name");
+  if (const Entry* e = find(es, "audience"))
+    for (const Entry& item : one_or_more(*e)) settings.audience.push_back(scalar(item, "an audience (aud)"));
+  if (const Entry* e = find(es, "claim")) {
+    settings.claim = scalar(*e, "a claim name such as sub");
+    if (settings.claim.empty()) fail(*e, "a claim name is not empty");
+  }
+  if (const Entry* e = find(es, "leeway")) {
+    const Duration leeway = duration(*e, Duration::zero(), "must not be negative");
+    if (leeway > kMaxLeeway) fail(*e, "must be at most 10m");
+    settings.leeway_seconds = std::chrono::duration_cast<std::chrono::seconds>(leeway).count();
+  }
+  const Entry* key_file = find(es, "key_file");
+  const Entry* jwks_file = find(es, "jwks_file");
+  if ((key_file == nullptr) == (jwks_file == nullptr))
+    fail(key_file ? *key_file : block,
+         "give either key_file (a PEM public key or an HS256 secret) or jwks_file");
+  const Entry& file = key_file ? *key_file : *jwks_file;
+  const std::string path = scalar(file, "a file name");
+  try {
+    jwt_ = JwtVerifier::load(std::move(settings), key_file ? path : "", key_file ? "" : path);
+  } catch (const std::runtime_error& e) {
+    fail(file, e.what());
+  }
+  c.jwt = jwt_;
+}
+
+std::string ConfigReader::jwt_claim(const Entry& e, const std::string& value) const {
+  if (!jwt_) fail(e, value + " needs the top-level jwt block (its keys and checks)");
+  std::string claim = value == "jwt" ? jwt_->settings().claim : value.substr(4);
+  if (claim.empty()) fail(e, "jwt: names no claim");
+  return claim;
+}
+
 Subject ConfigReader::subject(const Entry& e) const {
-  std::string s = scalar(e, "none, header:NAME or header-hash:NAME");
+  std::string s = scalar(e, "none, header:NAME, header-hash:NAME or jwt");
   if (s == "none") return {};
+  if (s == "jwt" || s.starts_with("jwt:")) {
+    std::string claim = jwt_claim(e, s);
+    return {Subject::Kind::jwt, jwt_->settings().header, std::move(claim), jwt_};
+  }
   for (auto [prefix, kind] : {std::pair{std::string_view("header:"), Subject::Kind::header},
                               std::pair{std::string_view("header-hash:"), Subject::Kind::header_hash}}) {
     if (!s.starts_with(prefix)) continue;
@@ -130,7 +197,25 @@ Subject ConfigReader::subject(const Entry& e) const {
     if (is_hop_by_hop(name)) fail(e, never_forwarded(name));
     return {kind, name};
   }
-  fail(e, "expected none, header:NAME or header-hash:NAME, got '" + s + "'");
+  fail(e, "expected none, header:NAME, header-hash:NAME or jwt, got '" + s + "'");
+}
+
+Principal ConfigReader::principal(const Entry& e) const {
+  std::string s = scalar(e, "authorization, header:NAME, jwt, subject or none");
+  if (s == "authorization") return {};
+  if (s == "jwt" || s.starts_with("jwt:")) {
+    std::string claim = jwt_claim(e, s);
+    return {Principal::Kind::jwt, jwt_->settings().header, std::move(claim), jwt_};
+  }
+  if (s == "subject") return {Principal::Kind::subject, {}};
+  if (s == "none") return {Principal::Kind::none, {}};
+  if (s.starts_with("header:")) {
+    std::string name = s.substr(7);
+    if (!is_token(name)) fail(e, "'" + name + "' is not a header name");
+    if (is_hop_by_hop(name)) fail(e, never_forwarded(name));
+    return {Principal::Kind::header, name};
+  }
+  fail(e, "expected authorization, header:NAME, jwt, subject or none, got '" + s + "'");
 }
 
 KeyTemplate ConfigReader::key_template(const Entry& e) const {
@@ -221,6 +306,8 @@ void ConfigReader::read_policy(const std::vector<Entry>& es, Policy& p, PolicyOr
       p.upstream_timeout = duration(e, kPositive, "must be greater than 0");
     else if (k == "subject")
       p.subject = subject(e);
+    else if (k == "principal")
+      p.principal = principal(e);
     else if (k == "on_store_error")
       p.on_store_error = static_cast<OnStoreError>(choice(e, {"reject", "pass"}));
     else if (k == "on_duplicate")
@@ -551,6 +638,14 @@ Route ConfigReader::read_route(const Entry& item, const Config& c, const PolicyO
     check_templates(r.key.key_template, r, where(*key), false);
   }
   check_fingerprint(r, origin);
+  if (r.policy.principal && r.policy.principal->kind == Principal::Kind::subject &&
+      r.policy.subject.kind == Subject::Kind::none) {
+    const Entry* p = find(es, "principal");
+    const std::string why =
+        "principal: subject needs a subject (header:NAME or header-hash:NAME) on the route";
+    if (p != nullptr) fail(*p, why);
+    fail(at, why + " (principal: subject comes from defaults)");
+  }
   return r;
 }
 
@@ -623,6 +718,7 @@ Config ConfigReader::read(const YAML::Node& root) {
     fail(admin ? where(*admin) : where(*listen), *why);
   }
 
+  if (const Entry* e = find(es, "jwt")) read_jwt(*e, c);
   PolicyOrigin defaults_origin;
   if (const Entry* e = find(es, "defaults")) {
     read_policy(entries(e->value, where(*e), {kPolicyKeys}), c.defaults, defaults_origin);

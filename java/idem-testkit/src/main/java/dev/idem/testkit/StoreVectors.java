@@ -45,6 +45,8 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 
 /**
  * The runner of the shared vectors (protocol/vectors/README.md): every vector of every file, each
@@ -69,7 +71,12 @@ public abstract class StoreVectors {
    */
   protected void dropStore(String id) throws Exception {}
 
+  /**
+   * The vectors run side by side (each on a store of its own; most of their time is spent waiting
+   * out leases on the server's clock), where the build enables JUnit's parallel execution.
+   */
   @TestFactory
+  @Execution(ExecutionMode.CONCURRENT)
   Stream<DynamicTest> vectors() {
     List<DynamicTest> tests = new ArrayList<>();
     int n = 0;
