@@ -290,6 +290,9 @@ int serve(const std::string& config_file, const CliOverrides& flags) {
   } catch (const ListenError& e) {
     std::cerr << "idem: " << e.what() << "\n";
     return kRuntime;
+  } catch (const ConfigError& e) {  // the client listener's certificate or key (tls)
+    std::cerr << "idem: " << e.what() << "\n";
+    return kUsage;
   }
   std::cerr << "idem: " << runtime->serving() << std::endl;
 
@@ -381,6 +384,7 @@ int check(const std::string& file, bool strict, const std::string& store_uri) {
   try {
     Config c = load_config_file(file, {.strict = strict, .warnings = &warnings});
     require_admin_token_off_loopback(c);
+    require_listener_tls(c);  // the files, read as `idem serve` reads them
     std::unique_ptr<Store> store;
     if (!store_uri.empty()) {
       auto opened = open_store(store_uri);

@@ -10,6 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 
+#include "gateway/http/tls_context.h"
 #include "idem/open.h"
 #include "idem/store_uri.h"
 #include "util/asio_tokens.h"
@@ -30,6 +31,11 @@ void require_admin_token_off_loopback(const Config& c) {
     throw ConfigError("", 0, "admin.listen",
                       "refusing a non-loopback admin address (" + c.admin.listen.to_string() +
                           ") without admin.token_env or admin.tokens");
+}
+
+std::shared_ptr<asio::ssl::context> require_listener_tls(const Config& c) {
+  if (!c.tls.on()) return nullptr;
+  return listener_tls_context(c.tls, c.source);
 }
 
 namespace {
@@ -69,15 +75,18 @@ Runtime::Runtime(const Config& config, Store& store, RuntimeOptions options)
   // Control-only: no client listener at all, rather than one that answers 404 to every
   // request: nothing can be sent to it by mistake, and no port is taken
   // (docs/control-api.md, "A gateway for the control API alone").
-  if (!config.control_only()) client_ = server_.listen_client(config.listen);
+  if (!config.control_only()) {
+    server_.set_tls(require_listener_tls(config));
+    client_ = server_.listen_client(config.listen);
+  }
   admin_ep_ = server_.listen_admin(config.admin.listen);
   std::ostringstream s;
   if (config.control_only())
     s << "serving the control API alone on admin " << admin_ep_ << " (no upstream, no client listener, store "
       << redact_uri(config.store) << ")";
   else {
-    s << "serving on " << client_ << " (admin " << admin_ep_ << ", upstream "
-      << (config.upstream ? config.upstream->text : "none");
+    s << "serving on " << client_ << (config.tls.on() ? " with TLS" : "") << " (admin " << admin_ep_
+      << ", upstream " << (config.upstream ? config.upstream->text : "none");
     for (const NamedUpstream& u : config.upstreams) s << ", upstreams." << u.name << " " << u.url.text;
     s << ", store " << redact_uri(config.store) << ")";
   }
@@ -183,9 +192,17 @@ bool Runtime::reload() {
   keep("replay_cache", next.replay_cache, running->replay_cache);
   keep("limits", next.limits, running->limits);
   keep("admin.limits", next.admin.limits, running->admin.limits);
+  // TLS is turned on or off by a restart; its files are read again on every reload, so a
+  // renewed certificate is taken up (docs/operations.md, "TLS at the edge").
+  if (next.tls.on() != running->tls.on()) {
+    next.tls = running->tls;
+    kept.push_back("tls");
+  }
+  std::shared_ptr<asio::ssl::context> tls;
   try {
     // The running admin address with the new token setting: never an open admin port.
     require_admin_token_off_loopback(next);
+    if (!running->control_only()) tls = require_listener_tls(next);
   } catch (const ConfigError& e) {
     std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
     metrics_.count_reload(false);
@@ -195,6 +212,8 @@ bool Runtime::reload() {
   // The upstreams first: a request matched under the new config finds its upstream's client
   // (docs/gateway.md, "Several services behind one gateway").
   upstreams_.reload(*shared);
+  // New connections handshake with the new certificate; established ones keep theirs.
+  if (tls) server_.set_tls(std::move(tls));
   gateway_.reload(shared);
   admin_.reload(shared);
   metrics_.count_reload(true);

@@ -119,4 +119,9 @@ Duration longest_upstream_timeout(const Config& c);
 // admin.listen off loopback without admin.token_env: a ConfigError (docs/admin.md).
 void require_admin_token_off_loopback(const Config& c);
 
+// With `tls` on: the client listener's TLS context from its files; a ConfigError at
+// tls.cert_file or tls.key_file when they cannot be loaded or do not belong together
+// (docs/configuration.md, "TLS on the client listener"). Null without `tls`.
+std::shared_ptr<boost::asio::ssl::context> require_listener_tls(const Config& c);
+
 }  // namespace idem::gateway

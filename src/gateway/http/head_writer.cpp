@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "gateway/http/tls_stream.h"
 #include "gateway/http/upstream_stream.h"
 #include "util/asio_tokens.h"
 
@@ -36,9 +37,8 @@ void append_fields(std::string& out, const http::fields& fields) {
   out.append("\r\n", 2);
 }
 
-template <class Message>
-asio::awaitable<beast::error_code> write_whole(beast::tcp_stream& stream, const Message& message,
-                                               std::string& scratch) {
+template <class Stream, class Message>
+asio::awaitable<beast::error_code> write_whole(Stream& stream, const Message& message, std::string& scratch) {
   if (message.chunked()) {
     auto [ec, n] = co_await http::async_write(stream, message, util::kUseTuple);
     co_return ec;
@@ -76,17 +76,15 @@ void append_head(std::string& out, const http::response_header<>& head) {
   append_fields(out, head);
 }
 
-asio::awaitable<beast::error_code> write_message(beast::tcp_stream& stream, const HttpResponse& message,
+template <class Stream>
+asio::awaitable<beast::error_code> write_message(Stream& stream, const HttpResponse& message,
                                                  std::string& scratch) {
   return write_whole(stream, message, scratch);
 }
 
-namespace {
-
-// write_raw and write_chunk on a client's stream or an upstream's (TCP or TLS).
 template <class Stream>
-asio::awaitable<beast::error_code> write_raw_on(Stream& stream, std::string_view head_bytes,
-                                                std::string_view body) {
+asio::awaitable<beast::error_code> write_raw(Stream& stream, std::string_view head_bytes,
+                                             std::string_view body) {
   const std::array<asio::const_buffer, 2> parts{asio::buffer(head_bytes.data(), head_bytes.size()),
                                                 asio::buffer(body.data(), body.size())};
   auto [ec, n] = co_await asio::async_write(stream, parts, util::kUseTuple);
@@ -94,8 +92,8 @@ asio::awaitable<beast::error_code> write_raw_on(Stream& stream, std::string_view
 }
 
 template <class Stream>
-asio::awaitable<beast::error_code> write_chunk_on(Stream& stream, std::string_view head_bytes,
-                                                  std::string_view body, bool last) {
+asio::awaitable<beast::error_code> write_chunk(Stream& stream, std::string_view head_bytes,
+                                               std::string_view body, bool last) {
   static constexpr std::string_view kCrlf = "\r\n";
   static constexpr std::string_view kLastChunk = "0\r\n\r\n";
   std::array<char, 24> size;  // 16 hex digits and CRLF at most
@@ -114,23 +112,13 @@ asio::awaitable<beast::error_code> write_chunk_on(Stream& stream, std::string_vi
   co_return ec;
 }
 
-}  // namespace
-
-asio::awaitable<beast::error_code> write_raw(beast::tcp_stream& stream, std::string_view head_bytes,
-                                             std::string_view body) {
-  return write_raw_on(stream, head_bytes, body);
-}
-asio::awaitable<beast::error_code> write_raw(UpstreamStream& stream, std::string_view head_bytes,
-                                             std::string_view body) {
-  return write_raw_on(stream, head_bytes, body);
-}
-asio::awaitable<beast::error_code> write_chunk(beast::tcp_stream& stream, std::string_view head_bytes,
-                                               std::string_view body, bool last) {
-  return write_chunk_on(stream, head_bytes, body, last);
-}
-asio::awaitable<beast::error_code> write_chunk(UpstreamStream& stream, std::string_view head_bytes,
-                                               std::string_view body, bool last) {
-  return write_chunk_on(stream, head_bytes, body, last);
-}
+#define IDEM_HEAD_WRITERS(Stream)                                                                        \
+  template asio::awaitable<beast::error_code> write_message(Stream&, const HttpResponse&, std::string&); \
+  template asio::awaitable<beast::error_code> write_raw(Stream&, std::string_view, std::string_view);    \
+  template asio::awaitable<beast::error_code> write_chunk(Stream&, std::string_view, std::string_view, bool);
+IDEM_HEAD_WRITERS(beast::tcp_stream)
+IDEM_HEAD_WRITERS(TlsStream)
+IDEM_HEAD_WRITERS(UpstreamStream)
+#undef IDEM_HEAD_WRITERS
 
 }  // namespace idem::gateway

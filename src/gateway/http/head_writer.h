@@ -16,37 +16,33 @@
 
 namespace idem::gateway {
 
-class UpstreamStream;  // upstream_stream.h
-
 // Appends the start line, the fields in their order and the blank line to `out`.
 void append_head(std::string& out, const http::request_header<>& head);
 void append_head(std::string& out, const http::response_header<>& head);
 
+// Each writer takes the client's or the upstream's stream: a boost::beast::tcp_stream, a
+// TlsStream (tls_stream.h) or an UpstreamStream (upstream_stream.h, plain or TLS); the three
+// are instantiated in head_writer.cpp.
+
 // Writes `message` whole: head and body in one gather write through `scratch` (kept by
 // the caller between writes so its capacity is reused). The stream's timeout, as set by
 // the caller, applies.
-boost::asio::awaitable<boost::beast::error_code> write_message(boost::beast::tcp_stream& stream,
-                                                               const HttpResponse& message,
+template <class Stream>
+boost::asio::awaitable<boost::beast::error_code> write_message(Stream& stream, const HttpResponse& message,
                                                                std::string& scratch);
 
 // Writes `head` (already in `head_bytes`, from append_head) and the first `body` bytes of
 // an unchunked message in one gather write; `head_bytes` may be empty (a later part).
-boost::asio::awaitable<boost::beast::error_code> write_raw(boost::beast::tcp_stream& stream,
-                                                           std::string_view head_bytes,
-                                                           std::string_view body);
-boost::asio::awaitable<boost::beast::error_code> write_raw(UpstreamStream& stream,
-                                                           std::string_view head_bytes,
+template <class Stream>
+boost::asio::awaitable<boost::beast::error_code> write_raw(Stream& stream, std::string_view head_bytes,
                                                            std::string_view body);
 
 // Writes `head_bytes` (may be empty) and `body` as one chunk of a chunked message
 // ("<size in hex>\r\n<body>\r\n"; nothing for an empty body) and, when `last`, the last
 // chunk with an empty trailer section ("0\r\n\r\n"), in one gather write: the bytes Beast's
 // serializer writes for a buffer_body fed piece by piece.
-boost::asio::awaitable<boost::beast::error_code> write_chunk(boost::beast::tcp_stream& stream,
-                                                             std::string_view head_bytes,
-                                                             std::string_view body, bool last);
-boost::asio::awaitable<boost::beast::error_code> write_chunk(UpstreamStream& stream,
-                                                             std::string_view head_bytes,
+template <class Stream>
+boost::asio::awaitable<boost::beast::error_code> write_chunk(Stream& stream, std::string_view head_bytes,
                                                              std::string_view body, bool last);
 
 }  // namespace idem::gateway

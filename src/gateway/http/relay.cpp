@@ -10,6 +10,8 @@
 
 #include "gateway/http/body_parse.h"
 #include "gateway/http/head_writer.h"
+#include "gateway/http/tls_stream.h"
+#include "gateway/model/forwarding.h"
 #include "util/asio_tokens.h"
 
 namespace idem::gateway {
@@ -34,21 +36,23 @@ Steady::time_point body_deadline(Steady::time_point start, Steady::duration base
 // parsed from what `buffer` already holds when that is enough (no waiting, no trip
 // through the scheduler); else, with `wait`, read from the client, waiting at most
 // `timeout` and never past `deadline`.
-awaitable<beast::error_code> read_piece(beast::tcp_stream& client, beast::flat_buffer& buffer,
-                                        StreamParser& parser, bool& starved, std::array<char, kPiece>& piece,
-                                        bool wait, Steady::duration timeout, Steady::time_point deadline) {
+template <class Stream>
+awaitable<beast::error_code> read_piece(Stream& client, beast::flat_buffer& buffer, StreamParser& parser,
+                                        bool& starved, std::array<char, kPiece>& piece, bool wait,
+                                        Steady::duration timeout, Steady::time_point deadline) {
   auto& body = parser.get().body();
   body.data = piece.data();
   body.size = piece.size();
-  if (wait) client.expires_at(std::min(Steady::now() + timeout, deadline));
+  if (wait) beast::get_lowest_layer(client).expires_at(std::min(Steady::now() + timeout, deadline));
   co_return co_await parse_body_some(client, buffer, parser, starved, wait);
 }
 
 }  // namespace
 
-awaitable<bool> write_answer(beast::tcp_stream& client, Answer& answer, Steady::duration write_timeout,
+template <class Stream>
+awaitable<bool> write_answer(Stream& client, Answer& answer, Steady::duration write_timeout,
                              std::string& scratch) {
-  client.expires_after(write_timeout);
+  beast::get_lowest_layer(client).expires_after(write_timeout);
   if (!answer.tail) {
     auto ec = co_await write_message(client, answer.response, scratch);
     co_return !ec && answer.response.keep_alive();
@@ -74,13 +78,14 @@ awaitable<bool> write_answer(beast::tcp_stream& client, Answer& answer, Steady::
   while (!answer.tail->done()) {
     auto [ec, n] = co_await answer.tail->read(piece.data(), piece.size());
     if (ec) co_return false;
-    client.expires_after(write_timeout);
+    beast::get_lowest_layer(client).expires_after(write_timeout);
     if (co_await write({}, std::string_view(piece.data(), n), answer.tail->done())) co_return false;
   }
   co_return out.keep_alive();
 }
 
-awaitable<std::optional<Answer>> relay_request(beast::tcp_stream& client, beast::flat_buffer& buffer,
+template <class Stream>
+awaitable<std::optional<Answer>> relay_request(Stream& client, beast::flat_buffer& buffer,
                                                StreamParser& parser, ChunkGuard& guard,
                                                UpstreamClient& upstream, const RequestMeta& meta,
                                                RelayTimeouts timeouts, bool& body_complete,
@@ -98,7 +103,12 @@ awaitable<std::optional<Answer>> relay_request(beast::tcp_stream& client, beast:
   // counts and drops).
   http::request<http::buffer_body> fwd;
   fwd.base() = std::move(parser.get().base());
+  const bool proxy_proto = meta.trusted_peer && !fwd[kForwardedProtoHeader].empty();
   prepare_forward_head(fwd.base(), upstream.url(), meta);
+  if (meta.tls) {  // forwarded_over_tls, on the head as fields
+    if (!proxy_proto) fwd.set(kForwardedProtoHeader, "https");
+    fwd.set(kForwardedHeader, forwarded_value_over_tls(fwd[kForwardedHeader]));
+  }
   if (parser.chunked())
     fwd.chunked(true);
   else if (auto length = parser.content_length())
@@ -157,5 +167,14 @@ awaitable<std::optional<Answer>> relay_request(beast::tcp_stream& client, beast:
   co_return Answer{make_client_response(std::move(r.response), version, keep_alive, head, streamed),
                    std::move(r.tail)};
 }
+
+#define IDEM_RELAY(Stream)                                                                                  \
+  template awaitable<bool> write_answer(Stream&, Answer&, Steady::duration, std::string&);                  \
+  template awaitable<std::optional<Answer>> relay_request(Stream&, beast::flat_buffer&, StreamParser&,      \
+                                                          ChunkGuard&, UpstreamClient&, const RequestMeta&, \
+                                                          RelayTimeouts, bool&, std::string&);
+IDEM_RELAY(beast::tcp_stream)
+IDEM_RELAY(TlsStream)
+#undef IDEM_RELAY
 
 }  // namespace idem::gateway

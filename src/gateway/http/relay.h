@@ -19,13 +19,17 @@ namespace idem::gateway {
 
 using StreamParser = http::request_parser<http::buffer_body>;
 
+// `client` is the client's connection: a boost::beast::tcp_stream or a TlsStream
+// (tls_stream.h), both instantiated in relay.cpp.
+
 // Writes `answer` to the client: whole, or its head and first part and then its tail as
 // the upstream sends it (framed as the upstream framed it: its Content-Length, else
 // chunked for HTTP/1.1 clients, else ended by closing). Each write waits at most
 // `write_timeout`. False when the connection cannot be used again (a write failed, or
 // the upstream failed mid-body after the head was sent: the client sees a cut response).
 // `scratch` holds the head while it is written (the connection's, so its capacity is reused).
-boost::asio::awaitable<bool> write_answer(boost::beast::tcp_stream& client, Answer& answer,
+template <class Stream>
+boost::asio::awaitable<bool> write_answer(Stream& client, Answer& answer,
                                           std::chrono::steady_clock::duration write_timeout,
                                           std::string& scratch);
 
@@ -46,8 +50,8 @@ struct RelayTimeouts {
 // the client failed mid-body (close the connection). `body_complete` says whether the
 // client's body was read to its end. `scratch` holds the forwarded head while it is
 // written (the client connection's, as for write_answer).
-boost::asio::awaitable<std::optional<Answer>> relay_request(boost::beast::tcp_stream& client,
-                                                            boost::beast::flat_buffer& buffer,
+template <class Stream>
+boost::asio::awaitable<std::optional<Answer>> relay_request(Stream& client, boost::beast::flat_buffer& buffer,
                                                             StreamParser& parser, ChunkGuard& guard,
                                                             UpstreamClient& upstream, const RequestMeta& meta,
                                                             RelayTimeouts timeouts, bool& body_complete,

@@ -80,6 +80,16 @@ Server::Server(IoPool& pool, RequestHandler& client, RequestHandler& admin, Serv
                ServerLimits limits)
     : pool_(pool), client_(client), admin_(admin), gauges_(gauges), limits_(limits) {}
 
+void Server::set_tls(std::shared_ptr<asio::ssl::context> context) {
+  std::lock_guard lock(mu_);
+  tls_ = std::move(context);
+}
+
+std::shared_ptr<asio::ssl::context> Server::tls() const {
+  std::lock_guard lock(mu_);
+  return tls_;
+}
+
 tcp::endpoint Server::listen_client(const ListenAddress& address) { return listen(address, false); }
 tcp::endpoint Server::listen_admin(const ListenAddress& address) { return listen(address, true); }
 

@@ -38,6 +38,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -45,6 +46,7 @@
 #include "gateway/http/handler.h"
 #include "gateway/http/http_body.h"
 #include "gateway/http/io_pool.h"
+#include "gateway/http/tls_stream.h"
 #include "gateway/model/config/config.h"
 
 namespace idem::gateway {
@@ -78,6 +80,12 @@ class Server {
   // must outlive the Server.
   Server(IoPool& pool, RequestHandler& client, RequestHandler& admin, ServerGauges& gauges,
          ServerLimits limits = {});
+
+  // TLS on the client listener (tls_context.h): connections accepted from now on handshake
+  // with `context` (null: plain HTTP); those established keep the context they began with.
+  // Set before listen_client() to serve HTTPS from the start; again on SIGHUP with the new
+  // certificate. Safe from any thread.
+  void set_tls(std::shared_ptr<boost::asio::ssl::context> context);
 
   // Binds and listens; throws ListenError when the address cannot be resolved or bound.
   // Every interface (:PORT) is IPv6 and IPv4 on one socket, or IPv4 alone on a system
@@ -164,7 +172,8 @@ class Server {
     std::size_t head_bytes = 0;
     bool body_done = false;  // the body was read to its end (else the connection closes)
   };
-  class ConnExchange;  // the HttpExchange a handler gets (server.cpp)
+  template <class Stream>
+  class ConnExchange;  // the HttpExchange a handler gets (session.cpp)
 
   boost::asio::ip::tcp::endpoint listen(const ListenAddress& address, bool admin);
   boost::asio::awaitable<void> accept_loop(Listener& listener);
@@ -178,6 +187,10 @@ class Server {
   static bool evict_idle(Listener& listener, Peer* peer);
   static std::int64_t steady_ns() noexcept;  // for Conn::idle_since
   boost::asio::awaitable<void> session(std::shared_ptr<Conn> conn, bool admin);
+  // The requests of a connection over `stream` (its tcp_stream, or TLS over it).
+  template <class Stream>
+  boost::asio::awaitable<void> serve(Conn& conn, Stream& stream, bool admin);
+  std::shared_ptr<boost::asio::ssl::context> tls() const;
   HttpResponse overloaded(unsigned version);
 
   IoPool& pool_;
@@ -192,6 +205,7 @@ class Server {
   std::list<std::unique_ptr<Listener>> listeners_;  // guarded by mu_
   std::list<std::weak_ptr<Conn>> conns_;            // guarded by mu_
   std::uint64_t accepted_ = 0;                      // guarded by mu_
+  std::shared_ptr<boost::asio::ssl::context> tls_;  // guarded by mu_
 };
 
 }  // namespace idem::gateway

@@ -3,6 +3,10 @@
 #include <array>
 #include <optional>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
@@ -62,8 +66,8 @@ HttpResponse header_too_large(unsigned version) {
 // first byte, not the buffer's: whatever the segmentation, a continuation line is refused
 // and a head longer than `header_limit` gets header_limit. Each byte is scanned once (a head
 // sent byte by byte must not cost quadratic time).
-awaitable<std::pair<beast::error_code, std::size_t>> read_head(beast::tcp_stream& stream,
-                                                               beast::flat_buffer& buffer,
+template <class Stream>
+awaitable<std::pair<beast::error_code, std::size_t>> read_head(Stream& stream, beast::flat_buffer& buffer,
                                                                http::request_parser<http::empty_body>& parser,
                                                                std::size_t header_limit) {
   std::size_t consumed = 0;  // head bytes the parser has taken from the buffer
@@ -113,6 +117,13 @@ std::string peer_address(const tcp::socket& socket) {
   return a.to_string(ec);
 }
 
+// The handshake failed because the client spoke plain HTTP (OpenSSL saw a request line
+// where a ClientHello belongs).
+bool plain_http_on_tls(const beast::error_code& ec) {
+  return ec.category() == asio::error::get_ssl_category() &&
+         ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_HTTP_REQUEST;
+}
+
 HttpResponse malformed_body(unsigned version) {
   return problem_response(Problem::request_invalid, "malformed request body (chunked framing)", version,
                           false);
@@ -120,11 +131,14 @@ HttpResponse malformed_body(unsigned version) {
 
 }  // namespace
 
+template <class Stream>
 class Server::ConnExchange final : public HttpExchange {
  public:
-  ConnExchange(Server& server, Conn& conn, beast::flat_buffer& buffer, Request& req, const RequestMeta& meta)
+  ConnExchange(Server& server, Conn& conn, Stream& stream, beast::flat_buffer& buffer, Request& req,
+               const RequestMeta& meta)
       : server_(server),
         conn_(conn),
+        stream_(stream),
         buffer_(buffer),
         req_(req),
         meta_(meta),
@@ -153,6 +167,7 @@ class Server::ConnExchange final : public HttpExchange {
 
   Server& server_;
   Conn& conn_;
+  Stream& stream_;  // over conn_.stream, which holds the deadlines
   beast::flat_buffer& buffer_;
   Request& req_;
   const RequestMeta& meta_;
@@ -170,12 +185,36 @@ HttpResponse Server::overloaded(unsigned version) {
 }
 
 awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
-  beast::tcp_stream& stream = conn->stream;
-  conn->address = peer_address(stream.socket());
+  conn->address = peer_address(conn->stream.socket());
+  const std::shared_ptr<asio::ssl::context> context = admin ? nullptr : tls();
+  if (!context) co_return co_await serve(*conn, conn->stream, admin);
+  // TLS (docs/operations.md, "TLS at the edge"): the handshake is part of the wait for the
+  // first request. It is bounded by the header timeout, and the connection counts as
+  // waiting (idle_since, set at accept), so at a connection cap it is closed like an idle
+  // one; shutdown cancels it too.
+  TlsStream stream(conn->stream, *context);
+  conn->stream.expires_after(limits_.header_timeout);
+  auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, util::kUseTuple);
+  if (!ec) co_return co_await serve(*conn, stream, admin);
+  if (plain_http_on_tls(ec)) {
+    HttpResponse res = problem_response(Problem::request_invalid,
+                                        "this port speaks HTTPS: plain HTTP was sent to it", 11, false);
+    conn->stream.expires_after(limits_.write_timeout);
+    co_await http::async_write(conn->stream, res, util::kUseTuple);
+  }
+  boost::system::error_code ignored;
+  conn->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  conn->stream.close();
+}
+
+template <class Stream>
+awaitable<void> Server::serve(Conn& c, Stream& stream, bool admin) {
+  Conn* const conn = &c;
   // Bounded: a head, chunk-extension line or trailer section that does not fit is refused.
   beast::flat_buffer buffer(limits_.header_limit + kBufferSlack);
-  bool unread_body = false;  // answered before the body was read: the client may still send
-  bool served = false;       // a request was read on this connection
+  bool unread_body = false;    // answered before the body was read: the client may still send
+  bool answered_last = false;  // the server ends the connection after an answer it wrote
+  bool served = false;         // a request was read on this connection
   for (;;) {
     if ((stopping_.load() && !admin) || closing_.load()) break;
     Request req;
@@ -192,7 +231,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     // it waits with (read_head reads 4 KiB at a time), and keeps those: freeing and taking
     // them again cost a malloc and a free on every request.
     if (buffer.size() == 0 && buffer.capacity() > kReadPiece) buffer.shrink_to_fit();
-    stream.expires_after(limits_.header_timeout);
+    conn->stream.expires_after(limits_.header_timeout);
     auto [ec, n] = co_await read_head(stream, buffer, req.head, limits_.header_limit);
     conn->idle = false;
     conn->idle_since.store(0);
@@ -213,8 +252,9 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
         res =
             problem_response(Problem::request_invalid, "malformed HTTP request: " + ec.message(), 11, false);
       if (res) {
-        stream.expires_after(limits_.write_timeout);
+        conn->stream.expires_after(limits_.write_timeout);
         co_await http::async_write(stream, *res, util::kUseTuple);
+        answered_last = true;
       }
       break;
     }
@@ -224,16 +264,17 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
     if (!admin) guard.emplace(active_, gauges_.inflight);
     std::optional<Answer> answer;
     RequestMeta meta;
-    if (!admin)
+    if (!admin) {
       meta = client_.meta(req.head.get(), conn->address);
-    else
+      meta.tls = !std::is_same_v<Stream, beast::tcp_stream>;
+    } else
       meta.client = conn->address;  // for the admin listener's audit line
     if (auto refusal = refuse_head(req.head.get(), admin)) {
       answer.emplace(problem_response(refusal->problem, refusal->detail, refusal->version, false));
     } else {
       // The exchange (and the body it read, and its share of the body budget) ends before
       // the answer is written.
-      ConnExchange exchange(*this, *conn, buffer, req, meta);
+      ConnExchange<Stream> exchange(*this, *conn, stream, buffer, req, meta);
       answer = co_await (admin ? admin_ : client_).serve(exchange);
     }
     if (!answer) break;
@@ -249,35 +290,47 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
         answer->response.keep_alive() && (admin || !stopping_.load()) && !closing_.load() && !unread_body;
     answer->response.keep_alive(keep);
     const bool usable = co_await write_answer(stream, *answer, limits_.write_timeout, conn->head);
+    answered_last = !keep;
     if (!usable || !keep) break;
   }
+  // Under TLS, an answer that the end of the connection frames (an HTTP/1.0 client's) is
+  // complete only with close_notify, else the client cannot tell it from a cut: send it, and
+  // wait briefly for the client's.
+  if constexpr (!std::is_same_v<Stream, beast::tcp_stream>) {
+    if (answered_last && !unread_body) {
+      conn->stream.expires_after(std::chrono::seconds(1));
+      co_await stream.async_shutdown(util::kUseTuple);
+    }
+  }
   boost::system::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  conn->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
   if (unread_body) {
     // Closing with unread data would reset the connection and could destroy our answer
     // (a 413) before the client reads it: drain what the client still sends, briefly.
     std::array<char, 4096> scratch;
     std::size_t drained = 0;
-    stream.expires_after(std::chrono::seconds(1));
+    conn->stream.expires_after(std::chrono::seconds(1));
     while (drained < 1024 * 1024) {
       auto [rec, rn] = co_await stream.async_read_some(asio::buffer(scratch), util::kUseTuple);
       if (rec) break;
       drained += rn;
     }
   }
-  stream.close();
+  conn->stream.close();
 }
 
-awaitable<bool> Server::ConnExchange::continue_if_expected(const http::request_header<>& head) {
+template <class Stream>
+awaitable<bool> Server::ConnExchange<Stream>::continue_if_expected(const http::request_header<>& head) {
   auto expect = head.find(http::field::expect);
   if (expect == head.end() || !util::iequals(expect->value(), "100-continue")) co_return true;
   HttpResponse go{http::status::continue_, 11};
   conn_.stream.expires_after(server_.limits_.write_timeout);
-  auto [wec, wn] = co_await http::async_write(conn_.stream, go, util::kUseTuple);
+  auto [wec, wn] = co_await http::async_write(stream_, go, util::kUseTuple);
   co_return !wec;
 }
 
-awaitable<BodyRead> Server::ConnExchange::read_body(std::uint64_t limit) {
+template <class Stream>
+awaitable<BodyRead> Server::ConnExchange<Stream>::read_body(std::uint64_t limit) {
   const unsigned version = req_.head.get().version();
   body_.emplace(std::move(req_.head));
   BodyParser& parser = *body_;
@@ -301,7 +354,7 @@ awaitable<BodyRead> Server::ConnExchange::read_body(std::uint64_t limit) {
   guard.attach(parser);
   if (!co_await continue_if_expected(parser.get().base())) co_return BodyRead::gone();
   conn_.stream.expires_after(server_.limits_.body_timeout);
-  auto [ec, n] = co_await http::async_read(conn_.stream, buffer_, parser, util::kUseTuple);
+  auto [ec, n] = co_await http::async_read(stream_, buffer_, parser, util::kUseTuple);
   if (ec && ec != http::error::body_limit) guard.read_failed(ec);
   if (guard.failure() == ChunkGuard::Failure::head_too_large)
     co_return BodyRead::refused(header_too_large(version));
@@ -313,13 +366,15 @@ awaitable<BodyRead> Server::ConnExchange::read_body(std::uint64_t limit) {
   co_return whole();
 }
 
-awaitable<std::optional<Answer>> Server::ConnExchange::relay(UpstreamClient& upstream, Duration timeout) {
+template <class Stream>
+awaitable<std::optional<Answer>> Server::ConnExchange<Stream>::relay(UpstreamClient& upstream,
+                                                                     Duration timeout) {
   StreamParser parser(std::move(req_.head));
   parser.body_limit(boost::none);  // streamed: it costs a fixed buffer, whatever its size
   ChunkGuard guard(server_.limits_.header_limit, req_.head_bytes);
   // The body is streamed: a client waiting for 100-continue may send it at once.
   if (!parser.is_done() && !co_await continue_if_expected(parser.get().base())) co_return std::nullopt;
-  auto answer = co_await relay_request(conn_.stream, buffer_, parser, guard, upstream, meta_,
+  auto answer = co_await relay_request(stream_, buffer_, parser, guard, upstream, meta_,
                                        {server_.limits_.body_timeout, timeout}, req_.body_done, conn_.head);
   if (!answer && guard.failure() == ChunkGuard::Failure::head_too_large)
     answer.emplace(header_too_large(parser.get().version()));

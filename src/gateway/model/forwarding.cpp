@@ -164,4 +164,26 @@ std::string forwarded_element(std::string_view peer) {
   return "for=\"[" + to_string(*a) + "]\";proto=http";
 }
 
+namespace {
+constexpr std::string_view kHopProto = ";proto=http";
+}  // namespace
+
+std::string forwarded_value_over_tls(std::string_view value) {
+  std::string out(value);
+  if (out.ends_with(kHopProto)) out += 's';
+  return out;
+}
+
+void forwarded_over_tls(std::string& head, bool proxy_proto) {
+  constexpr std::string_view kProto = "\r\nX-Forwarded-Proto: http\r\n";
+  if (const auto at = head.find(kProto); !proxy_proto && at != std::string::npos)
+    head.insert(at + kProto.size() - 2, 1, 's');
+  // The Forwarded field's line ends with this hop's element.
+  const auto field = head.find("\r\nForwarded: ");
+  if (field == std::string::npos) return;
+  const auto eol = head.find("\r\n", field + 2);
+  if (eol != std::string::npos && std::string_view(head).substr(0, eol).ends_with(kHopProto))
+    head.insert(eol, 1, 's');
+}
+
 }  // namespace idem::gateway

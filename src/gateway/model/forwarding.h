@@ -114,4 +114,13 @@ ForwardingField forwarding_field(std::string_view name) noexcept;
 // speaks plain HTTP.
 std::string forwarded_element(std::string_view peer);
 
+// A request that came over the TLS client listener (docs/configuration.md, "TLS on the client listener"): the
+// forwarding fields this hop wrote say `https`. `head` is a forwarded head as written
+// (the fields of add_forwarding_fields and forward_request): its X-Forwarded-Proto "http"
+// becomes "https" unless `proxy_proto` (a trusted proxy sent the protocol its client used,
+// which is kept), and this hop's Forwarded element (the last) gets proto=https.
+void forwarded_over_tls(std::string& head, bool proxy_proto);
+// This hop's Forwarded element in `value` (the last one) with proto=https.
+std::string forwarded_value_over_tls(std::string_view value);
+
 }  // namespace idem::gateway

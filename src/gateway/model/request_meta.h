@@ -68,6 +68,9 @@ struct RequestMeta {
   bool trusted_peer = false;
   // From a trusted proxy, the client its X-Forwarded-For names (resolve_client); else empty.
   std::string forwarded_client;
+  // The request came over the TLS client listener: the upstream is told `https`
+  // (forwarded_over_tls).
+  bool tls = false;
 
   // Who sent the request: the client a trusted proxy names, else the peer. What the request
   // log's `client` says and what per-client limits count.

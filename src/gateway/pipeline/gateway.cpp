@@ -1,4 +1,5 @@
 #include "gateway/pipeline/gateway.h"
+#include "gateway/model/forwarding.h"
 
 #include <array>
 #include <charconv>
@@ -105,7 +106,14 @@ ForwardRequest Gateway::forward_with_claim(const UpstreamClient& upstream, const
   const std::array<std::pair<std::string_view, std::string_view>, 2> set{
       {{"Idempotency-Key", key},
        {kFenceHeader, std::string_view(digits, static_cast<std::size_t>(end - digits))}}};
-  return forward_request(req, upstream.url(), meta, set);
+  return forward_over(upstream, req, meta, set);
+}
+
+ForwardRequest Gateway::forward_over(const UpstreamClient& upstream, const HttpRequest& req,
+                                     const RequestMeta& meta, SetFields set) const {
+  ForwardRequest fwd = forward_request(req, upstream.url(), meta, set);
+  if (meta.tls) forwarded_over_tls(fwd.head, meta.trusted_peer && !req[kForwardedProtoHeader].empty());
+  return fwd;
 }
 
 Gateway::Gateway(const Config& config, Store& store, Upstreams& upstreams, Metrics& metrics,
@@ -535,7 +543,7 @@ awaitable<Gateway::Reply> Gateway::forward_unprotected(const Route* route, Durat
                                                        bool mark) {
   UpstreamClient* upstream = upstream_of(route);
   if (!upstream) co_return no_upstream(req);
-  const ForwardRequest fwd = forward_request(req, upstream->url(), meta, {});
+  const ForwardRequest fwd = forward_over(*upstream, req, meta, {});
   const auto t0 = Steady::now();
   UpstreamResult up = co_await upstream->exchange(fwd, timeout, kStreamedPrefix);
   metrics_.observe_upstream(since(t0));

@@ -164,6 +164,10 @@ class Gateway final : public RequestHandler {
                       bool waited) const;
 
   // The forwarded request of a claimed key: the client's, with the key and the claim's fence.
+  // forward_request to `upstream`, with the forwarding fields saying https for a request that
+  // came over TLS (forwarded_over_tls).
+  ForwardRequest forward_over(const UpstreamClient& upstream, const HttpRequest& req, const RequestMeta& meta,
+                              SetFields set) const;
   ForwardRequest forward_with_claim(const UpstreamClient& upstream, const HttpRequest& req,
                                     const RequestMeta& meta, std::string_view key, Fence fence) const;
   // The upstream a request of `route` (null: on no route) goes to under the config in force

@@ -30,7 +30,11 @@ asio::awaitable<Gateway::Resolution> Gateway::ask_status(const Route& route, con
                                                          const RequestMeta& meta, Fence fence) {
   const StatusEndpoint& endpoint = *route.policy.status;
   HttpRequest ask{http::verb::get, status_target(endpoint.path, id.key, fence), 11};
-  const UpstreamUrl& url = upstream_.url();
+  // The route's upstream under the config in force (one always exists for a route the
+  // config accepted; should a reload have taken it, nothing is known).
+  UpstreamClient* upstream = upstream_of(&route);
+  if (!upstream) co_return Resolution{};
+  const UpstreamUrl& url = upstream->url();
   const bool v6 = url.host.find(':') != std::string::npos;
   ask.set(http::field::host, (v6 ? "[" + url.host + "]" : url.host) + ":" + std::to_string(url.port));
   char digits[24];
@@ -41,7 +45,7 @@ asio::awaitable<Gateway::Resolution> Gateway::ask_status(const Route& route, con
   const ForwardRequest fwd = forward_request(ask, url, meta, set);
   // Within the claim's lease, which is not renewed during a takeover's call.
   const Duration timeout = std::min(endpoint.timeout, route.policy.lease / 2);
-  UpstreamResult up = co_await upstream_.exchange(fwd, timeout, route.policy.max_result);
+  UpstreamResult up = co_await upstream->exchange(fwd, timeout, route.policy.max_result);
 
   Resolution r;
   if (up.kind == UpstreamResult::Kind::response && !up.tail) {

@@ -45,7 +45,7 @@ TEST(ConfigError, ControlCharactersAreWrittenAsHex) {
   EXPECT_EQ(error(std::string_view("\x01x: 1\n", 6)),
             "idem.yaml:1: \\x01x: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
             "upstream_tls, upstreams, store, admin, limits, defaults, "
-            "tokens, replay_cache, routes, trusted_proxies, jwt)");
+            "tokens, replay_cache, routes, trusted_proxies, jwt, tls)");
   const char nul_escape[] = "up/127.020.1 \0\0\0\0\0\0\0.020.1:9000\n";
   EXPECT_EQ(error(std::string_view(nul_escape, sizeof nul_escape - 1)),
             "idem.yaml:1: invalid YAML: unknown escape character: \\x00");
@@ -87,11 +87,30 @@ TEST(ConfigRules, StrayCommaIsAnErrorNotAHang) {
             "idem.yaml:4: invalid YAML: end of map not found");
 }
 
+// The client listener's `tls` (docs/configuration.md, "TLS on the client listener"): both
+// files named, as read; the files themselves are loaded by idem check and idem serve.
+TEST(ConfigRules, TlsNamesBothFiles) {
+  const Config c = load_config_text("tls:\n  cert_file: a.pem\n  key_file: k.pem\n", "idem.yaml");
+  EXPECT_TRUE(c.tls.on());
+  EXPECT_EQ(c.tls.cert_file, "a.pem");
+  EXPECT_EQ(c.tls.key_file, "k.pem");
+  EXPECT_EQ(c.tls.key_line, 3);
+  EXPECT_FALSE(load_config_text("", "idem.yaml").tls.on());
+  EXPECT_EQ(error("tls:\n  cert_file: a.pem\n"),
+            "idem.yaml:2: tls: needs both cert_file and key_file (key_file is missing)");
+  EXPECT_EQ(error("tls:\n  key_file: k.pem\n"),
+            "idem.yaml:2: tls: needs both cert_file and key_file (cert_file is missing)");
+  EXPECT_EQ(error("tls:\n  cert_file: \"\"\n  key_file: k.pem\n"),
+            "idem.yaml:2: tls.cert_file: must name a file");
+  EXPECT_ERROR("tls:\n  cert_file: a.pem\n  key_file: k.pem\n  ciphers: x\n",
+               "idem.yaml:4: tls.ciphers: unknown key (expected one of: cert_file, key_file)");
+}
+
 TEST(ConfigRules, UnknownKeysAnywhere) {
   EXPECT_EQ(error("listen: 127.0.0.1:8080\nlistne: 1\n"),
             "idem.yaml:2: listne: unknown key (expected one of: listen, upstream, upstream_idle_timeout, "
             "upstream_tls, upstreams, store, admin, limits, defaults, "
-            "tokens, replay_cache, routes, trusted_proxies, jwt)");
+            "tokens, replay_cache, routes, trusted_proxies, jwt, tls)");
   EXPECT_ERROR("admin:\n  token: x\n",
                "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env, tokens, limits)");
   EXPECT_ERROR("limits:\n  connection: 1\n",

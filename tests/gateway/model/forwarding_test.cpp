@@ -138,5 +138,23 @@ TEST(ForwardedElement, RfcSevenTwoThreeNineNodes) {
   EXPECT_EQ(forwarded_element("unknown"), "for=unknown;proto=http");
 }
 
+// Over the TLS listener this hop says https: X-Forwarded-Proto unless a trusted proxy sent
+// its client's protocol, and this hop's Forwarded element (the last) always.
+TEST(ForwardedOverTls, ThisHopSaysHttps) {
+  std::string head =
+      "POST /orders HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\n"
+      "Forwarded: for=203.0.113.7;proto=http, for=192.0.2.7;proto=http\r\nX-Request-Id: r\r\n\r\n";
+  std::string kept = head;
+  forwarded_over_tls(head, false);
+  EXPECT_EQ(head,
+            "POST /orders HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: https\r\n"
+            "Forwarded: for=203.0.113.7;proto=http, for=192.0.2.7;proto=https\r\nX-Request-Id: r\r\n\r\n");
+  forwarded_over_tls(kept, true);  // the proxy's "http" stays
+  EXPECT_NE(kept.find("X-Forwarded-Proto: http\r\n"), std::string::npos);
+  EXPECT_NE(kept.find("for=192.0.2.7;proto=https\r\n"), std::string::npos);
+  EXPECT_EQ(forwarded_value_over_tls("for=192.0.2.7;proto=http"), "for=192.0.2.7;proto=https");
+  EXPECT_EQ(forwarded_value_over_tls("for=192.0.2.7;proto=https"), "for=192.0.2.7;proto=https");
+}
+
 }  // namespace
 }  // namespace idem::gateway

@@ -100,6 +100,17 @@ struct AdminTokenConfig {
   unsigned roles = 0;  // kRoleControl | kRoleOperator, at least one
 };
 
+// `tls`: the client listener speaks TLS with this certificate chain and private key (PEM
+// files), read at start and again on SIGHUP (docs/configuration.md, "TLS on the client listener"). Empty:
+// plain HTTP. The lines are where the keys were read, for the errors about the files.
+struct ListenerTls {
+  std::string cert_file;
+  std::string key_file;
+  int cert_line = 0;
+  int key_line = 0;
+  bool on() const { return !cert_file.empty(); }
+};
+
 struct AdminConfig {
   ListenAddress listen{"127.0.0.1", 9901};
   std::string token_env;  // the variable named by admin.token_env, or "" for none
@@ -165,6 +176,7 @@ struct Config {
   std::string store = "sqlite:./idem.db";
   AdminConfig admin;
   ListenerLimits limits = kClientLimits;  // the client listener's
+  ListenerTls tls;                        // the client listener's
   Policy defaults;
   TokensConfig tokens;
   ReplayCacheConfig replay_cache;

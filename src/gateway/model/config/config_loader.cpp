@@ -21,7 +21,7 @@ const Names kTopKeys = {"listen",          "upstream",     "upstream_idle_timeou
                         "upstream_tls",    "upstreams",    "store",
                         "admin",           "limits",       "defaults",
                         "tokens",          "replay_cache", "routes",
-                        "trusted_proxies", "jwt"};
+                        "trusted_proxies", "jwt",          "tls"};
 const Names kUpstreamKeys = {"url", "timeout", "idle_timeout", "tls"};
 const Names kTlsKeys = {"ca_file", "server_name", "insecure_skip_verify"};
 const Names kLimitKeys = {"connections", "connections_per_client", "buffered_bodies",
@@ -115,6 +115,7 @@ class ConfigReader : public YamlReader {
   // The items of a list, or the value itself when it is a single scalar.
   std::vector<Entry> one_or_more(const Entry& e) const;
   void read_admin(const Entry& admin, Config& c) const;
+  void read_tls(const Entry& tls, Config& c) const;
   // `limits` or `admin.limits` into `l`; the keys it gives.
   std::vector<Entry> read_limits(const Entry& e, ListenerLimits& l) const;
   // The rules between a listener's limits (`given` at `at`), and that one client's share of
@@ -397,6 +398,23 @@ void ConfigReader::check_limits(const ListenerLimits& l, const Entry& at, const 
     fail(at_key(per_client ? "buffered_bodies_per_client" : "buffered_bodies"),
          size_text(l.buffered_bodies_per_client) + " cannot hold " + body_of +
              ", so no such body could be received: raise it" + remedy);
+}
+
+// `tls`: both files, or neither (docs/configuration.md, "TLS on the client listener"). Whether they can be
+// read and belong together is checked where they are loaded (tls_context.h).
+void ConfigReader::read_tls(const Entry& tls, Config& c) const {
+  std::vector<Entry> es = entries(tls.value, where(tls), {{"cert_file", "key_file"}});
+  const Entry* cert = find(es, "cert_file");
+  const Entry* key = find(es, "key_file");
+  if (!cert || !key)
+    fail(tls, std::string("needs both cert_file and key_file (") + (cert ? "key_file" : "cert_file") +
+                  " is missing)");
+  c.tls.cert_file = scalar(*cert, "the path of a PEM certificate chain file");
+  c.tls.key_file = scalar(*key, "the path of a PEM private key file");
+  if (c.tls.cert_file.empty()) fail(*cert, "must name a file");
+  if (c.tls.key_file.empty()) fail(*key, "must name a file");
+  c.tls.cert_line = where(*cert).line;
+  c.tls.key_line = where(*key).line;
 }
 
 void ConfigReader::read_admin(const Entry& admin, Config& c) const {
@@ -779,6 +797,7 @@ Config ConfigReader::read(const YAML::Node& root) {
     if (Status s = check_store_uri(c.store); uri && !s) fail(*e, s.message());
   }
   if (const Entry* e = find(es, "trusted_proxies")) read_trusted_proxies(*e, c);
+  if (const Entry* e = find(es, "tls")) read_tls(*e, c);
   const Entry* admin = find(es, "admin");
   if (admin) read_admin(*admin, c);
   if (auto why = config_checks::listeners_collide(c)) {
