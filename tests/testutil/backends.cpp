@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <random>
+#include <string>
 
 #include "idem/open.h"
 #include "stores/redis/redis_uri.h"
@@ -11,6 +14,19 @@
 
 namespace idem::testutil {
 namespace {
+
+// A table prefix no earlier run has used: `tag`, this process, a random run mark and the
+// count of stores made. The process id alone repeats once pids wrap, and the tables of a
+// run long ago (the tests leave them) would then hold another run's records.
+std::string fresh_table_prefix(const char* tag) {
+  static const std::string run = [] {
+    char mark[9];
+    std::snprintf(mark, sizeof mark, "%08x", static_cast<unsigned>(std::random_device{}()));
+    return std::to_string(::getpid()) + "_" + mark;
+  }();
+  static std::atomic<int> n{0};
+  return std::string(tag) + run + "_" + std::to_string(n++) + "_";
+}
 
 std::unique_ptr<Store> must_open(const std::string& uri, std::shared_ptr<const Clock> clock) {
   StoreOptions options;
@@ -99,11 +115,9 @@ BehindProxy sql_setup(const char* env_name, const char* service) {
   const auto colon = hostport.rfind(':');
   s.proxy = std::make_unique<FaultProxy>(hostport.substr(0, colon),
                                          static_cast<std::uint16_t>(std::stoi(hostport.substr(colon + 1))));
-  static std::atomic<int> n{0};
   const std::string rest = base.substr(slash);
   s.uri = base.substr(0, at + 1) + s.proxy->address() + rest +
-          (rest.find('?') == std::string::npos ? "?" : "&") + "table_prefix=idem_f" +
-          std::to_string(::getpid()) + "_" + std::to_string(n++) + "_";
+          (rest.find('?') == std::string::npos ? "?" : "&") + "table_prefix=" + fresh_table_prefix("idem_f");
   return s;
 }
 
@@ -147,10 +161,8 @@ Backend sql_backend(const char* name, const char* env, const char* tag) {
           [env, tag](std::shared_ptr<const Clock>) -> std::unique_ptr<Store> {
             const char* url = std::getenv(env);
             if (url == nullptr || *url == '\0') return nullptr;
-            static std::atomic<int> n{0};
             const std::string base = url;
-            const std::string prefix =
-                std::string(tag) + std::to_string(::getpid()) + "_" + std::to_string(n++) + "_";
+            const std::string prefix = fresh_table_prefix(tag);
             return must_open(
                 base + (base.find('?') == std::string::npos ? "?" : "&") + "table_prefix=" + prefix, nullptr);
           },
