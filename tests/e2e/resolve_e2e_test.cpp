@@ -54,6 +54,8 @@ std::string store_uri(const std::string& store, const std::string& dir) {
 
 class Resolve : public GatewayE2E, public ::testing::WithParamInterface<std::string> {
  protected:
+  // No gateway of the default config: SetUp starts the one of the store under test.
+  static void SetUpTestSuite() {}
   static void TearDownTestSuite() {
     if (running_.empty()) return;
     GatewayE2E::TearDownTestSuite();
