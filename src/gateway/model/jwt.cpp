@@ -411,8 +411,12 @@ ProblemOr<std::string> JwtVerifier::verify(std::string_view token, std::string_v
     if (!ours) return invalid("is meant for another audience (aud)");
   }
   const boost::json::value* value = payload->if_contains(claim);
+  // An integer claim (a user id that is a JSON number, 19-digit Snowflake ids included) is
+  // taken as its exact decimal text; a number with a fraction or exponent is not exact.
+  if (value != nullptr && value->is_int64()) return std::to_string(value->get_int64());
+  if (value != nullptr && value->is_uint64()) return std::to_string(value->get_uint64());
   if (value == nullptr || !value->is_string() || value->as_string().empty())
-    return invalid("has no " + std::string(claim) + " claim (a non-empty string)");
+    return invalid("has no " + std::string(claim) + " claim (a non-empty string or an integer)");
   // The claim becomes a scope or a principal, as a header's value would: no control
   // characters, and no longer than a header's value could reasonably be.
   const boost::json::string& text = value->as_string();

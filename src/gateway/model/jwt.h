@@ -59,8 +59,8 @@ class JwtVerifier {
   static std::shared_ptr<const JwtVerifier> load(JwtSettings settings, const std::string& key_file,
                                                  const std::string& jwks_file);
 
-  // The value of `claim` (a non-empty string) of a token that verifies at `now` (Unix
-  // seconds), or credentials_invalid saying why (never echoing the token).
+  // The value of `claim` (a non-empty string, or an integer as its exact digits) of a token that verifies at
+  // `now` (Unix seconds), or credentials_invalid saying why (never echoing the token).
   ProblemOr<std::string> verify(std::string_view token, std::string_view claim, std::int64_t now) const;
 
   // The token of a request's header value: after `Bearer ` (any case); on another header

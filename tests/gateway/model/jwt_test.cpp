@@ -199,7 +199,7 @@ TEST(Jwt, IssuerAndAudienceAreCheckedWhenNamed) {
   EXPECT_EQ(check(*v, jwt(R"({"alg":"HS256"})",
                           R"({"exp":1900000000,"iss":"https://sso.example.com/realms/shop","aud":"account"})",
                           nullptr, kSecret)),
-            "the JWT has no sub claim (a non-empty string)");
+            "the JWT has no sub claim (a non-empty string or an integer)");
   EXPECT_EQ(
       check(
           *v,
@@ -207,6 +207,21 @@ TEST(Jwt, IssuerAndAudienceAreCheckedWhenNamed) {
               R"({"sub":"a\nb","exp":1900000000,"iss":"https://sso.example.com/realms/shop","aud":"account"})",
               nullptr, kSecret)),
       "the JWT claim sub holds control characters or is over 1024 bytes");
+}
+
+// A user id that is a JSON number (a Java service's 19-digit Snowflake id) is its exact
+// decimal text; a number that is not an integer is no principal.
+TEST(Jwt, AnIntegerClaimIsItsExactDigits) {
+  auto v = verifier({JwtAlgorithm::hs256}, "secret");
+  const auto with_sub = [](const std::string& sub) {
+    return jwt(R"({"alg":"HS256"})", R"({"sub":)" + sub + R"(,"exp":)" + std::to_string(kNow + 300) + "}",
+               nullptr, kSecret);
+  };
+  EXPECT_EQ(check(*v, with_sub("1234567890123456789")), "sub=1234567890123456789");
+  EXPECT_EQ(check(*v, with_sub("18446744073709551615")), "sub=18446744073709551615");
+  EXPECT_EQ(check(*v, with_sub("-42")), "sub=-42");
+  EXPECT_EQ(check(*v, with_sub("1.5")), "the JWT has no sub claim (a non-empty string or an integer)");
+  EXPECT_EQ(check(*v, with_sub("1e3")), "the JWT has no sub claim (a non-empty string or an integer)");
 }
 
 TEST(Jwt, KeyFilesAreCheckedWhenRead) {
