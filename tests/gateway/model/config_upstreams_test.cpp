@@ -1,11 +1,14 @@
 // `upstreams` and a route's `upstream` (docs/configuration.md, "Upstreams"): what they read as,
 // and every mistake with its file:line: key.
 #include <chrono>
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "gateway/model/config/config.h"
+#include "testutil/temp_dir.h"
+#include "testutil/test_certificates.h"
 
 namespace idem::gateway {
 namespace {
@@ -132,15 +135,18 @@ TEST(ConfigUpstreams, RoutesWithoutAnUpstreamNeedTheDefault) {
 }
 
 TEST(ConfigUpstreams, TlsSettings) {
+  ASSERT_TRUE(testutil::certificates().ok());
+  const std::string ca = testutil::certificates().file("ca.crt");
   const Config c = load_config_text(
-      "upstream: https://api.internal\nupstream_tls:\n  ca_file: /etc/idem/ca.pem\n"
-      "upstreams:\n  pay:\n    url: https://10.0.0.9:8443\n    tls:\n      server_name: pay.internal\n"
-      "routes:\n  - name: pay\n    match: {method: POST, path: /pay}\n    upstream: pay\n",
+      "upstream: https://api.internal\nupstream_tls:\n  ca_file: " + ca +
+          "\n"
+          "upstreams:\n  pay:\n    url: https://10.0.0.9:8443\n    tls:\n      server_name: pay.internal\n"
+          "routes:\n  - name: pay\n    match: {method: POST, path: /pay}\n    upstream: pay\n",
       "idem.yaml");
   ASSERT_TRUE(c.upstream);
   EXPECT_TRUE(c.upstream->tls);
   EXPECT_EQ(c.upstream->port, 443);
-  EXPECT_EQ(c.upstream_tls.ca_file, "/etc/idem/ca.pem");
+  EXPECT_EQ(c.upstream_tls.ca_file, ca);
   EXPECT_TRUE(c.upstreams[0].url.tls);
   EXPECT_EQ(c.upstreams[0].url.port, 8443);
   EXPECT_EQ(c.upstreams[0].tls.server_name, "pay.internal");
@@ -159,6 +165,21 @@ TEST(ConfigUpstreams, TlsSettings) {
             "insecure_skip_verify)");
   EXPECT_EQ(error("upstreams:\n  a:\n    url: https://a\n    tls:\n      server_name: a:443\n"),
             "idem.yaml:5: upstreams.a.tls.server_name: a host name, without port or path");
+
+  // The CA file is read with the config: a missing file, or one without a certificate, is an
+  // error at its key (idem check, the start, a reload) rather than a 502 for every request.
+  EXPECT_EQ(error("upstream: https://a\nupstream_tls:\n  ca_file: /nonexistent/ca.pem\n"),
+            "idem.yaml:3: upstream_tls.ca_file: cannot load the CA certificates /nonexistent/ca.pem: No such "
+            "file or directory");
+  testutil::TempDir dir;
+  std::ofstream(dir.file("key.pem"))
+      << "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEI\n-----END PRIVATE KEY-----\n";
+  EXPECT_EQ(
+      error("upstreams:\n  a:\n    url: https://a\n    tls:\n      ca_file: " + dir.file("key.pem") + "\n"),
+      "idem.yaml:5: upstreams.a.tls.ca_file: cannot load the CA certificates " + dir.file("key.pem") +
+          ": it holds no PEM certificate");
+  EXPECT_EQ(error("upstream: https://a\nupstream_tls:\n  ca_file: \"\"\n"),
+            "idem.yaml:3: upstream_tls.ca_file: must name a file");
 
   const Config insecure =
       load_config_text("upstream: https://a\nupstream_tls:\n  insecure_skip_verify: true\n", "idem.yaml");

@@ -1,6 +1,13 @@
 // load_config_text: reads the document key by key through a YamlReader, so every error
 // names its line and dotted key, then checks the rules that tie settings together.
+#include <openssl/err.h>
+#include <openssl/x509_vfy.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -717,12 +724,33 @@ void ConfigReader::advise_on_routes(Config& c, const std::vector<Where>& match_a
   }
 }
 
+namespace {
+
+// Why an upstream's CA file cannot be used, or "": it is read when the config is (`idem
+// check`, the start, a reload), as the upstream's connections will read it, so a missing or
+// mangled file is an error at its key instead of a 502 for every request to that upstream
+// (docs/configuration.md, "TLS to upstreams").
+std::string ca_file_problem(const std::string& path) {
+  if (::access(path.c_str(), R_OK) != 0)
+    return "cannot load the CA certificates " + path + ": " + std::strerror(errno);
+  std::unique_ptr<X509_STORE, decltype(&X509_STORE_free)> store(X509_STORE_new(), &X509_STORE_free);
+  const bool loaded = store && X509_STORE_load_file(store.get(), path.c_str()) == 1;
+  ERR_clear_error();
+  return loaded ? "" : "cannot load the CA certificates " + path + ": it holds no PEM certificate";
+}
+
+}  // namespace
+
 UpstreamTls ConfigReader::read_tls(const Entry& e, const std::optional<UpstreamUrl>& url, Config& c) const {
   UpstreamTls t;
   std::vector<Entry> es = entries(e.value, where(e), {kTlsKeys});
   if (url && !url->tls)
     fail(e, "TLS settings for an http:// upstream: write its URL as https://, or remove them");
-  if (const Entry* f = find(es, "ca_file")) t.ca_file = scalar(*f, "a PEM file of CA certificates");
+  if (const Entry* f = find(es, "ca_file")) {
+    t.ca_file = scalar(*f, "a PEM file of CA certificates");
+    if (t.ca_file.empty()) fail(*f, "must name a file");
+    if (const std::string why = ca_file_problem(t.ca_file); !why.empty()) fail(*f, why);
+  }
   if (const Entry* f = find(es, "server_name")) {
     t.server_name = scalar(*f, "a host name such as orders.internal");
     if (t.server_name.find_first_of(" /:@") != std::string::npos)
