@@ -299,8 +299,8 @@ TEST_F(Observability, MetricsHaveBuildInfoProcessReloadsAndBucketsUpToTheTimeout
   EXPECT_EQ(sample(m, "idem_config_reloads_total{result=\"failed\"}"), 0.0);
   EXPECT_NEAR(*sample(m, "idem_config_last_reload_success_timestamp_seconds"), start, 1.0);
   // The fixture's longest upstream_timeout is 3s; the store's deadline 5s.
-  EXPECT_TRUE(sample(m, "idem_upstream_seconds_bucket{le=\"3\"}")) << m;
-  EXPECT_TRUE(sample(m, "idem_upstream_seconds_bucket{le=\"60\"}")) << m;
+  EXPECT_TRUE(sample(m, "idem_upstream_seconds_bucket{upstream=\"\",le=\"3\"}")) << m;
+  EXPECT_TRUE(sample(m, "idem_upstream_seconds_bucket{upstream=\"\",le=\"60\"}")) << m;
   EXPECT_TRUE(sample(m, "idem_store_seconds_bucket{op=\"begin\",le=\"5\"}")) << m;
   EXPECT_TRUE(sample(m, "idem_store_seconds_bucket{op=\"begin\",le=\"60\"}")) << m;
 }

@@ -96,6 +96,13 @@ TEST(NamedUpstreams, RoutesGoToTheUpstreamTheyNameAndEverythingElseToTheDefault)
   EXPECT_EQ(seen(orders).find("health"), std::string::npos);
   EXPECT_NE(read_text(g.log).find("upstreams.orders " + url(orders, "/api")), std::string::npos)
       << read_text(g.log);
+  // idem_upstream_seconds has a series for each upstream (docs/observability.md): the orders
+  // exchange (the replay made none), the invoice, and the default's note and GET.
+  const std::string metrics = request(g.admin, verb::get, "/metrics").body();
+  for (const char* count : {"idem_upstream_seconds_count{upstream=\"orders\"} 1\n",
+                            "idem_upstream_seconds_count{upstream=\"billing\"} 1\n",
+                            "idem_upstream_seconds_count{upstream=\"\"} 2\n"})
+    EXPECT_NE(metrics.find(count), std::string::npos) << count << metrics;
   idem.signal(SIGTERM);
   EXPECT_EQ(idem.wait(5000), 0);
 }

@@ -430,7 +430,7 @@ awaitable<Gateway::Reply> Gateway::run_claimed(const Route& route, const Identit
       if (r.reading == StatusReading::done) up = std::move(r.answer);
     }
   }
-  metrics_.observe_upstream(since(t0));
+  metrics_.observe_upstream(upstream_label(&route), since(t0));
 
   const Exchange exchange =
       up.kind == UpstreamResult::Kind::response ? Exchange::answered
@@ -546,7 +546,7 @@ awaitable<Gateway::Reply> Gateway::forward_unprotected(const Route* route, Durat
   const ForwardRequest fwd = forward_over(*upstream, req, meta, {});
   const auto t0 = Steady::now();
   UpstreamResult up = co_await upstream->exchange(fwd, timeout, kStreamedPrefix);
-  metrics_.observe_upstream(since(t0));
+  metrics_.observe_upstream(upstream_label(route), since(t0));
   Reply r = up.kind == UpstreamResult::Kind::response
                 ? forwarded(req, std::move(up), "unprotected")
                 : problem(req, failure_problem(up.kind), "the upstream did not answer: " + up.error);

@@ -173,6 +173,10 @@ class Gateway final : public RequestHandler {
   // The upstream a request of `route` (null: on no route) goes to under the config in force
   // (Upstreams::of); null when there is none (no default upstream).
   UpstreamClient* upstream_of(const Route* route) const;
+  // What idem_upstream_seconds calls that upstream: the route's `upstream`, "" for the default.
+  static std::string_view upstream_label(const Route* route) {
+    return route ? std::string_view(route->upstream) : std::string_view();
+  }
   // 502 for a request with no upstream to go to.
   Reply no_upstream(const HttpRequest& req) const;
   // The upstream exchange while the lock is renewed (renew_lock), as the claim runner

@@ -58,7 +58,7 @@ awaitable<UpstreamResult> Gateway::exchange_locked(UpstreamClient& upstream, con
     auto exchange = upstream.exchange(fwd, route.policy.upstream_timeout, kStreamedPrefix);
     up = co_await std::move(exchange);
   }
-  metrics_.observe_upstream(since(t0));
+  metrics_.observe_upstream(upstream_label(&route), since(t0));
   co_return up;
 }
 

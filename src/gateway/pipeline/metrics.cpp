@@ -145,8 +145,10 @@ void Histogram::render(std::string& out, std::string_view name, std::string_view
 Metrics::Metrics(MetricsOptions options)
     : store_bounds_(latency_buckets(options.store_deadline)),
       start_time_(read_process_stats().start_time.value_or(now_seconds())),
-      last_reload_ms_(static_cast<std::int64_t>(start_time_ * 1000)),
-      upstream_(latency_buckets(options.upstream_timeout)) {}
+      upstream_bounds_(latency_buckets(options.upstream_timeout)),
+      last_reload_ms_(static_cast<std::int64_t>(start_time_ * 1000)) {
+  upstream_.try_emplace("", upstream_bounds_);
+}
 
 void Metrics::count_admin_action(std::string_view action, std::string_view token) {
   // Rare (an operator's action): the whole lock every time.
@@ -190,19 +192,24 @@ void Metrics::count_request(std::string_view route, std::string_view outcome) {
   o->second.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Metrics::observe_store(std::string_view op, Duration d) {
-  Histogram* h = nullptr;
+Histogram& Metrics::histogram(std::map<std::string, Histogram, std::less<>>& of, std::string_view label,
+                              const std::vector<double>& bounds) {
   {
     std::shared_lock lock(mu_);
-    if (auto it = store_.find(op); it != store_.end()) h = &it->second;  // map nodes are stable
+    if (auto it = of.find(label); it != of.end()) return it->second;  // map nodes are stable
   }
-  if (!h) {
-    std::unique_lock lock(mu_);
-    auto it = store_.find(op);
-    if (it == store_.end()) it = store_.try_emplace(std::string(op), store_bounds_).first;
-    h = &it->second;
-  }
-  h->observe(d);
+  std::unique_lock lock(mu_);
+  auto it = of.find(label);
+  if (it == of.end()) it = of.try_emplace(std::string(label), bounds).first;
+  return it->second;
+}
+
+void Metrics::observe_store(std::string_view op, Duration d) {
+  histogram(store_, op, store_bounds_).observe(d);
+}
+
+void Metrics::observe_upstream(std::string_view upstream, Duration d) {
+  histogram(upstream_, upstream, upstream_bounds_).observe(d);
 }
 
 void Metrics::count_reload(bool ok) noexcept {
@@ -263,6 +270,9 @@ std::string Metrics::render() const {
              label_value(labels.second) + "\"} " + std::to_string(v) + "\n";
     head("idem_store_seconds", "histogram", "Store call latency.");
     for (const auto& [op, h] : store_) h.render(out, "idem_store_seconds", "op=\"" + label_value(op) + "\"");
+    head("idem_upstream_seconds", "histogram", "Upstream exchange latency, by upstream (\"\": the default).");
+    for (const auto& [name, h] : upstream_)
+      h.render(out, "idem_upstream_seconds", "upstream=\"" + label_value(name) + "\"");
   }
   counter("idem_tokens_issued_total", "One-time tokens issued.", tokens_issued_.load());
   counter("idem_tokens_refused_total", "Token requests refused 429 by tokens.per_client or tokens.max_live.",
@@ -272,8 +282,6 @@ std::string Metrics::render() const {
   counter("idem_overloaded_total",
           "Requests refused 503 overloaded: the request bodies held in memory reached their cap.",
           gauges_.overloaded.load());
-  head("idem_upstream_seconds", "histogram", "Upstream exchange latency.");
-  upstream_.render(out, "idem_upstream_seconds", "");
   head("idem_inflight", "gauge", "Requests being handled.");
   out += "idem_inflight " + std::to_string(gauges_.inflight.load()) + "\n";
   head("idem_config_reloads_total", "counter",

@@ -80,7 +80,9 @@ class Metrics {
   void count_store_error() noexcept { store_errors_.fetch_add(1, std::memory_order_relaxed); }
   void count_store_conflict() noexcept { store_conflicts_.fetch_add(1, std::memory_order_relaxed); }
   void observe_store(std::string_view op, Duration d);
-  void observe_upstream(Duration d) noexcept { upstream_.observe(d); }
+  // idem_upstream_seconds{upstream}: an exchange with the named upstream, "" for the default
+  // one (whose series exists from the start).
+  void observe_upstream(std::string_view upstream, Duration d);
   // What the HTTP layer counts (idem_inflight, idem_overloaded_total): the Server counts
   // into it.
   ServerGauges& gauges() noexcept { return gauges_; }
@@ -95,12 +97,18 @@ class Metrics {
   std::string render() const;
 
  private:
+  // The histogram of `label` in `of`, made with `bounds` on its first observation.
+  Histogram& histogram(std::map<std::string, Histogram, std::less<>>& of, std::string_view label,
+                       const std::vector<double>& bounds);
+
   const std::vector<double> store_bounds_;
   const double start_time_;       // seconds since the epoch, as process_start_time_seconds
   mutable std::shared_mutex mu_;  // insertions take it whole; counting and rendering share it
   std::map<std::string, std::map<std::string, std::atomic<std::uint64_t>, std::less<>>, std::less<>>
-      requests_;                                                                // route → outcome → count
-  std::map<std::string, Histogram, std::less<>> store_;                         // by op
+      requests_;                                         // route → outcome → count
+  std::map<std::string, Histogram, std::less<>> store_;  // by op
+  const std::vector<double> upstream_bounds_;
+  std::map<std::string, Histogram, std::less<>> upstream_;  // by upstream name, "" the default
   std::map<std::pair<std::string, std::string>, std::uint64_t> admin_actions_;  // (action, token), under mu_
   std::map<std::pair<std::string, std::string>, std::uint64_t> resolutions_;  // (route, decision), under mu_
   std::deque<std::string> audit_trail_;                                       // under mu_
@@ -112,7 +120,6 @@ class Metrics {
   std::atomic<std::uint64_t> reloads_ok_{0};
   std::atomic<std::uint64_t> reloads_failed_{0};
   std::atomic<std::int64_t> last_reload_ms_;  // ms since the epoch
-  Histogram upstream_;
 };
 
 }  // namespace idem::gateway

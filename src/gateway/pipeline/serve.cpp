@@ -135,7 +135,7 @@ awaitable<std::optional<Answer>> Gateway::relay(HttpExchange& exchange, const Ro
                                       head.version(), false)};
   }
   std::optional<Answer> answer = co_await exchange.relay(*upstream, timeout);
-  metrics_.observe_upstream(since(t0));
+  metrics_.observe_upstream(upstream_label(route), since(t0));
   if (answer && route)
     count_unprotected(*route, method, target, exchange.meta(), answer->response.result_int(), since(t0));
   co_return answer;

@@ -166,15 +166,25 @@ TEST(Metrics, RendersTheSpecNames) {
   m.count_request("orders", "forwarded");
   m.count_request("orders", "key_reused");
   m.observe_store("begin", milliseconds(2));
-  m.observe_upstream(milliseconds(30));
+  m.observe_upstream("", milliseconds(30));
+  m.observe_upstream("billing", milliseconds(300));
   m.count_token_issued();
   const std::string text = m.render();
   EXPECT_NE(text.find("idem_requests_total{route=\"orders\",outcome=\"forwarded\"} 2\n"), std::string::npos);
   EXPECT_NE(text.find("idem_requests_total{route=\"orders\",outcome=\"key_reused\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("idem_store_seconds_bucket{op=\"begin\",le=\"0.0025\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("idem_store_seconds_count{op=\"begin\"} 1\n"), std::string::npos);
-  EXPECT_NE(text.find("idem_upstream_seconds_bucket{le=\"0.025\"} 0\n"), std::string::npos);
-  EXPECT_NE(text.find("idem_upstream_seconds_bucket{le=\"+Inf\"} 1\n"), std::string::npos);
+  // By upstream: "" the default, else the name routes give it (docs/observability.md).
+  EXPECT_NE(text.find("idem_upstream_seconds_bucket{upstream=\"\",le=\"0.025\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("idem_upstream_seconds_bucket{upstream=\"\",le=\"0.05\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("idem_upstream_seconds_bucket{upstream=\"\",le=\"+Inf\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("idem_upstream_seconds_bucket{upstream=\"billing\",le=\"0.25\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("idem_upstream_seconds_bucket{upstream=\"billing\",le=\"0.5\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("idem_upstream_seconds_count{upstream=\"billing\"} 1\n"), std::string::npos);
+  EXPECT_EQ(text.find("# TYPE idem_upstream_seconds"), text.rfind("# TYPE idem_upstream_seconds"))
+      << "one family";
   EXPECT_NE(text.find("idem_tokens_issued_total 1\n"), std::string::npos);
   EXPECT_NE(text.find("idem_inflight 0\n"), std::string::npos);
 }
@@ -219,13 +229,15 @@ TEST(Metrics, BucketsCoverTheConfiguredTimeouts) {
   EXPECT_EQ(latency_buckets(std::chrono::seconds(5)).size(), latency_buckets(Duration{}).size());
 
   Metrics m(MetricsOptions{std::chrono::seconds(120), milliseconds(7500)});
-  m.observe_upstream(std::chrono::seconds(100));
-  m.observe_upstream(std::chrono::seconds(120));
+  m.observe_upstream("", std::chrono::seconds(100));
+  m.observe_upstream("", std::chrono::seconds(120));
   m.observe_store("begin", milliseconds(7500));
   const std::string text = m.render();
-  EXPECT_NE(text.find("idem_upstream_seconds_bucket{le=\"60\"} 0\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("idem_upstream_seconds_bucket{le=\"120\"} 2\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("idem_upstream_seconds_bucket{le=\"+Inf\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("idem_upstream_seconds_bucket{upstream=\"\",le=\"60\"} 0\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("idem_upstream_seconds_bucket{upstream=\"\",le=\"120\"} 2\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("idem_upstream_seconds_bucket{upstream=\"\",le=\"+Inf\"} 2\n"), std::string::npos);
   EXPECT_NE(text.find("idem_store_seconds_bucket{op=\"begin\",le=\"5\"} 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("idem_store_seconds_bucket{op=\"begin\",le=\"7.5\"} 1\n"), std::string::npos) << text;
 }
