@@ -53,8 +53,6 @@ namespace idem::gateway {
 
 struct ServerLimits {
   std::size_t header_limit = 16 * 1024;
-  std::chrono::seconds header_timeout{10};  // includes keep-alive idle time
-  std::chrono::seconds body_timeout{30};
   std::chrono::seconds write_timeout{30};
   // What clients may hold of each listener (model/config/config.h: `limits`, `admin.limits`).
   // At a connection cap the listener closes the connection that has waited longest for a

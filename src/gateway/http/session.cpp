@@ -193,7 +193,7 @@ awaitable<void> Server::session(std::shared_ptr<Conn> conn, bool admin) {
   // waiting (idle_since, set at accept), so at a connection cap it is closed like an idle
   // one; shutdown cancels it too.
   TlsStream stream(conn->stream, *context);
-  conn->stream.expires_after(limits_.header_timeout);
+  conn->stream.expires_after(conn->listener.limits.header_timeout);
   auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, util::kUseTuple);
   if (!ec) co_return co_await serve(*conn, stream, admin);
   if (plain_http_on_tls(ec)) {
@@ -231,7 +231,7 @@ awaitable<void> Server::serve(Conn& c, Stream& stream, bool admin) {
     // it waits with (read_head reads 4 KiB at a time), and keeps those: freeing and taking
     // them again cost a malloc and a free on every request.
     if (buffer.size() == 0 && buffer.capacity() > kReadPiece) buffer.shrink_to_fit();
-    conn->stream.expires_after(limits_.header_timeout);
+    conn->stream.expires_after(conn->listener.limits.header_timeout);
     auto [ec, n] = co_await read_head(stream, buffer, req.head, limits_.header_limit);
     conn->idle = false;
     conn->idle_since.store(0);
@@ -353,7 +353,7 @@ awaitable<BodyRead> Server::ConnExchange<Stream>::read_body(std::uint64_t limit)
   ChunkGuard guard(server_.limits_.header_limit, req_.head_bytes);
   guard.attach(parser);
   if (!co_await continue_if_expected(parser.get().base())) co_return BodyRead::gone();
-  conn_.stream.expires_after(server_.limits_.body_timeout);
+  conn_.stream.expires_after(conn_.listener.limits.body_timeout);
   auto [ec, n] = co_await http::async_read(stream_, buffer_, parser, util::kUseTuple);
   if (ec && ec != http::error::body_limit) guard.read_failed(ec);
   if (guard.failure() == ChunkGuard::Failure::head_too_large)
@@ -374,8 +374,9 @@ awaitable<std::optional<Answer>> Server::ConnExchange<Stream>::relay(UpstreamCli
   ChunkGuard guard(server_.limits_.header_limit, req_.head_bytes);
   // The body is streamed: a client waiting for 100-continue may send it at once.
   if (!parser.is_done() && !co_await continue_if_expected(parser.get().base())) co_return std::nullopt;
-  auto answer = co_await relay_request(stream_, buffer_, parser, guard, upstream, meta_,
-                                       {server_.limits_.body_timeout, timeout}, req_.body_done, conn_.head);
+  auto answer =
+      co_await relay_request(stream_, buffer_, parser, guard, upstream, meta_,
+                             {conn_.listener.limits.body_timeout, timeout}, req_.body_done, conn_.head);
   if (!answer && guard.failure() == ChunkGuard::Failure::head_too_large)
     answer.emplace(header_too_large(parser.get().version()));
   if (!answer && guard.failure() == ChunkGuard::Failure::malformed)

@@ -246,12 +246,7 @@ class GatewayRuntimeTwoConnections : public GatewayRuntime {
   void limit(Config& c) const override {
     c.limits.connections = c.limits.connections_per_client = 2;
     c.admin.limits.connections = c.admin.limits.connections_per_client = 2;
-  }
-  ServerLimits limits() const override {
-    ServerLimits l;
-    l.header_timeout = std::chrono::seconds(30);
-    l.body_timeout = std::chrono::seconds(30);
-    return l;
+    c.limits.header_timeout = c.admin.limits.header_timeout = std::chrono::seconds(30);
   }
 };
 
@@ -356,12 +351,7 @@ class GatewayRuntimeSmallBodyBudget : public GatewayRuntime {
  protected:
   void limit(Config& c) const override {
     c.limits.buffered_bodies = c.limits.buffered_bodies_per_client = 1000;
-  }
-  ServerLimits limits() const override {
-    ServerLimits l;
-    l.header_timeout = std::chrono::seconds(30);
-    l.body_timeout = std::chrono::seconds(30);
-    return l;
+    c.limits.header_timeout = c.admin.limits.header_timeout = std::chrono::seconds(30);
   }
 };
 
@@ -433,7 +423,6 @@ TEST_F(GatewayRuntime, AClaimMadeAfterAnUnboundRecordWentAwayIsBoundToItsPrincip
 TEST_F(GatewayRuntime, TheListenersCapsStayWithinTheDescriptorsLeft) {
   RuntimeOptions options;
   options.threads = 1;
-  options.limits = limits();
   options.max_client_connections = 100;
   Config config = config_;
   config.limits = kClientLimits;

@@ -142,7 +142,6 @@ routes:
     // The gateway as `idem serve` puts it together (app/runtime.h), on port 0, two threads.
     RuntimeOptions options;
     options.threads = 2;
-    options.limits = limits();
     runtime_ = std::make_unique<Runtime>(config_, store_, std::move(options));
     gateway_ = &runtime_->gateway();
     admin_ = &runtime_->admin();
@@ -159,12 +158,10 @@ routes:
     upstream_.reset();
     e2e::remove_dir(dir_);
   }
-  // The listeners' caps of a fixture that tests them (`limits`, `admin.limits`).
-  virtual void limit(Config&) const {}
-  virtual ServerLimits limits() const {
-    ServerLimits l;
-    l.header_timeout = std::chrono::seconds(1);
-    return l;
+  // The listeners' caps and timeouts (`limits`, `admin.limits`): a second for a request head
+  // unless a fixture that tests them says otherwise.
+  virtual void limit(Config& c) const {
+    c.limits.header_timeout = c.admin.limits.header_timeout = std::chrono::seconds(1);
   }
   // A one-time token from the gateway.
   std::string issue_token() {

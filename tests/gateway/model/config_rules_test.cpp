@@ -113,9 +113,10 @@ TEST(ConfigRules, UnknownKeysAnywhere) {
             "tokens, replay_cache, routes, trusted_proxies, jwt, tls)");
   EXPECT_ERROR("admin:\n  token: x\n",
                "idem.yaml:2: admin.token: unknown key (expected one of: listen, token_env, tokens, limits)");
-  EXPECT_ERROR("limits:\n  connection: 1\n",
-               "idem.yaml:2: limits.connection: unknown key (expected one of: connections, "
-               "connections_per_client, buffered_bodies, buffered_bodies_per_client)");
+  EXPECT_ERROR(
+      "limits:\n  connection: 1\n",
+      "idem.yaml:2: limits.connection: unknown key (expected one of: connections, "
+      "connections_per_client, buffered_bodies, buffered_bodies_per_client, header_timeout, body_timeout)");
   EXPECT_ERROR("defaults:\n  lease: 1s\n  leese: 2s\n", "idem.yaml:3: defaults.leese: unknown key");
   EXPECT_ERROR(
       "tokens:\n  tll: 1m\n",
@@ -313,6 +314,24 @@ TEST(ConfigRules, ListenerLimits) {
       error("admin:\n  limits:\n    buffered_bodies_per_client: 1023KiB\n"),
       "idem.yaml:3: admin.limits.buffered_bodies_per_client: 1023KiB cannot hold the largest admin request "
       "body (1MiB), so no such body could be received: raise it");
+
+  // How long a client may take to send a head and a body: 10 s and 30 s unless set, from 1 s
+  // to an hour, for each listener.
+  EXPECT_EQ(plain.limits.header_timeout, Duration(std::chrono::seconds(10)));
+  EXPECT_EQ(plain.limits.body_timeout, Duration(std::chrono::seconds(30)));
+  EXPECT_EQ(plain.admin.limits.body_timeout, Duration(std::chrono::seconds(30)));
+  const Config slow = load_config_text(
+      "limits:\n  header_timeout: 20s\n  body_timeout: 5m\nadmin:\n  limits:\n    header_timeout: 2s\n",
+      "idem.yaml");
+  EXPECT_EQ(slow.limits.header_timeout, Duration(std::chrono::seconds(20)));
+  EXPECT_EQ(slow.limits.body_timeout, Duration(std::chrono::minutes(5)));
+  EXPECT_EQ(slow.admin.limits.header_timeout, Duration(std::chrono::seconds(2)));
+  EXPECT_EQ(slow.admin.limits.body_timeout, Duration(std::chrono::seconds(30)));
+  EXPECT_EQ(error("limits:\n  header_timeout: 500ms\n"),
+            "idem.yaml:2: limits.header_timeout: must be at least 1s");
+  EXPECT_EQ(error("limits:\n  body_timeout: 0\n"), "idem.yaml:2: limits.body_timeout: must be at least 1s");
+  EXPECT_EQ(error("admin:\n  limits:\n    body_timeout: 2h\n"),
+            "idem.yaml:3: admin.limits.body_timeout: must be at most 1h");
 }
 
 TEST(ConfigRules, Addresses) {

@@ -70,6 +70,11 @@ struct ListenerLimits {
   std::size_t connections_per_client = 0;        // at most `connections`
   std::uint64_t buffered_bodies = 0;             // bytes
   std::uint64_t buffered_bodies_per_client = 0;  // at most `buffered_bodies`
+  // How long a connection may take to send a request head (from its opening or its last
+  // answer), and a request body (from its head); then it is closed (docs/configuration.md,
+  // "Connections and bodies").
+  Duration header_timeout = std::chrono::seconds(10);
+  Duration body_timeout = std::chrono::seconds(30);
 
   friend bool operator==(const ListenerLimits&, const ListenerLimits&) = default;
 };

@@ -31,8 +31,10 @@ const Names kTopKeys = {"listen",          "upstream",     "upstream_idle_timeou
                         "trusted_proxies", "jwt",          "tls"};
 const Names kUpstreamKeys = {"url", "timeout", "idle_timeout", "tls"};
 const Names kTlsKeys = {"ca_file", "server_name", "insecure_skip_verify"};
-const Names kLimitKeys = {"connections", "connections_per_client", "buffered_bodies",
-                          "buffered_bodies_per_client"};
+const Names kLimitKeys = {"connections",     "connections_per_client",
+                          "buffered_bodies", "buffered_bodies_per_client",
+                          "header_timeout",  "body_timeout"};
+constexpr Duration kMaxClientTimeout = std::chrono::hours(1);
 constexpr std::uint64_t kMaxConnections = 1u << 20;
 constexpr std::uint64_t kDefaultBodiesPerClient = kClientLimits.buffered_bodies_per_client;
 const Names kPolicyKeys = {"retention",   "lease",          "wait",         "upstream_timeout",
@@ -384,6 +386,12 @@ std::vector<Entry> ConfigReader::read_limits(const Entry& e, ListenerLimits& l) 
     l.buffered_bodies_per_client = size(*b);
   else
     l.buffered_bodies_per_client = std::min(l.buffered_bodies_per_client, l.buffered_bodies);
+  for (auto [name, timeout] :
+       {std::pair{"header_timeout", &l.header_timeout}, {"body_timeout", &l.body_timeout}})
+    if (const Entry* t = find(es, name)) {
+      *timeout = duration(*t, std::chrono::seconds(1), "must be at least 1s");
+      if (*timeout > kMaxClientTimeout) fail(*t, "must be at most 1h");
+    }
   return es;
 }
 
