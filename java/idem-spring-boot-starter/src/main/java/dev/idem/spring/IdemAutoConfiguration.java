@@ -124,7 +124,17 @@ public class IdemAutoConfiguration {
   @Bean
   @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
   static Advisor idempotentAdvisor(ObjectProvider<IdempotentInterceptor> interceptor) {
-    MethodInterceptor lazy = invocation -> interceptor.getObject().invoke(invocation);
+    MethodInterceptor lazy = new MethodInterceptor() {
+      // Resolved at the first call, then kept: a bean factory lookup per call costs more than the call's own work.
+      private volatile IdempotentInterceptor resolved;
+
+      @Override
+      public Object invoke(org.aopalliance.intercept.MethodInvocation invocation) throws Throwable {
+        IdempotentInterceptor i = resolved;
+        if (i == null) resolved = i = interceptor.getObject();
+        return i.invoke(invocation);
+      }
+    };
     DefaultPointcutAdvisor advisor = new DefaultPointcutAdvisor(
         new AnnotationMatchingPointcut(null, Idempotent.class, true), lazy);
     advisor.setOrder(ORDER);
