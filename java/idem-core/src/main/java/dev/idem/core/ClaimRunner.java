@@ -229,19 +229,39 @@ public final class ClaimRunner implements AutoCloseable {
 
   /** A claim's renewal: {@link #close()} ends it (idempotent); an answer arriving after is ignored. */
   public static final class Renewal implements AutoCloseable {
-    private final ScheduledFuture<?> task;
+    private final ClaimRunner runner;
+    final Claim claim;
+    final ClaimPolicy policy;
+    final long every;  // ns
+    // Guarded by the runner's renewal lock: when the next extend is due (System.nanoTime), and
+    // whether one is on its way (never two at once for a claim).
+    long due;
+    boolean extending;
     volatile boolean stopped;
 
-    Renewal(ScheduledFuture<?> task) {
-      this.task = task;
+    Renewal(ClaimRunner runner, Claim claim, ClaimPolicy policy, long every, long due) {
+      this.runner = runner;
+      this.claim = claim;
+      this.policy = policy;
+      this.every = every;
+      this.due = due;
     }
 
     @Override
     public void close() {
+      if (stopped) return;
       stopped = true;
-      if (task != null) task.cancel(false);
+      if (runner != null) runner.renewing.remove(this);
     }
   }
+
+  // Claims whose work runs, renewed by one timer armed for the earliest due extend (docs/design.md,
+  // "One claim runner"): a call costs a set insertion and removal, not a scheduled task of its own,
+  // and the timer fires only when some claim's work has run for lease/3 (or to look again).
+  private final Set<Renewal> renewing = ConcurrentHashMap.newKeySet();
+  private final Object renewalLock = new Object();
+  private ScheduledFuture<?> renewalTimer;  // guarded by renewalLock
+  private volatile long renewalArmedAt = Long.MAX_VALUE;  // System.nanoTime of the armed timer; MAX: none
 
   /**
    * Renews the claim every lease/3 from the runner's threads until the returned renewal is
@@ -249,26 +269,83 @@ public final class ClaimRunner implements AutoCloseable {
    * Claim#lost()}; one that fails is tried again at the next tick, well within the lease.
    */
   public Renewal renew(Claim claim, ClaimPolicy policy) {
-    if (!policy.renew()) return new Renewal(null);
-    long every = Math.max(1000, Args.micros(policy.lease()) / 3);
-    java.util.concurrent.atomic.AtomicReference<Renewal> self = new java.util.concurrent.atomic.AtomicReference<>();
-    Runnable tick = () -> {
-      Renewal r = self.get();
-      if (r == null || r.stopped || claim.lost.get()) return;
+    if (!policy.renew()) return new Renewal(null, claim, policy, 0, 0);
+    long every = Math.max(1000, Args.micros(policy.lease()) / 3) * 1000L;
+    long due = System.nanoTime() + every;
+    Renewal r = new Renewal(this, claim, policy, every, due);
+    renewing.add(r);
+    // The armed timer fires no later than this one is due: nothing to do (the common case).
+    if (due - renewalArmedAt < 0) armRenewals(due);
+    return r;
+  }
+
+  private void armRenewals(long at) {
+    synchronized (renewalLock) {
+      if (at - renewalArmedAt >= 0) return;
+      if (renewalTimer != null) renewalTimer.cancel(false);
       try {
-        ExtendOutcome out = store.extend(claim.scope(), claim.key(), claim.fence(), policy.lease());
-        storeAnswered();
-        if (r.stopped) return;  // the work ended meanwhile: its settle decides
-        if (out == ExtendOutcome.FENCED && !claim.lost.getAndSet(true)) hooks.conflict().run();
-      } catch (IdemException e) {
-        // Not renewed this time: the next tick tries again.
-      } catch (RuntimeException e) {
-        LOG.log(Level.WARNING, "idem: renewal failed", e);
+        renewalTimer = scheduler.schedule(this::renewDue, Math.max(0, at - System.nanoTime()), TimeUnit.NANOSECONDS);
+        renewalArmedAt = at;
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        renewalTimer = null;  // closed: claims are left to their leases
       }
-    };
-    Renewal renewal = new Renewal(scheduler.scheduleWithFixedDelay(tick, every, every, TimeUnit.MICROSECONDS));
-    self.set(renewal);
-    return renewal;
+    }
+  }
+
+  // The timer: sends the extends that are due, each on the runner's threads, and arms itself for
+  // the next one due.
+  private void renewDue() {
+    synchronized (renewalLock) {
+      renewalTimer = null;
+      renewalArmedAt = Long.MAX_VALUE;
+    }
+    long now = System.nanoTime(), next = Long.MAX_VALUE;
+    for (Renewal r : renewing) {
+      if (r.stopped || r.claim.lost.get()) {
+        renewing.remove(r);
+        continue;
+      }
+      boolean send = false;
+      synchronized (renewalLock) {
+        if (!r.extending && r.due - now <= 0) {
+          r.extending = true;
+          send = true;
+        }
+        if (!r.extending && r.due - next < 0) next = r.due;
+      }
+      if (send) {
+        try {
+          scheduler.execute(() -> extend(r));
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+          return;  // closed
+        }
+      }
+    }
+    if (next != Long.MAX_VALUE) armRenewals(next);
+  }
+
+  // One extend of a renewal; the next is due every after it ends (as a fixed delay), then the timer
+  // is armed for it.
+  private void extend(Renewal r) {
+    try {
+      if (r.stopped || r.claim.lost.get()) return;
+      Claim claim = r.claim;
+      ExtendOutcome out = store.extend(claim.scope(), claim.key(), claim.fence(), r.policy.lease());
+      storeAnswered();
+      if (r.stopped) return;  // the work ended meanwhile: its settle decides
+      if (out == ExtendOutcome.FENCED && !claim.lost.getAndSet(true)) hooks.conflict().run();
+    } catch (IdemException e) {
+      // Not renewed this time: the next tick tries again.
+    } catch (RuntimeException e) {
+      LOG.log(Level.WARNING, "idem: renewal failed", e);
+    } finally {
+      long due = System.nanoTime() + r.every;
+      synchronized (renewalLock) {
+        r.due = due;
+        r.extending = false;
+      }
+      if (!r.stopped && !r.claim.lost.get()) armRenewals(due);
+    }
   }
 
   // ---- settle -------------------------------------------------------------------------------

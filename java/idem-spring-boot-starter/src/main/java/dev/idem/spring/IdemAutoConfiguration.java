@@ -17,7 +17,6 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.function.Supplier;
-import org.aopalliance.intercept.MethodInterceptor;
 import org.springframework.aop.Advisor;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
@@ -124,9 +123,8 @@ public class IdemAutoConfiguration {
   @Bean
   @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
   static Advisor idempotentAdvisor(ObjectProvider<IdempotentInterceptor> interceptor) {
-    MethodInterceptor lazy = invocation -> interceptor.getObject().invoke(invocation);
     DefaultPointcutAdvisor advisor = new DefaultPointcutAdvisor(
-        new AnnotationMatchingPointcut(null, Idempotent.class, true), lazy);
+        new AnnotationMatchingPointcut(null, Idempotent.class, true), new ResolvedOnce(interceptor));
     advisor.setOrder(ORDER);
     return advisor;
   }

@@ -8,7 +8,6 @@ import dev.idem.spring.support.Expressions;
 import dev.idem.spring.support.IdemMetrics;
 import dev.idem.spring.support.TransactionScope;
 import java.util.function.Supplier;
-import org.aopalliance.intercept.MethodInterceptor;
 import org.springframework.amqp.rabbit.config.AbstractRabbitListenerContainerFactory;
 import org.springframework.aop.Advisor;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
@@ -46,9 +45,8 @@ public class IdemRabbitAutoConfiguration {
   @Bean
   @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
   static Advisor idempotentListenerAdvisor(ObjectProvider<IdempotentListenerInterceptor> interceptor) {
-    MethodInterceptor lazy = invocation -> interceptor.getObject().invoke(invocation);
     DefaultPointcutAdvisor advisor = new DefaultPointcutAdvisor(
-        new AnnotationMatchingPointcut(null, IdempotentListener.class, true), lazy);
+        new AnnotationMatchingPointcut(null, IdempotentListener.class, true), new ResolvedOnce(interceptor));
     advisor.setOrder(IdemAutoConfiguration.ORDER);
     return advisor;
   }

@@ -209,6 +209,39 @@ class ClaimRunnerTest {
   }
 
   @Test
+  void aShortLeaseIsRenewedWhileALongerOneRunsToo() throws Exception {
+    // One timer renews every claim: armed for a long lease's first extend (20 s away), it must
+    // be brought forward for a short lease's.
+    IdempotentCall<String> slow = call().lease(Duration.ofSeconds(60)).build();
+    CountDownLatch running = new CountDownLatch(1), done = new CountDownLatch(1);
+    ExecutorService pool = Executors.newSingleThreadExecutor();
+    try {
+      Future<String> first = pool.submit(() -> slow.run("u", "long", "fp", () -> {
+        running.countDown();
+        try {
+          done.await(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          throw new AssertionError(e);
+        }
+        return "long";
+      }));
+      assertThat(running.await(10, TimeUnit.SECONDS)).isTrue();
+      String r = call().lease(Duration.ofMillis(300)).build().run("u", "short", "fp", () -> {
+        ContractWait.past(Duration.ofMillis(700));
+        assertThat(memory.begin(new BeginArgs("u", "short", null, Duration.ofSeconds(5), Duration.ofHours(1))))
+            .isInstanceOf(BeginOutcome.InProgress.class);
+        return "short";
+      });
+      assertThat(r).isEqualTo("short");
+      done.countDown();
+      assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("long");
+    } finally {
+      done.countDown();
+      pool.shutdownNow();
+    }
+  }
+
+  @Test
   void withoutRenewalALostClaimIsReportedNeverCommittedOver() {
     IdempotentCall<String> c = call().lease(Duration.ofMillis(200)).renew(false).onUncertain(OnUncertain.RETRY).build();
     assertThatThrownBy(() -> c.run("u", "k", "fp", () -> {

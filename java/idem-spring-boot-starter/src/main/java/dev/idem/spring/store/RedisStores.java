@@ -23,6 +23,8 @@ import org.springframework.boot.autoconfigure.data.redis.RedisConnectionDetails;
  * {@link ClientResources} (event loops) when it has them; but a connection of idem's own,
  * configured at most once: the application's connections re-send unanswered commands after a
  * reconnect (Lettuce's default), and a begin sent twice could find its own claim in progress.
+ * Its commands get no timer each ({@link RedisStore#atMostOnce}): the store waits for each answer
+ * for at most the timeout itself.
  */
 public final class RedisStores {
   private RedisStores() {}
@@ -54,14 +56,9 @@ public final class RedisStores {
     return b.withSsl(ssl).withTimeout(timeout).withClientName("idem");
   }
 
-  private static ClientOptions.Builder atMostOnce(ClientOptions.Builder b) {
-    return b.autoReconnect(true).replayFilter(command -> true)
-        .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS);
-  }
-
   private static IdemStore standalone(RedisURI uri, ClientResources resources, RedisStore.Options options) {
     RedisClient client = resources == null ? RedisClient.create(uri) : RedisClient.create(resources, uri);
-    client.setOptions(atMostOnce(ClientOptions.builder()).build());
+    client.setOptions(RedisStore.atMostOnce(ClientOptions.builder()).build());
     try {
       StatefulRedisConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
       return owning(RedisStore.of(c, options), () -> {
@@ -80,9 +77,7 @@ public final class RedisStores {
     for (RedisConnectionDetails.Node n : details.getCluster().getNodes())
       nodes.add(credentials(RedisURI.builder().withHost(n.host()).withPort(n.port()), details, ssl, options.timeout()).build());
     RedisClusterClient client = resources == null ? RedisClusterClient.create(nodes) : RedisClusterClient.create(resources, nodes);
-    ClusterClientOptions.Builder b = ClusterClientOptions.builder();
-    atMostOnce(b);
-    client.setOptions(b.build());
+    client.setOptions(RedisStore.atMostOnce(ClusterClientOptions.builder()).build());
     try {
       StatefulRedisClusterConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
       return owning(RedisStore.of(c, options), () -> {

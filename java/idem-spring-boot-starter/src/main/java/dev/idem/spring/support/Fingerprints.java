@@ -96,11 +96,44 @@ public final class Fingerprints {
 
   /** SHA-256 as 64 hex digits: text every store takes (the control API's fingerprints are text). */
   static byte[] sha256(byte[] input) {
+    MessageDigest d = sha256();
+    d.update(input);
+    return hex(d);
+  }
+
+  private static final MessageDigest SHA256;
+
+  static {
     try {
-      return java.util.HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(input))
-          .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+      SHA256 = MessageDigest.getInstance("SHA-256");
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);
     }
   }
+
+  /** A fresh SHA-256 digest (a clone of one made once: no provider lookup per call). */
+  public static MessageDigest sha256() {
+    try {
+      return (MessageDigest) SHA256.clone();
+    } catch (CloneNotSupportedException e) {
+      try {
+        return MessageDigest.getInstance("SHA-256");
+      } catch (NoSuchAlgorithmException x) {
+        throw new IllegalStateException(x);
+      }
+    }
+  }
+
+  /** The digest's value as {@link #sha256(byte[])} gives it: 64 hex digits. */
+  public static byte[] hex(MessageDigest d) {
+    byte[] h = d.digest();
+    byte[] out = new byte[h.length * 2];
+    for (int i = 0; i < h.length; i++) {
+      out[2 * i] = HEX[(h[i] >> 4) & 0xf];
+      out[2 * i + 1] = HEX[h[i] & 0xf];
+    }
+    return out;
+  }
+
+  private static final byte[] HEX = "0123456789abcdef".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 }

@@ -78,6 +78,8 @@ public final class IdempotentInterceptor implements MethodInterceptor {
   private final IdemMetrics metrics;
   private final Supplier<TransactionScope> transactions;
   private final Map<Method, IdempotentPlan> plans = new ConcurrentHashMap<>();
+  // By the invoked method, for the target class it was resolved for: the hot path's one lookup.
+  private final Map<Method, IdempotentPlan> byInvoked = new ConcurrentHashMap<>();
 
   public IdempotentInterceptor(ClaimRunner runner, IdemProperties props, Environment env, Expressions expressions,
                                ResultShapes shapes, Fingerprints fingerprints, Supplier<RequestView> requests,
@@ -109,11 +111,14 @@ public final class IdempotentInterceptor implements MethodInterceptor {
     if (!props.enabled()) return mi.proceed();
     Object target = mi.getThis();
     Class<?> targetClass = target == null ? mi.getMethod().getDeclaringClass() : AopUtils.getTargetClass(target);
-    Method method = AopUtils.getMostSpecificMethod(mi.getMethod(), targetClass);
-    IdempotentPlan plan = plan(method, targetClass);
+    IdempotentPlan plan = byInvoked.get(mi.getMethod());
+    if (plan == null || plan.targetClass != targetClass) {
+      plan = plan(AopUtils.getMostSpecificMethod(mi.getMethod(), targetClass), targetClass);
+      byInvoked.put(mi.getMethod(), plan);
+    }
     metrics.inflight(1);
     try {
-      return call(plan, mi, method, target);
+      return call(plan, mi, plan.method, target);
     } finally {
       metrics.inflight(-1);
     }
@@ -122,13 +127,47 @@ public final class IdempotentInterceptor implements MethodInterceptor {
   /** One call's identity: who, which record, which request, and the token when there is one. */
   private record Identity(String scope, String key, String recordKey, byte[] fingerprint, String token) {}
 
+  /**
+   * The SpEL context of one call, made at its first use: a call whose expressions are all
+   * constant (or absent) never makes one.
+   */
+  private final class CallContext implements Supplier<EvaluationContext> {
+    private final Method method;
+    private final Object[] args;
+    private final Object target;
+    private final RequestView request;
+    private boolean principalRead;
+    private Principal principal;
+    private EvaluationContext ctx;
+
+    CallContext(Method method, Object[] args, Object target, RequestView request) {
+      this.method = method;
+      this.args = args;
+      this.target = target;
+      this.request = request;
+    }
+
+    Principal principal() {
+      if (!principalRead) {
+        principal = Principals.current(request);
+        principalRead = true;
+      }
+      return principal;
+    }
+
+    @Override
+    public EvaluationContext get() {
+      if (ctx == null) ctx = expressions.context(method, args, target, request, principal(), null);
+      return ctx;
+    }
+  }
+
   private Object call(IdempotentPlan plan, MethodInvocation mi, Method method, Object target) throws Throwable {
     RequestView request = requests.get();
-    Principal principal = Principals.current(request);
-    EvaluationContext ctx = expressions.context(method, mi.getArguments(), target, request, principal, null);
+    CallContext ctx = new CallContext(method, mi.getArguments(), target, request);
     Identity id;
     try {
-      id = identify(plan, mi.getArguments(), ctx, request, principal);
+      id = identify(plan, mi.getArguments(), ctx, request);
     } catch (IdempotencyRefusedException e) {
       metrics.request(plan.keySpace, e.problem().outcome());
       throw e;
@@ -141,10 +180,10 @@ public final class IdempotentInterceptor implements MethodInterceptor {
 
   // ---- validate ----------------------------------------------------------------------------
 
-  private Identity identify(IdempotentPlan plan, Object[] args, EvaluationContext ctx, RequestView request,
-                            Principal principal) {
-    String scope = plan.scope == null ? subject.scope(request, Principals.name(principal))
-        : Keys.text("scope " + plan.scope.getExpressionString(), valueOf(plan.scope, ctx), IdemProblem.SUBJECT_MISSING);
+  private Identity identify(IdempotentPlan plan, Object[] args, CallContext ctx, RequestView request) {
+    String scope = plan.constantScope != null ? plan.constantScope
+        : plan.scope == null ? subject.scope(request, Principals.name(ctx.principal()))
+        : Keys.text("scope " + plan.scope.getExpressionString(), valueOf(plan.scope, ctx.get()), IdemProblem.SUBJECT_MISSING);
     String key, token = null;
     if (plan.token) {
       String header = props.web().tokenHeader();
@@ -157,7 +196,7 @@ public final class IdempotentInterceptor implements MethodInterceptor {
             "the " + header + " is unknown, expired or already used");
       key = token;
     } else if (plan.key != null) {
-      key = Keys.fromValue(plan.key.getExpressionString(), valueOf(plan.key, ctx));
+      key = Keys.fromValue(plan.key.getExpressionString(), valueOf(plan.key, ctx.get()));
     } else {
       String header = props.web().keyHeader();
       if (request == null)
@@ -166,7 +205,7 @@ public final class IdempotentInterceptor implements MethodInterceptor {
       key = Keys.fromClient(header, request.header(header));
     }
     byte[] fingerprint = fingerprint(plan, args, ctx, request);
-    return new Identity(scope, key, plan.keySpace + ":" + key, fingerprint, token);
+    return new Identity(scope, key, plan.recordKeyPrefix + key, fingerprint, token);
   }
 
   private static Object valueOf(Expression e, EvaluationContext ctx) {
@@ -177,22 +216,22 @@ public final class IdempotentInterceptor implements MethodInterceptor {
     }
   }
 
-  private byte[] fingerprint(IdempotentPlan plan, Object[] args, EvaluationContext ctx, RequestView request) {
+  private byte[] fingerprint(IdempotentPlan plan, Object[] args, CallContext ctx, RequestView request) {
     if (!plan.fingerprint.isEmpty()) {
       List<Object> values = new ArrayList<>(plan.fingerprint.size());
-      for (Expression e : plan.fingerprint) values.add(e.getValue(ctx));
+      for (Expression e : plan.fingerprint) values.add(e.getValue(ctx.get()));
       return fingerprints.ofValues(values);
     }
     return switch (plan.fingerprintFrom) {
       case NONE -> new byte[0];
-      case BODY -> request != null ? Fingerprints.ofBytes(request.fingerprintInput()) : fingerprints.ofArguments(args);
+      case BODY -> request != null ? request.fingerprint() : fingerprints.ofArguments(args);
       default -> fingerprints.ofArguments(args);
     };
   }
 
   // ---- claim, run, settle ------------------------------------------------------------------
 
-  private Object claimed(IdempotentPlan plan, MethodInvocation mi, EvaluationContext ctx, RequestView request,
+  private Object claimed(IdempotentPlan plan, MethodInvocation mi, Supplier<EvaluationContext> ctx, RequestView request,
                          Identity id) throws Throwable {
     final long deadline = System.nanoTime() + plan.wait.toNanos();
     Duration backoff = FIRST_BACKOFF;
@@ -238,7 +277,7 @@ public final class IdempotentInterceptor implements MethodInterceptor {
     }
   }
 
-  private Object run(IdempotentPlan plan, MethodInvocation mi, EvaluationContext ctx, RequestView request,
+  private Object run(IdempotentPlan plan, MethodInvocation mi, Supplier<EvaluationContext> ctx, RequestView request,
                      Identity id, Claim claim) throws Throwable {
     Optional<TokenRestore> restore = Optional.empty();
     if (id.token != null) {
@@ -334,7 +373,7 @@ public final class IdempotentInterceptor implements MethodInterceptor {
 
   // ---- the key in the caller's transaction --------------------------------------------------
 
-  private Object inTransaction(IdempotentPlan plan, MethodInvocation mi, EvaluationContext ctx, RequestView request,
+  private Object inTransaction(IdempotentPlan plan, MethodInvocation mi, Supplier<EvaluationContext> ctx, RequestView request,
                                Identity id) throws Throwable {
     TransactionScope tx = transactions.get();
     if (tx == null)

@@ -17,6 +17,9 @@ import org.springframework.boot.convert.DurationStyle;
 import org.springframework.core.env.Environment;
 import org.springframework.expression.EvaluationContext;
 import org.springframework.expression.Expression;
+import org.springframework.expression.spel.ast.Literal;
+import org.springframework.expression.spel.standard.SpelExpression;
+import java.util.function.Supplier;
 import org.springframework.stereotype.Controller;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 
@@ -26,7 +29,12 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
  */
 public final class IdempotentPlan {
   final Method method;
+  final Class<?> targetClass;
   final String keySpace;
+  /** "key space:", what every record key of this method starts with. */
+  final String recordKeyPrefix;
+  /** The scope's text when its expression is a constant ({@code "''"}, {@code "'shop'"}): evaluated once. */
+  final String constantScope;
   final Expression key, scope, releaseWhen;
   final List<Expression> fingerprint;
   final Idempotent.FingerprintFrom fingerprintFrom;
@@ -40,6 +48,7 @@ public final class IdempotentPlan {
   IdempotentPlan(Method method, Class<?> targetClass, Idempotent a, IdemProperties props, Environment env,
                  Expressions expressions, ResultShapes shapes) {
     this.method = method;
+    this.targetClass = targetClass;
     String where = "@Idempotent on " + targetClass.getSimpleName() + "." + method.getName();
     Class<?> rt = method.getReturnType();
     if (CompletionStage.class.isAssignableFrom(rt) || Future.class.isAssignableFrom(rt)
@@ -50,11 +59,13 @@ public final class IdempotentPlan {
     if (!Keys.validKeySpace(keySpace))
       throw new IllegalStateException("idem: " + where + ": key space \"" + keySpace
           + "\" must be 1 to 64 of A-Z a-z 0-9 . _ -: name one with keySpace = \"...\"");
+    this.recordKeyPrefix = keySpace + ":";
     this.token = a.token();
     if (token && !a.key().isEmpty())
       throw new IllegalStateException("idem: " + where + ": a token call takes its key from the token; drop key");
     this.key = expressions.parse(a.key(), where + ", key");
     this.scope = expressions.parse(a.scope(), where + ", scope");
+    this.constantScope = constant(scope);
     String rule = a.releaseWhen().isEmpty() ? props.defaults().releaseWhen() : a.releaseWhen();
     this.releaseWhen = expressions.parse(rule, where + ", releaseWhen");
     this.fingerprint = new ArrayList<>();
@@ -78,6 +89,18 @@ public final class IdempotentPlan {
     this.onStoreError = a.onStoreError() == StoreErrorPolicy.DEFAULT ? d.onStoreError() : a.onStoreError();
     this.uncertainOn = List.of(a.uncertainOn());
     this.shape = shapes.forMethod(method, targetClass);
+  }
+
+  // The text of a literal expression; null for anything else (evaluated per call, refusals and all).
+  private static String constant(Expression e) {
+    if (!(e instanceof SpelExpression s) || !(s.getAST() instanceof Literal)) return null;
+    Object v = e.getValue();
+    if (v == null) return null;
+    try {
+      return Keys.text("scope " + e.getExpressionString(), v, dev.idem.spring.IdemProblem.SUBJECT_MISSING);
+    } catch (RuntimeException refused) {
+      return null;
+    }
   }
 
   static Duration duration(Environment env, String text, Duration fallback, String where) {
@@ -107,9 +130,10 @@ public final class IdempotentPlan {
   }
 
   /** What a returned value means: failed when its shape or {@code releaseWhen} says so, else succeeded. */
-  WorkEnd endFor(Object value, EvaluationContext ctx) {
+  WorkEnd endFor(Object value, Supplier<EvaluationContext> context) {
     if (shape.releases(value)) return WorkEnd.FAILED;
     if (releaseWhen == null) return WorkEnd.SUCCEEDED;
+    EvaluationContext ctx = context.get();
     ctx.setVariable("result", value);
     Boolean release;
     try {

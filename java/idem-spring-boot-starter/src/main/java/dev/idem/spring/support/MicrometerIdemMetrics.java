@@ -25,7 +25,8 @@ public final class MicrometerIdemMetrics implements IdemMetrics {
   private final MeterRegistry registry;
   private final Counter tokens, errors, conflicts;
   // Meters by their tags, made once: a protected call counts on the hot path.
-  private final ConcurrentHashMap<String, Counter> requests = new ConcurrentHashMap<>(), messages = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, ConcurrentHashMap<String, Counter>> requests = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, Counter> messages = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<String, Timer> store = new ConcurrentHashMap<>();
   private final AtomicInteger inflight = new AtomicInteger();
 
@@ -42,9 +43,13 @@ public final class MicrometerIdemMetrics implements IdemMetrics {
 
   @Override
   public void request(String route, String outcome) {
-    requests.computeIfAbsent(route + '\n' + outcome, k -> Counter.builder("idem.requests")
+    ConcurrentHashMap<String, Counter> byOutcome = requests.get(route);
+    if (byOutcome == null) byOutcome = requests.computeIfAbsent(route, k -> new ConcurrentHashMap<>());
+    Counter c = byOutcome.get(outcome);
+    if (c == null) c = byOutcome.computeIfAbsent(outcome, k -> Counter.builder("idem.requests")
         .description("protected calls by route (key space) and outcome").tag("route", route).tag("outcome", outcome)
-        .register(registry)).increment();
+        .register(registry));
+    c.increment();
   }
 
   @Override
@@ -61,8 +66,10 @@ public final class MicrometerIdemMetrics implements IdemMetrics {
 
   @Override
   public void storeCall(String op, long nanos, boolean failed) {
-    store.computeIfAbsent(op, k -> Timer.builder("idem.store").description("store call time by operation").tag("op", op)
-        .serviceLevelObjectives(BUCKETS).register(registry)).record(nanos, TimeUnit.NANOSECONDS);
+    Timer t = store.get(op);
+    if (t == null) t = store.computeIfAbsent(op, k -> Timer.builder("idem.store").description("store call time by operation").tag("op", op)
+        .serviceLevelObjectives(BUCKETS).register(registry));
+    t.record(nanos, TimeUnit.NANOSECONDS);
     if (failed) errors.increment();
   }
 

@@ -28,6 +28,11 @@ public interface RequestView {
    */
   byte[] fingerprintInput();
 
+  /** The fingerprint of {@link #fingerprintInput()} ({@link Fingerprints#ofBytes}); a view may hash it without the copy. */
+  default byte[] fingerprint() {
+    return Fingerprints.ofBytes(fingerprintInput());
+  }
+
   /** Sets a header of the response (Idempotent-Replayed, Idempotency-Status). */
   void responseHeader(String name, String value);
 

@@ -2,6 +2,7 @@ package dev.idem.spring.support;
 
 import com.fasterxml.jackson.databind.JavaType;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectWriter;
 import dev.idem.core.StoredResult;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -27,10 +28,12 @@ public interface ResultShape {
   /** Values of {@code type}, stored as JSON; an HTTP response stored for the same key gives its body. */
   static ResultShape json(ObjectMapper mapper, JavaType type) {
     return new ResultShape() {
+      private final ObjectWriter writer = mapper.writerFor(type);
+
       @Override
       public byte[] encode(Object value) {
         try {
-          return StoredResult.encode(new StoredResult.Json(mapper.writerFor(type).writeValueAsString(value)));
+          return StoredResult.encode(new StoredResult.Json(writer.writeValueAsString(value)));
         } catch (IOException e) {
           throw new IllegalStateException("idem: cannot write the result as JSON: " + e.getMessage(), e);
         }

@@ -2,6 +2,7 @@ package dev.idem.spring.web;
 
 import com.fasterxml.jackson.databind.JavaType;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectWriter;
 import dev.idem.core.StoredResult;
 import dev.idem.spring.support.ResultShape;
 import dev.idem.spring.support.ResultShapes;
@@ -40,7 +41,7 @@ public final class ResponseEntityShapes implements ResultShapes {
       return ResultShape.json(mapper, ResultShapes.returnType(mapper, method, targetClass));
     ResolvableType body = ResolvableType.forMethodReturnType(method, targetClass).as(ResponseEntity.class).getGeneric(0);
     JavaType type = body.resolve() == null ? mapper.constructType(Object.class) : mapper.constructType(body.getType());
-    return new EntityShape(mapper, type);
+    return new EntityShape(mapper, type, mapper.writerFor(type));
   }
 
   /** Whether an HTTP status releases the key, as the gateway's: 5xx, 408, 409, 425, 429. */
@@ -48,7 +49,8 @@ public final class ResponseEntityShapes implements ResultShapes {
     return status >= 500 || status == 408 || status == 409 || status == 425 || status == 429;
   }
 
-  private record EntityShape(ObjectMapper mapper, JavaType type) implements ResultShape {
+  // The writer is made once (the mapper's configuration is settled by the first call).
+  private record EntityShape(ObjectMapper mapper, JavaType type, ObjectWriter writer) implements ResultShape {
     @Override
     public byte[] encode(Object value) {
       if (value == null) return StoredResult.encode(new StoredResult.Json("null"));
@@ -60,7 +62,7 @@ public final class ResponseEntityShapes implements ResultShapes {
       });
       byte[] body;
       try {
-        body = mapper.writerFor(type).writeValueAsBytes(e.getBody());
+        body = writer.writeValueAsBytes(e.getBody());
       } catch (IOException x) {
         throw new IllegalStateException("idem: cannot write the response body as JSON: " + x.getMessage(), x);
       }

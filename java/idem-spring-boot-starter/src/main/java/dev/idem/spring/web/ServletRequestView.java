@@ -2,15 +2,17 @@ package dev.idem.spring.web;
 
 import dev.idem.spring.IdemProblem;
 import dev.idem.spring.IdempotencyRefusedException;
+import dev.idem.spring.support.Fingerprints;
 import dev.idem.spring.support.RequestView;
 import jakarta.servlet.ServletInputStream;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
 import java.security.Principal;
+import java.util.Arrays;
 import java.util.AbstractMap;
 import java.util.Collections;
 import java.util.Enumeration;
@@ -88,29 +90,46 @@ public final class ServletRequestView implements RequestView {
 
   @Override
   public byte[] fingerprintInput() {
+    byte[] body = body(), head = head();
+    byte[] out = Arrays.copyOf(head, head.length + body.length);
+    System.arraycopy(body, 0, out, head.length, body.length);
+    return out;
+  }
+
+  /** The hash of {@link #fingerprintInput()}, without putting head and body together first. */
+  @Override
+  public byte[] fingerprint() {
+    byte[] body = body();
+    MessageDigest d = Fingerprints.sha256();
+    d.update(head());
+    d.update(body);
+    return Fingerprints.hex(d);
+  }
+
+  // The raw body as read so far, the rest read now (what the handler left unread belongs to the request too).
+  private byte[] body() {
     CachedBodyRequest cached = WebUtils.getNativeRequest(request, CachedBodyRequest.class);
-    byte[] body;
-    if (cached == null) {
-      body = new byte[0];  // no IdemBodyFilter in the chain (a MockMvc without it): the head alone
+    if (cached == null) return new byte[0];  // no IdemBodyFilter in the chain (a MockMvc without it): the head alone
+    if (isFormPost()) {
+      cached.getParameterMap();  // parsed through the wrapper, which keeps them as the body
     } else {
-      if (isFormPost()) {
-        cached.getParameterMap();  // parsed through the wrapper, which keeps them as the body
-      } else {
-        drain(cached);  // what the handler left unread belongs to the request too
-      }
-      if (cached.overflowed())
-        throw new IdempotencyRefusedException(IdemProblem.BODY_TOO_LARGE, "the request body is larger than " + maxBody
-            + " bytes (idem.web.max-body)");
-      body = cached.getContentAsByteArray();
+      drain(cached);
     }
+    if (cached.overflowed())
+      throw new IdempotencyRefusedException(IdemProblem.BODY_TOO_LARGE, "the request body is larger than " + maxBody
+          + " bytes (idem.web.max-body)");
+    return cached.getContentAsByteArray();
+  }
+
+  // Method, path with query, Content-Type, each ended by a newline.
+  private byte[] head() {
     String query = request.getQueryString();
     String contentType = request.getContentType();
-    String head = request.getMethod() + "\n" + request.getRequestURI() + (query == null ? "" : "?" + query) + "\n"
-        + (contentType == null ? "" : contentType) + "\n";
-    ByteArrayOutputStream out = new ByteArrayOutputStream(head.length() + body.length);
-    out.writeBytes(head.getBytes(StandardCharsets.UTF_8));
-    out.writeBytes(body);
-    return out.toByteArray();
+    StringBuilder head = new StringBuilder(64).append(request.getMethod()).append('\n').append(request.getRequestURI());
+    if (query != null) head.append('?').append(query);
+    head.append('\n');
+    if (contentType != null) head.append(contentType);
+    return head.append('\n').toString().getBytes(StandardCharsets.UTF_8);
   }
 
   private boolean isFormPost() {
@@ -122,6 +141,7 @@ public final class ServletRequestView implements RequestView {
   private static void drain(CachedBodyRequest r) {
     try {
       ServletInputStream in = r.getInputStream();
+      if (in.isFinished()) return;  // read to its end already (the common case: nothing to copy)
       byte[] buf = new byte[8192];
       while (in.read(buf) >= 0) {
         // read through the wrapper, which keeps it up to its limit
