@@ -40,10 +40,12 @@ class ServedGateway {
 
  private:
   static gateway::Config config(const std::string& config_yaml, unsigned short upstream_port) {
-    gateway::Config c = gateway::load_config_text(
-        "upstream: http://127.0.0.1:" + std::to_string(upstream_port) +
-            "\nstore: \"memory:\"\nlimits:\n  connections: 64\n  buffered_bodies: 1MiB\n" + config_yaml,
-        "server_fuzz.yaml");
+    gateway::Config c =
+        gateway::load_config_text("upstream: http://127.0.0.1:" + std::to_string(upstream_port) +
+                                      "\nstore: \"memory:\"\nlimits:\n  connections: 64\n  buffered_bodies: "
+                                      "1MiB\n  header_timeout: 1s\n  body_timeout: 1s\n" +
+                                      config_yaml,
+                                  "server_fuzz.yaml");
     c.listen = {"127.0.0.1", 0};
     c.admin.listen = {"127.0.0.1", 0};
     return c;
@@ -57,8 +59,6 @@ class ServedGateway {
   }
   static gateway::ServerLimits limits() {
     gateway::ServerLimits l;
-    l.header_timeout = std::chrono::seconds(1);
-    l.body_timeout = std::chrono::seconds(1);
     l.write_timeout = std::chrono::seconds(1);
     return l;
   }
