@@ -21,7 +21,7 @@ local fence = next_fence(KEYS[2], r[2])
 if not fence then return redis.error_reply('idem: fence space exhausted') end
 local lu = now + tonumber(ARGV[2])
 local ea = lu + tonumber(ARGV[3])
-redis.call('DEL', KEYS[1])
+if r[1] then redis.call('DEL', KEYS[1]) end
 redis.call('HSET', KEYS[1], 'st', 'p', 'f', s(fence), 'fp', fp, 'lu', s(lu), 'ea', s(ea), 'o', ARGV[4])
 redis.call('PEXPIREAT', KEYS[1], ms(ea))
 redis.call('SET', KEYS[2], s(fence), 'PXAT', fence_ttl(ea))

@@ -3,6 +3,10 @@
 -- A live pending record with this fence becomes done (result, expires_at = now + retention).
 -- Done with this fence: a retried commit, committed without a change. Done with another fence
 -- and a result that starts with a non-empty over_uncertain: replaced, this fence and all.
+-- The native expiries move only when expires_at grows (a commit after the lease ran out, or with
+-- a longer retention): a commit within the lease leaves the record's native expiry where begin or
+-- extend put it (lease_until + retention, at most a lease past the new expires_at, which rules),
+-- and the fence key a day past that.
 
 local r = redis.call('HMGET', KEYS[1], 'st', 'f', 'ea')
 if not r[1] or tonumber(r[3]) <= now then return 0 end
@@ -16,6 +20,8 @@ end
 local ea = now + tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], 'st', 'd', 'f', ARGV[1], 'res', ARGV[2], 'ea', s(ea))
 redis.call('HDEL', KEYS[1], 'lu')
-redis.call('PEXPIREAT', KEYS[1], ms(ea))
-redis.call('PEXPIREAT', KEYS[2], fence_ttl(ea))
+if ea > tonumber(r[3]) then
+  redis.call('PEXPIREAT', KEYS[1], ms(ea))
+  redis.call('PEXPIREAT', KEYS[2], fence_ttl(ea))
+end
 return 1

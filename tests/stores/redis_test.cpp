@@ -526,6 +526,33 @@ TEST(Redis, ConnectionLostAfterSendingLeavesTheOutcomeUnknown) {
   EXPECT_EQ(store->begin(begin_args("lost")).value().kind, Kind::acquired);
 }
 
+// A commit within the lease leaves the native expiries where begin put them (the record's
+// expires_at, which rules, is earlier); one that moves expires_at past them moves both.
+TEST(Redis, ACommitMovesTheNativeExpiriesOnlyWhenExpiresAtGrows) {
+  REQUIRE_SERVER(IDEM_TEST_REDIS_URL);
+  const std::string uri = with_unique_prefix(IDEM_TEST_REDIS_URL);
+  auto store = open_or_fail(uri);
+  Raw raw(first_node(IDEM_TEST_REDIS_URL));
+  const auto prefix = redis::parse_uri(uri).value().prefix;
+  const auto pttl = [&](const std::string& key) { return std::stoll(raw({"PTTL", key})); };
+
+  const auto within = redis::record_keys(prefix, "s", "within");
+  const Fence f = store->begin(begin_args("within", 10s)).value().fence;  // retention 60 s
+  ASSERT_EQ(store->commit({"s", "within", f, "r", 60s}).value(), CommitOutcome::committed);
+  EXPECT_GT(pttl(within.main), 65'000);  // lease_until + retention of the begin, not now + 60 s
+  EXPECT_GT(pttl(within.fence), 86'400'000 + 65'000);
+  const auto got = store->get({"s", "within"}).value();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_LE(got->expires_at - std::chrono::system_clock::now(), 60s);  // the commit's rules
+
+  const auto longer = redis::record_keys(prefix, "s", "longer");
+  const Fence g = store->begin(begin_args("longer", 10s)).value().fence;
+  ASSERT_EQ(store->commit({"s", "longer", g, "r", 600s}).value(), CommitOutcome::committed);
+  EXPECT_GT(pttl(longer.main), 590'000);
+  EXPECT_LE(pttl(longer.main), 600'001);
+  EXPECT_GT(pttl(longer.fence), 86'400'000 + 590'000);
+}
+
 TEST(Redis, DestroyingAStoreWaitsForItsCalls) {
   REQUIRE_SERVER(IDEM_TEST_REDIS_URL);
   std::atomic<int> answered{0};
