@@ -28,7 +28,7 @@ import org.openjdk.jmh.annotations.TearDown;
 /**
  * begin+commit pairs on Redis ($IDEM_BENCH_REDIS_URL): the Java engine, and the seeds' own recipe
  * (SET NX EX, then an owner-checked delete in Lua) over the same Lettuce, on the same server. One
- * operation is one pair (two round trips each). bench/java/run runs it with 16 threads.
+ * operation is one pair (two round trips each). bench/java/run runs each on 4, 16 and 256 threads.
  */
 @State(Scope.Benchmark)
 public class RedisBench {
