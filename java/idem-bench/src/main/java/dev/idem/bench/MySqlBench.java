@@ -29,11 +29,13 @@ import org.openjdk.jmh.annotations.TearDown;
 /**
  * begin+commit pairs on MySQL/MariaDB ($IDEM_BENCH_MYSQL_URL, mysql://user:pass@host:port/db): the
  * Java engine, and a plain JDBC loop of the same protocol/mysql statements (each operation a
- * transaction: START TRANSACTION, the statements, COMMIT), on the same pool.
+ * transaction: START TRANSACTION, the statements, COMMIT; each statement under the engine's timeout),
+ * on the same pool.
  */
 @State(Scope.Benchmark)
 public class MySqlBench {
   static final String PREFIX = "idem_bench_";
+  static final int QUERY_TIMEOUT_SECONDS = (int) JdbcStore.Options.defaults().timeout().toSeconds();
   HikariDataSource ds;
   JdbcStore store;
   List<String> begin, commit;
@@ -112,6 +114,9 @@ public class MySqlBench {
       java.util.regex.Matcher mm = java.util.regex.Pattern.compile("\\?(\\d)").matcher(sql);
       while (mm.find()) order.add(Integer.parseInt(mm.group(1)));
       try (PreparedStatement ps = c.prepareStatement(sql.replaceAll("\\?\\d", "?"))) {
+        // The engine bounds each statement by its store timeout (JdbcStore.Options#timeout, 5 s by
+        // default; the driver sends it as SET STATEMENT max_statement_time=5 FOR ...): so does this.
+        ps.setQueryTimeout(QUERY_TIMEOUT_SECONDS);
         for (int p = 0; p < order.size(); p++) {
           Object v = args[order.get(p) - 1];
           if (v instanceof byte[] bb) ps.setBytes(p + 1, bb);
