@@ -133,6 +133,8 @@ class WebRedisTest {
     assertThat(r.statusCode()).isEqualTo(422);
     assertThat(r.headers().firstValue("Content-Type")).hasValue("application/problem+json");
     assertThat(body(r).get("type").asText()).isEqualTo("urn:idem:problem:key-reused");
+    assertThat(body(r).get("retryable").isBoolean()).isTrue();
+    assertThat(body(r).get("retryable").asBoolean()).isFalse();
     assertThat(body(r).get("title").asText()).isEqualTo("Idempotency key reused for a different request");
     assertThat(executions.of("orders::" + key)).isEqualTo(1);
   }
@@ -166,6 +168,7 @@ class WebRedisTest {
     assertThat(Duration.ofNanos(System.nanoTime() - t0)).isGreaterThanOrEqualTo(Duration.ofMillis(2900));
     assertThat(r.statusCode()).isEqualTo(409);
     assertThat(body(r).get("type").asText()).isEqualTo("urn:idem:problem:in-progress");
+    assertThat(body(r).get("retryable").asBoolean()).isTrue();
     assertThat(Long.parseLong(r.headers().firstValue("Retry-After").orElseThrow())).isBetween(1L, 30L);
     assertThat(executions.of("orders-hold:" + busy)).isZero();
   }

@@ -37,6 +37,7 @@ public class IdemExceptionHandler {
         a.detail());
     p.setType(URI.create(a.problem().type()));
     p.setTitle(a.problem().title());
+    p.setProperty("retryable", a.problem().retryable());
     ResponseEntity.BodyBuilder b = ResponseEntity.status(a.problem().status())
         .contentType(MediaType.APPLICATION_PROBLEM_JSON).cacheControl(CacheControl.noStore());
     a.retryAfter().ifPresent(d -> b.header(HttpHeaders.RETRY_AFTER, Long.toString(IdemProblems.retryAfterSeconds(d))));

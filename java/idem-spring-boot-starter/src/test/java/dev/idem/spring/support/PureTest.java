@@ -103,6 +103,14 @@ class PureTest {
   }
 
   @Test
+  void retryableIsTheGatewaysByProblem() {
+    // docs/http.md, "Every problem": true only where the same request can get another answer.
+    java.util.Set<String> retryable = java.util.Set.of("in-progress", "store-unavailable");
+    for (IdemProblem p : IdemProblem.values())
+      assertThat(p.retryable()).as(p.problemName()).isEqualTo(retryable.contains(p.problemName()));
+  }
+
+  @Test
   void theGatewaysReleasingStatuses() {
     for (int s : new int[] {500, 502, 503, 504, 408, 409, 425, 429})
       assertThat(dev.idem.spring.web.ResponseEntityShapes.releasingStatus(s)).as("%d", s).isTrue();
