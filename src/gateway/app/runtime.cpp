@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
@@ -154,10 +155,18 @@ asio::awaitable<void> Runtime::flush_log_periodically() {
   }
 }
 
+namespace {
+
+// One line to standard error in one write: it is unbuffered, so a line made of several `<<`
+// leaves in pieces that another thread's output, or a reader of the log, can find half-written.
+void say(const std::string& line) { std::cerr << line + "\n" << std::flush; }
+
+}  // namespace
+
 bool Runtime::reload() {
   const std::string& file = options_.config_file;
   if (file.empty()) {
-    std::cerr << "idem: SIGHUP: there is no --config file to reload" << std::endl;
+    say("idem: SIGHUP: there is no --config file to reload");
     return false;
   }
   const std::shared_ptr<const Config> running = gateway_.config();
@@ -176,7 +185,7 @@ bool Runtime::reload() {
                                                   "gateway started with a client listener");
     require_store_holds_results(next, store_.max_result_bytes(), store_.traits().name);
   } catch (const ConfigError& e) {
-    std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
+    say(std::string("idem: reload failed, the running config is kept: ") + e.what());
     metrics_.count_reload(false);
     return false;
   }
@@ -204,7 +213,7 @@ bool Runtime::reload() {
     require_admin_token_off_loopback(next);
     if (!running->control_only()) tls = require_listener_tls(next);
   } catch (const ConfigError& e) {
-    std::cerr << "idem: reload failed, the running config is kept: " << e.what() << std::endl;
+    say(std::string("idem: reload failed, the running config is kept: ") + e.what());
     metrics_.count_reload(false);
     return false;
   }
@@ -217,12 +226,11 @@ bool Runtime::reload() {
   gateway_.reload(shared);
   admin_.reload(shared);
   metrics_.count_reload(true);
-  std::cerr << "idem: reloaded " << file << " (" << shared->routes.size() << " route"
-            << (shared->routes.size() == 1 ? "" : "s") << ")";
-  for (std::size_t i = 0; i < kept.size(); ++i)
-    std::cerr << (i == 0 ? "; kept the running " : ", ") << kept[i];
-  if (!kept.empty()) std::cerr << " (a restart applies them)";
-  std::cerr << std::endl;
+  std::string line = "idem: reloaded " + file + " (" + std::to_string(shared->routes.size()) + " route" +
+                     (shared->routes.size() == 1 ? "" : "s") + ")";
+  for (std::size_t i = 0; i < kept.size(); ++i) line += (i == 0 ? "; kept the running " : ", ") + kept[i];
+  if (!kept.empty()) line += " (a restart applies them)";
+  say(line);
   return true;
 }
 
