@@ -722,7 +722,7 @@ TEST(GatewayProcess, SighupReloadsRoutesAndPoliciesWithoutDroppingAConnection) {
   const auto logged = [&](const std::string& line) {
     return testutil::eventually([&] { return read_text(log).find(line) != std::string::npos; });
   };
-  EXPECT_TRUE(logged("idem: reloaded " + file + " (2 routes)\n")) << read_text(log);
+  ASSERT_TRUE(logged("idem: reloaded " + file + " (2 routes)\n")) << read_text(log);
   EXPECT_EQ(reloads(), 1u) << read_text(log);
   // The same connection, the new routes.
   Response dup = conn.post("/orders", "k1");
@@ -734,7 +734,7 @@ TEST(GatewayProcess, SighupReloadsRoutesAndPoliciesWithoutDroppingAConnection) {
   // An invalid file: logged with its line and key, and the running config stays.
   write_file(file, head + orders + "    on_duplicate: sometimes\n");
   idem.signal(SIGHUP);
-  EXPECT_TRUE(logged("idem: reload failed, the running config is kept: " + file +
+  ASSERT_TRUE(logged("idem: reload failed, the running config is kept: " + file +
                      ":9: routes[0].on_duplicate: expected replay, reject, got 'sometimes'\n"))
       << read_text(log);
   EXPECT_EQ(reloads(), 2u) << read_text(log);
@@ -747,7 +747,7 @@ TEST(GatewayProcess, SighupReloadsRoutesAndPoliciesWithoutDroppingAConnection) {
   moved.replace(moved.find(std::to_string(port)), std::to_string(port).size(), std::to_string(other));
   write_file(file, moved);
   idem.signal(SIGHUP);
-  EXPECT_TRUE(logged("(1 route); kept the running listen (a restart applies them)\n")) << read_text(log);
+  ASSERT_TRUE(logged("(1 route); kept the running listen (a restart applies them)\n")) << read_text(log);
   EXPECT_EQ(reloads(), 3u) << read_text(log);
   EXPECT_EQ(header(conn.post("/orders", "k1"), "Idempotent-Replayed"), "true");  // on_duplicate: replay again
   EXPECT_EQ(header(conn.post("/payments", "p2"), "Idempotent-Replayed"), "");    // no route again
